@@ -1,0 +1,65 @@
+/**
+ * Task states, the single source of truth for every store (SPEC.md §2).
+ *
+ * The SQL CHECK constraint in `@postpone/postgres` is generated from {@link TASK_STATES}.
+ */
+export const TaskState = Object.freeze({
+  /** Waiting for its due time. Entered by schedule, by fail with attempts left, by reclaim with attempts left. Left by claim or cancel. */
+  SCHEDULED: 'SCHEDULED',
+  /** Held by one worker under a lease; `attempt` is its fencing token. Entered by claim. Left by complete, fail, or reclaim after lease expiry. */
+  CLAIMED: 'CLAIMED',
+  /** Terminal. Completed by the holder of the current attempt; the effect row was written in the same transaction. */
+  DONE: 'DONE',
+  /** Terminal. Cancelled while waiting, or while running once the holder reported back (or its lease expired). */
+  CANCELLED: 'CANCELLED',
+  /** Terminal. Failed (or lost its lease) with no attempts left. */
+  DEAD: 'DEAD',
+} as const);
+
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+
+export const TASK_STATES: readonly TaskState[] = Object.freeze(Object.values(TaskState));
+
+/** Terminal states never change again (SPEC.md §1.5). */
+export const TERMINAL_STATES: readonly TaskState[] = Object.freeze([TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD]);
+
+export function isTerminal(state: TaskState): boolean {
+  return state === TaskState.DONE || state === TaskState.CANCELLED || state === TaskState.DEAD;
+}
+
+/** What `cancel` returns; each value names the phase the task was in (SPEC.md §3). */
+export const CancelOutcome = Object.freeze({
+  /** The task was waiting: it will never run, no effect. */
+  CANCELLED: 'CANCELLED',
+  /** The task was running: its local effect will not commit; final state CANCELLED. An external call already made cannot be recalled. */
+  REQUESTED: 'REQUESTED',
+  /** The task was DONE or DEAD: the cancel has no effect. */
+  TOO_LATE: 'TOO_LATE',
+  /** The task was already CANCELLED: idempotent repeat. */
+  ALREADY_CANCELLED: 'ALREADY_CANCELLED',
+  /** No such task. */
+  NOT_FOUND: 'NOT_FOUND',
+} as const);
+export type CancelOutcome = (typeof CancelOutcome)[keyof typeof CancelOutcome];
+
+/** What `complete` returns (SPEC.md §3). */
+export const CompleteOutcome = Object.freeze({
+  /** Committed DONE with its effect (also returned again for a retried complete of the attempt that committed). */
+  DONE: 'DONE',
+  /** Cancel was requested while running: nothing committed, the task is now CANCELLED. */
+  CANCELLED_BEFORE_COMMIT: 'CANCELLED_BEFORE_COMMIT',
+  /** The attempt is not the current one, or its lease was revoked: nothing changed. */
+  REJECTED_STALE: 'REJECTED_STALE',
+} as const);
+export type CompleteOutcome = (typeof CompleteOutcome)[keyof typeof CompleteOutcome];
+
+/** What `fail` returns: the next state, or a stale rejection (SPEC.md §3). */
+export type FailResult =
+  | { readonly outcome: 'SCHEDULED'; readonly dueAt: Date }
+  | { readonly outcome: 'DEAD' }
+  | { readonly outcome: 'CANCELLED' }
+  | { readonly outcome: 'REJECTED_STALE' };
+export type FailOutcome = FailResult['outcome'];
+
+/** What a lease reclaim moved an expired task to. */
+export type ReclaimOutcome = 'SCHEDULED' | 'DEAD' | 'CANCELLED';

@@ -1,0 +1,142 @@
+/**
+ * The Store contract: one method per operation of SPEC.md §2, each a single statement or a single
+ * transaction whose guards live in the store itself (SQL or the transition function).
+ *
+ * Every store passes `@postpone/conformance`. `Tx` is what the store hands to code that writes in the
+ * same transaction: a `pg` client for the node-postgres store, a transaction `sql` for postgres.js,
+ * a {@link MemoryTx}-like object for the in-memory store.
+ */
+import type { Json } from './json.js';
+import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, TaskState } from './states.js';
+import type { ClaimedTask, Effect, Task, TaskId } from './task.js';
+import type { ScheduleInput } from './validate.js';
+
+export interface ScheduledTask {
+  readonly id: TaskId;
+  readonly dueAt: Date;
+}
+
+export interface ScheduleOptions<Tx> {
+  /** Run the insert inside the caller's open transaction (it commits or rolls back with it). */
+  readonly tx?: Tx;
+}
+
+export interface ClaimParams {
+  /** Worker identity, stored in `lease_owner` and in the effect row. */
+  readonly owner: string;
+  /** Most tasks to claim, 1..10 000. */
+  readonly limit: number;
+  /** Lease length in ms, from the store's clock at the claim. */
+  readonly leaseMs: number;
+}
+
+export interface ExtendParams {
+  readonly id: TaskId;
+  readonly attempt: number;
+  readonly leaseMs: number;
+}
+
+export interface CompleteParams<Tx> {
+  readonly id: TaskId;
+  /** The fencing token received at claim. */
+  readonly attempt: number;
+  /** Worker identity written to the effect row. */
+  readonly owner: string;
+  /** JSON result stored on the task (default null). */
+  readonly result?: unknown;
+  /**
+   * The handler's own writes, run in the same transaction after the fenced UPDATE hit and the effect
+   * row was inserted; they commit with DONE or not at all. Not called when the complete is stale or
+   * cancelled. If it throws, the transaction rolls back and complete rethrows.
+   */
+  readonly work?: (tx: Tx) => Promise<void>;
+}
+
+export interface FailParams {
+  readonly id: TaskId;
+  readonly attempt: number;
+  /** Error text recorded in `last_error` (truncated to 2 000 characters). */
+  readonly error: string;
+  /** Delay before the next attempt when attempts are left; compute with `backoffMs()`. */
+  readonly backoffMs: number;
+}
+
+export interface ReclaimParams {
+  /** Most tasks to reclaim in one call (default 1 000). */
+  readonly limit?: number;
+}
+
+export interface ReclaimedTask {
+  readonly id: TaskId;
+  readonly attempt: number;
+  readonly outcome: ReclaimOutcome;
+}
+
+export interface PeekParams {
+  /** Include tasks due up to this many ms after the store's now. */
+  readonly withinMs: number;
+  /** Most rows (default 1 000). */
+  readonly limit?: number;
+}
+
+export interface PeekResult {
+  /** The store's now at the query: place timers by `dueAt - now`, never by the local wall clock. */
+  readonly now: Date;
+  readonly tasks: readonly { readonly id: TaskId; readonly dueAt: Date }[];
+}
+
+export type StateCounts = Readonly<Record<TaskState, number>>;
+
+export interface Store<Tx = unknown> {
+  /** Adapter name, e.g. `pg`, `postgres`, `memory`. */
+  readonly name: string;
+
+  /** Creates or upgrades the schema; safe to call from many processes at once. */
+  migrate(): Promise<void>;
+
+  /**
+   * Schedules one task. @throws ValidationError (nothing inserted), StoreClosedError, ConnectionLostError, StoreError
+   */
+  schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
+
+  /** Schedules many tasks in one statement, all or nothing; results in input order. Same errors as schedule. */
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
+
+  /** Cancels a task; the outcome names the phase it was in (SPEC.md §3). @throws ValidationError for a malformed id */
+  cancel(id: TaskId): Promise<CancelOutcome>;
+
+  /** Claims up to `limit` due tasks atomically (SKIP LOCKED); each claim increments `attempt`. */
+  claim(params: ClaimParams): Promise<ClaimedTask[]>;
+
+  /** Renews the lease of the current attempt; false when stale, lost, expired or cancel-requested. */
+  extend(params: ExtendParams): Promise<boolean>;
+
+  /** Completes the current attempt, fenced; writes the effect row and `work` in the same transaction. */
+  complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;
+
+  /** Reports a failed attempt, fenced: SCHEDULED after backoff, DEAD when exhausted, CANCELLED if requested. */
+  fail(params: FailParams): Promise<FailResult>;
+
+  /** Moves tasks whose lease expired out of CLAIMED; one conditional UPDATE, safe to run concurrently. */
+  reclaimExpired(params?: ReclaimParams): Promise<ReclaimedTask[]>;
+
+  /** Lists SCHEDULED tasks due within `withinMs` without claiming them (for the timing wheel). */
+  peekDue(params: PeekParams): Promise<PeekResult>;
+
+  /** Reads one task, or null. */
+  getTask(id: TaskId): Promise<Task | null>;
+
+  /** Reads the effect row of a task, or null. */
+  getEffect(id: TaskId): Promise<Effect | null>;
+
+  /** Counts tasks by state. */
+  countByState(): Promise<StateCounts>;
+
+  /** The store's clock. */
+  now(): Promise<Date>;
+
+  /** Releases connections; later calls throw StoreClosedError. Idempotent. */
+  close(): Promise<void>;
+}
+
+export type { Json };

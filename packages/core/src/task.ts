@@ -1,0 +1,54 @@
+import type { Json } from './json.js';
+import type { TaskState } from './states.js';
+
+/**
+ * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
+ * Text, not number, because ids can exceed `Number.MAX_SAFE_INTEGER`.
+ */
+export type TaskId = string;
+
+/** One row of the `task` table (SPEC.md §2). Times come from the store's clock. */
+export interface Task {
+  readonly id: TaskId;
+  readonly kind: string;
+  readonly payload: Json;
+  readonly state: TaskState;
+  readonly dueAt: Date;
+  /** Number of claims so far; the current claim's fencing token. 0 before the first claim. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly leaseOwner: string | null;
+  readonly leaseUntil: Date | null;
+  readonly cancelRequested: boolean;
+  readonly result: Json | null;
+  readonly lastError: string | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** The local effect row written in the same transaction as DONE; at most one per task. */
+export interface Effect {
+  readonly taskId: TaskId;
+  readonly attempt: number;
+  readonly worker: string;
+  readonly createdAt: Date;
+}
+
+/** A task as handed to a worker by claim. */
+export interface ClaimedTask<P extends Json = Json> {
+  readonly id: TaskId;
+  readonly kind: string;
+  readonly payload: P;
+  /** Fencing token: pass it back to extend, complete and fail. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly dueAt: Date;
+  readonly leaseUntil: Date;
+  /** The store's clock at the claim (database `now()`); `claimedAt - dueAt` is the lateness. */
+  readonly claimedAt: Date;
+}
+
+/** The idempotency key to hand an external service so retries of one task apply once: `task-<id>`. */
+export function idempotencyKey(id: TaskId): string {
+  return `task-${id}`;
+}

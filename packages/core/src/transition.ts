@@ -1,0 +1,135 @@
+/**
+ * The pure transition function of SPEC.md §2: every arrow and every rejection, no I/O.
+ *
+ * The in-memory store applies it directly; the PostgreSQL store's SQL mirrors it guard for guard,
+ * and the conformance suite plus a differential property test hold the two to the same outcomes.
+ */
+import type { Json } from './json.js';
+import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, TaskState } from './states.js';
+import type { Task } from './task.js';
+
+export type Command =
+  /** SCHEDULED → CLAIMED when `dueAt <= now`: attempt+1, lease until now + leaseMs. */
+  | { readonly type: 'claim'; readonly owner: string; readonly leaseMs: number }
+  /** Renew the lease of the current attempt: CLAIMED, same attempt, not cancel-requested, lease not yet expired. */
+  | { readonly type: 'extend'; readonly attempt: number; readonly leaseMs: number }
+  /** CLAIMED → DONE (fenced by attempt) or → CANCELLED when cancel was requested. */
+  | { readonly type: 'complete'; readonly attempt: number; readonly result: Json }
+  /** CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. */
+  | { readonly type: 'fail'; readonly attempt: number; readonly error: string; readonly backoffMs: number }
+  /** SCHEDULED → CANCELLED; CLAIMED → CLAIMED with cancel requested. */
+  | { readonly type: 'cancel' }
+  /** CLAIMED with an expired lease → SCHEDULED / DEAD / CANCELLED. */
+  | { readonly type: 'reclaim' };
+
+export type Result =
+  | { readonly type: 'claim'; readonly claimed: boolean }
+  | { readonly type: 'extend'; readonly extended: boolean }
+  /** `writeEffect` is true only when this call moved the task to DONE: the effect row goes in the same transaction. */
+  | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly writeEffect: boolean }
+  | { readonly type: 'fail'; readonly result: FailResult }
+  | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
+  | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null };
+
+export interface Step {
+  /** The row after the command (the same object when nothing changed; null only for a missing task). */
+  readonly task: Task | null;
+  readonly result: Result;
+}
+
+/** The reason recorded in `last_error` when a lease expires. */
+export const LEASE_EXPIRED_ERROR = 'lease expired';
+
+/**
+ * Applies one command to one task row at store time `nowMs` (epoch ms).
+ * A command that is rejected returns the task unchanged (same object).
+ */
+export function transition(task: Task | null, command: Command, nowMs: number): Step {
+  const now = new Date(nowMs);
+  switch (command.type) {
+    case 'cancel': {
+      if (task === null) return { task, result: { type: 'cancel', outcome: CancelOutcome.NOT_FOUND } };
+      switch (task.state) {
+        case TaskState.SCHEDULED:
+          return { task: { ...task, state: TaskState.CANCELLED, updatedAt: now }, result: { type: 'cancel', outcome: CancelOutcome.CANCELLED } };
+        case TaskState.CLAIMED:
+          return { task: { ...task, cancelRequested: true, updatedAt: now }, result: { type: 'cancel', outcome: CancelOutcome.REQUESTED } };
+        case TaskState.CANCELLED:
+          return { task, result: { type: 'cancel', outcome: CancelOutcome.ALREADY_CANCELLED } };
+        default:
+          return { task, result: { type: 'cancel', outcome: CancelOutcome.TOO_LATE } };
+      }
+    }
+    case 'claim': {
+      if (task === null || task.state !== TaskState.SCHEDULED || task.dueAt.getTime() > nowMs) {
+        return { task, result: { type: 'claim', claimed: false } };
+      }
+      return {
+        task: {
+          ...task,
+          state: TaskState.CLAIMED,
+          attempt: task.attempt + 1,
+          leaseOwner: command.owner,
+          leaseUntil: new Date(nowMs + command.leaseMs),
+          updatedAt: now,
+        },
+        result: { type: 'claim', claimed: true },
+      };
+    }
+    case 'extend': {
+      if (
+        task === null ||
+        task.state !== TaskState.CLAIMED ||
+        task.attempt !== command.attempt ||
+        task.cancelRequested ||
+        task.leaseUntil === null ||
+        task.leaseUntil.getTime() <= nowMs
+      ) {
+        return { task, result: { type: 'extend', extended: false } };
+      }
+      return { task: { ...task, leaseUntil: new Date(nowMs + command.leaseMs), updatedAt: now }, result: { type: 'extend', extended: true } };
+    }
+    case 'complete': {
+      const stale = { task, result: { type: 'complete', outcome: CompleteOutcome.REJECTED_STALE, writeEffect: false } } as const;
+      if (task === null || task.attempt !== command.attempt) return stale;
+      if (task.state === TaskState.CLAIMED) {
+        if (task.cancelRequested) {
+          return {
+            task: { ...task, state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null, updatedAt: now },
+            result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, writeEffect: false },
+          };
+        }
+        return {
+          task: { ...task, state: TaskState.DONE, result: command.result, leaseOwner: null, leaseUntil: null, updatedAt: now },
+          result: { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: true },
+        };
+      }
+      // A retried complete after a lost reply: report what that attempt already got.
+      if (task.state === TaskState.DONE) return { task, result: { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: false } };
+      if (task.state === TaskState.CANCELLED && task.cancelRequested) {
+        return { task, result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, writeEffect: false } };
+      }
+      return stale;
+    }
+    case 'fail': {
+      if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) {
+        return { task, result: { type: 'fail', result: { outcome: 'REJECTED_STALE' } } };
+      }
+      const base = { ...task, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
+      if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'fail', result: { outcome: 'CANCELLED' } } };
+      if (task.attempt >= task.maxAttempts) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
+      const dueAt = new Date(nowMs + command.backoffMs);
+      return { task: { ...base, state: TaskState.SCHEDULED, dueAt }, result: { type: 'fail', result: { outcome: 'SCHEDULED', dueAt } } };
+    }
+    case 'reclaim': {
+      if (task === null || task.state !== TaskState.CLAIMED || task.leaseUntil === null || task.leaseUntil.getTime() >= nowMs) {
+        return { task, result: { type: 'reclaim', outcome: null } };
+      }
+      const outcome: ReclaimOutcome = task.cancelRequested ? 'CANCELLED' : task.attempt >= task.maxAttempts ? 'DEAD' : 'SCHEDULED';
+      return {
+        task: { ...task, state: outcome, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR, updatedAt: now },
+        result: { type: 'reclaim', outcome },
+      };
+    }
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * Input validation shared by every store: one rule set, so a bad input is refused the same way
+ * everywhere, before anything is written (SPEC.md §5).
+ */
+import { ValidationError } from './errors.js';
+import type { Json } from './json.js';
+import type { TaskId } from './task.js';
+
+/** Largest accepted `delayMs`: 100 years. Delays above 2³¹−1 ms are valid; they live in the database, never in `setTimeout`. */
+export const MAX_DELAY_MS = 3_155_760_000_000;
+/** Earliest and latest accepted `runAt` (years 1..9999, well inside PostgreSQL's `timestamptz` range, §8.5). */
+export const MAX_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** Largest accepted `maxAttempts`: PostgreSQL `integer` (2³¹−1). */
+export const MAX_ATTEMPTS_LIMIT = 2_147_483_647;
+/** Default payload size limit: 1 MiB of UTF-8 JSON text. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
+/** Longest accepted kind, in characters. */
+export const MAX_KIND_LENGTH = 200;
+/** Default attempts per task. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+/** PostgreSQL `bigint` maximum (§8.1.1). */
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+
+/** What a caller passes to schedule. Give `delayMs` or `runAt`, not both; neither means due now. */
+export interface ScheduleInput<P = unknown> {
+  /** Handler name, 1..200 characters, no control characters. */
+  readonly kind: string;
+  /** Any JSON value (default `null`); no `\u0000`, no lone surrogates, at most `maxPayloadBytes` of UTF-8. */
+  readonly payload?: P;
+  /** Delay from the store's now, in whole milliseconds, 0..{@link MAX_DELAY_MS}. */
+  readonly delayMs?: number;
+  /** Absolute due time (a valid Date, years 1..9999). A past time means due now. */
+  readonly runAt?: Date;
+  /** Attempts before DEAD, integer 1..2³¹−1 (default {@link DEFAULT_MAX_ATTEMPTS}). */
+  readonly maxAttempts?: number;
+}
+
+/** A validated schedule input, ready for a store. */
+export interface NormalizedSchedule {
+  readonly kind: string;
+  readonly payload: Json;
+  /** The payload as JSON text (what the store sends). */
+  readonly payloadText: string;
+  /** Delay in ms when `runAt` is null. */
+  readonly delayMs: number;
+  readonly runAt: Date | null;
+  readonly maxAttempts: number;
+}
+
+export interface ValidationLimits {
+  /** Payload size limit in bytes of UTF-8 JSON (default 1 MiB). */
+  readonly maxPayloadBytes?: number;
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function validateKind(kind: unknown, field = 'kind'): string {
+  if (typeof kind !== 'string') throw new ValidationError('INVALID_KIND', field, `must be a string, got ${describe(kind)}`);
+  if (kind.length === 0) throw new ValidationError('INVALID_KIND', field, 'must not be empty');
+  if (kind.length > MAX_KIND_LENGTH) throw new ValidationError('INVALID_KIND', field, `must be at most ${MAX_KIND_LENGTH} characters, got ${kind.length}`);
+  if (CONTROL.test(kind) || hasLoneSurrogate(kind)) throw new ValidationError('INVALID_KIND', field, 'must not contain control characters or lone surrogates');
+  return kind;
+}
+
+export function validateDelayMs(delayMs: unknown, field = 'delayMs'): number {
+  if (typeof delayMs !== 'number') throw new ValidationError('INVALID_DELAY', field, `must be a number of milliseconds, got ${describe(delayMs)}`);
+  if (!Number.isFinite(delayMs)) throw new ValidationError('INVALID_DELAY', field, `must be finite, got ${delayMs}`);
+  if (delayMs < 0) throw new ValidationError('INVALID_DELAY', field, `must not be negative, got ${delayMs}`);
+  if (!Number.isInteger(delayMs)) throw new ValidationError('INVALID_DELAY', field, `must be whole milliseconds, got ${delayMs}`);
+  if (delayMs > MAX_DELAY_MS) throw new ValidationError('INVALID_DELAY', field, `must be at most ${MAX_DELAY_MS} ms (100 years), got ${delayMs}`);
+  return delayMs;
+}
+
+export function validateRunAt(runAt: unknown, field = 'runAt'): Date {
+  if (!(runAt instanceof Date)) throw new ValidationError('INVALID_RUN_AT', field, `must be a Date, got ${describe(runAt)}`);
+  const ms = runAt.getTime();
+  if (Number.isNaN(ms)) throw new ValidationError('INVALID_RUN_AT', field, 'is an invalid Date');
+  if (ms < MIN_RUN_AT || ms > MAX_RUN_AT_MS) throw new ValidationError('INVALID_RUN_AT', field, `must lie in years 1..9999, got ${runAt.toISOString()}`);
+  return new Date(ms);
+}
+const MIN_RUN_AT = (() => {
+  const d = new Date(0);
+  d.setUTCFullYear(1, 0, 1);
+  return d.getTime();
+})();
+
+export function validateMaxAttempts(maxAttempts: unknown, field = 'maxAttempts'): number {
+  if (typeof maxAttempts !== 'number' || !Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS_LIMIT) {
+    throw new ValidationError('INVALID_MAX_ATTEMPTS', field, `must be an integer 1..${MAX_ATTEMPTS_LIMIT}, got ${describe(maxAttempts)}`);
+  }
+  return maxAttempts;
+}
+
+/**
+ * Checks that `value` is JSON that `jsonb` accepts and returns it with its text.
+ * Refused: undefined at the top level or in arrays, functions, symbols, bigints, non-finite numbers,
+ * cycles, class instances without `toJSON`, strings with `\u0000` (jsonb rejects it, §8.14) or
+ * lone UTF-16 surrogates, and text longer than `maxBytes` of UTF-8.
+ */
+export function validateJson(
+  value: unknown,
+  field = 'payload',
+  maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
+  code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' = 'INVALID_PAYLOAD',
+): { value: Json; text: string } {
+  const normalized = toJson(value, field, code, new Set());
+  const text = JSON.stringify(normalized);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) {
+    throw new ValidationError(code === 'INVALID_PAYLOAD' ? 'PAYLOAD_TOO_LARGE' : code, field, `is ${bytes} bytes of JSON, the limit is ${maxBytes}`);
+  }
+  return { value: normalized, text };
+}
+
+function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>): Json {
+  switch (typeof value) {
+    case 'string':
+      if (value.includes('\u0000')) throw new ValidationError(code, path, 'contains \\u0000, which jsonb cannot store');
+      if (hasLoneSurrogate(value)) throw new ValidationError(code, path, 'contains a lone UTF-16 surrogate, which jsonb cannot store');
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw new ValidationError(code, path, `is not a finite number (${value}); JSON has no NaN or Infinity`);
+      return value;
+    case 'boolean':
+      return value;
+    case 'undefined':
+      throw new ValidationError(code, path, 'is undefined, which JSON cannot represent');
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+      throw new ValidationError(code, path, `is a ${typeof value}, which JSON cannot represent`);
+    case 'object': {
+      if (value === null) return null;
+      if (seen.has(value)) throw new ValidationError(code, path, 'contains a cycle');
+      const withToJson = value as { toJSON?: unknown };
+      if (typeof withToJson.toJSON === 'function') {
+        return toJson((withToJson.toJSON as () => unknown)(), path, code, seen);
+      }
+      seen.add(value);
+      try {
+        if (Array.isArray(value)) return value.map((v, i) => toJson(v, `${path}[${i}]`, code, seen));
+        const proto = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) {
+          throw new ValidationError(code, path, `is a ${proto?.constructor?.name ?? 'class'} instance, not a plain object`);
+        }
+        const out: Record<string, Json> = {};
+        for (const [k, v] of Object.entries(value)) {
+          if (v === undefined) continue; // JSON.stringify drops undefined properties; so do we.
+          if (k.includes('\u0000') || hasLoneSurrogate(k)) throw new ValidationError(code, `${path}.${k}`, 'key contains \\u0000 or a lone surrogate');
+          out[k] = toJson(v, `${path}.${k}`, code, seen);
+        }
+        return out;
+      } finally {
+        seen.delete(value);
+      }
+    }
+  }
+  throw new ValidationError(code, path, 'is not JSON');
+}
+
+function hasLoneSurrogate(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      return true;
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return true;
+  }
+  return false;
+}
+
+/**
+ * Validates one schedule input.
+ * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE)
+ */
+export function validateSchedule(input: unknown, limits: ValidationLimits = {}, prefix = ''): NormalizedSchedule {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ValidationError('INVALID_OPTION', prefix || 'input', `must be an object, got ${describe(input)}`);
+  }
+  const i = input as Record<string, unknown>;
+  const f = (name: string) => (prefix ? `${prefix}.${name}` : name);
+  const kind = validateKind(i.kind, f('kind'));
+  if (i.delayMs !== undefined && i.runAt !== undefined) {
+    throw new ValidationError('INVALID_DELAY', f('delayMs'), 'give delayMs or runAt, not both');
+  }
+  const runAt = i.runAt === undefined ? null : validateRunAt(i.runAt, f('runAt'));
+  const delayMs = i.delayMs === undefined ? 0 : validateDelayMs(i.delayMs, f('delayMs'));
+  const maxAttempts = i.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : validateMaxAttempts(i.maxAttempts, f('maxAttempts'));
+  const maxBytes = limits.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts };
+}
+
+/**
+ * Validates a batch: every input checked before any is written (all-or-nothing).
+ * @throws ValidationError naming the first bad field as `tasks[i].field`
+ */
+export function validateScheduleMany(inputs: unknown, limits: ValidationLimits = {}): NormalizedSchedule[] {
+  if (!Array.isArray(inputs)) throw new ValidationError('INVALID_OPTION', 'tasks', `must be an array, got ${describe(inputs)}`);
+  return inputs.map((input, idx) => validateSchedule(input, limits, `tasks[${idx}]`));
+}
+
+/**
+ * Parses a task id: a positive integer within PostgreSQL `bigint`, given as decimal text or a safe integer.
+ * @throws ValidationError INVALID_TASK_ID
+ */
+export function parseTaskId(id: unknown, field = 'id'): TaskId {
+  if (typeof id === 'number') {
+    if (Number.isSafeInteger(id) && id > 0) return String(id);
+    throw new ValidationError('INVALID_TASK_ID', field, `must be a positive safe integer or decimal text, got ${describe(id)}`);
+  }
+  if (typeof id === 'bigint') {
+    if (id > 0n && id <= MAX_BIGINT) return id.toString();
+    throw new ValidationError('INVALID_TASK_ID', field, `is out of bigint range: ${id}`);
+  }
+  if (typeof id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > MAX_BIGINT) {
+    throw new ValidationError('INVALID_TASK_ID', field, `must be decimal text of a positive bigint, got ${describe(id)}`);
+  }
+  return id;
+}
+
+/** Validates an attempt (fencing token) passed back by a worker. */
+export function validateAttempt(attempt: unknown, field = 'attempt'): number {
+  if (typeof attempt !== 'number' || !Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS_LIMIT) {
+    throw new ValidationError('INVALID_OPTION', field, `must be an integer 1..${MAX_ATTEMPTS_LIMIT}, got ${describe(attempt)}`);
+  }
+  return attempt;
+}
+
+/** Validates a positive whole number of milliseconds (lease, poll interval...). */
+export function validatePositiveMs(ms: unknown, field: string, max = 2_147_483_647): number {
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > max) {
+    throw new ValidationError('INVALID_OPTION', field, `must be whole milliseconds 1..${max}, got ${describe(ms)}`);
+  }
+  return ms;
+}
+
+/** Validates a non-negative whole number of milliseconds. */
+export function validateNonNegativeMs(ms: unknown, field: string, max = MAX_DELAY_MS): number {
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > max) {
+    throw new ValidationError('INVALID_OPTION', field, `must be whole milliseconds 0..${max}, got ${describe(ms)}`);
+  }
+  return ms;
+}
+
+/** Validates a positive integer count (claim limit, concurrency...). */
+export function validatePositiveInt(n: unknown, field: string, max = 1_000_000): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) {
+    throw new ValidationError('INVALID_OPTION', field, `must be an integer 1..${max}, got ${describe(n)}`);
+  }
+  return n;
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
+  return Array.isArray(v) ? 'an array' : `a ${typeof v}`;
+}

@@ -1,0 +1,120 @@
+/**
+ * @postpone/evidence — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
+ *
+ * Each case writes `evidence/cases/<name>.txt` (one line) and then regenerates
+ * `evidence/output.txt` from all case files, ordered as in SPEC.md §4 (unknown names last,
+ * alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
+ * never leave a half-written output file. The repository root is found by walking up to
+ * `pnpm-workspace.yaml`, or taken from `POSTPONE_EVIDENCE_DIR`.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** The order of SPEC.md §4, followed by the cases the issues add. */
+export const CASE_ORDER: readonly string[] = [
+  'normal_three_workers',
+  'boundary_not_before_due',
+  'boundary_claim_limit',
+  'boundary_partial_due_index',
+  'negative_naive_select_then_update',
+  'control_skip_locked_same_load',
+  'crash_kill9_lease_retry',
+  'sigstop_late_commit_rejected',
+  'negative_unfenced_late_commit',
+  'stall_event_loop_fenced',
+  'cancel_semantics',
+  'race_due_vs_cancel',
+  'ext_key_per_task_dedup',
+  'ext_key_per_attempt_duplicates',
+  'cancel_after_external_call',
+  'retry_backoff_then_done',
+  'retry_exhausted_dead',
+  'poll_interval_tradeoff',
+  'wheel_fire_exact_tick',
+  'wheel_horizon_rejected',
+  'wheel_restart_needs_durable',
+  'hybrid_restart_real',
+  'hybrid_vs_poll_latency',
+];
+
+export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
+
+/** Directory holding `output.txt`, `env.txt` and `cases/`. */
+export function evidenceDir(): string {
+  const fromEnv = process.env.POSTPONE_EVIDENCE_DIR;
+  if (fromEnv) return resolve(fromEnv);
+  let dir = process.cwd();
+  for (let i = 0; i < 20; i++) {
+    if (existsSync(join(dir, 'pnpm-workspace.yaml'))) return join(dir, 'evidence');
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return resolve('evidence');
+}
+
+function formatValue(v: CaseValue): string {
+  if (Array.isArray(v)) return `[${v.join(',')}]`;
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(1);
+  return String(v);
+}
+
+/** Formats a CASE line: `CASE name PASS k=v k2=v2`. */
+export function formatCase(name: string, pass: boolean, fields: Record<string, CaseValue>): string {
+  const kv = Object.entries(fields).map(([k, v]) => `${k}=${formatValue(v)}`.replace(/\s+/g, '_'));
+  return ['CASE', name, pass ? 'PASS' : 'FAIL', ...kv].join(' ');
+}
+
+function writeAtomic(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+/** Rebuilds `evidence/output.txt` from every `evidence/cases/*.txt`. */
+export function collectCases(dir = evidenceDir()): string {
+  const casesDir = join(dir, 'cases');
+  if (!existsSync(casesDir)) return '';
+  const names = readdirSync(casesDir)
+    .filter((f) => f.endsWith('.txt'))
+    .map((f) => f.slice(0, -4));
+  const rank = (n: string) => {
+    const i = CASE_ORDER.indexOf(n);
+    return i < 0 ? CASE_ORDER.length : i;
+  };
+  names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const text = names.map((n) => readFileSync(join(casesDir, `${n}.txt`), 'utf8').trim()).join('\n') + '\n';
+  writeAtomic(join(dir, 'output.txt'), text);
+  return text;
+}
+
+/**
+ * Records one evidence case and prints its line to stdout.
+ * @returns the formatted line.
+ */
+export function recordCase(name: string, pass: boolean, fields: Record<string, CaseValue> = {}): string {
+  if (!/^[a-z0-9_]+$/.test(name)) throw new TypeError(`case name must be snake_case: ${name}`);
+  const line = formatCase(name, pass, fields);
+  const dir = evidenceDir();
+  mkdirSync(join(dir, 'cases'), { recursive: true });
+  writeAtomic(join(dir, 'cases', `${name}.txt`), line + '\n');
+  collectCases(dir);
+  console.log(line);
+  return line;
+}
+
+/** Merges `key: value` lines into `evidence/env.txt` (later writers replace keys they own). */
+export function recordEnv(entries: Record<string, string | number>): void {
+  const dir = evidenceDir();
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'env.txt');
+  const map = new Map<string, string>();
+  if (existsSync(path)) {
+    for (const line of readFileSync(path, 'utf8').split('\n')) {
+      const i = line.indexOf(':');
+      if (i > 0) map.set(line.slice(0, i).trim(), line.slice(i + 1).trim());
+    }
+  }
+  for (const [k, v] of Object.entries(entries)) map.set(k, String(v));
+  writeAtomic(path, [...map].map(([k, v]) => `${k}: ${v}`).join('\n') + '\n');
+}
