@@ -63,3 +63,6 @@ export type FailOutcome = FailResult['outcome'];
 
 /** What a lease reclaim moved an expired task to. */
 export type ReclaimOutcome = 'SCHEDULED' | 'DEAD' | 'CANCELLED';
+
+/** What `release` returns: the task is due again now, cancelled (cancel was requested), or the attempt was stale. */
+export type ReleaseOutcome = 'SCHEDULED' | 'CANCELLED' | 'REJECTED_STALE';

@@ -7,7 +7,7 @@
  * a {@link MemoryTx}-like object for the in-memory store.
  */
 import type { Json } from './json.js';
-import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, TaskState } from './states.js';
+import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
 import type { ClaimedTask, Effect, Task, TaskId } from './task.js';
 import type { ScheduleInput } from './validate.js';
 
@@ -59,6 +59,11 @@ export interface FailParams {
   readonly error: string;
   /** Delay before the next attempt when attempts are left; compute with `backoffMs()`. */
   readonly backoffMs: number;
+}
+
+export interface ReleaseParams {
+  readonly id: TaskId;
+  readonly attempt: number;
 }
 
 export interface ReclaimParams {
@@ -116,6 +121,12 @@ export interface Store<Tx = unknown> {
 
   /** Reports a failed attempt, fenced: SCHEDULED after backoff, DEAD when exhausted, CANCELLED if requested. */
   fail(params: FailParams): Promise<FailResult>;
+
+  /**
+   * Hands the current attempt back without waiting for the lease (graceful shutdown): fenced by
+   * attempt, CLAIMED → SCHEDULED due now (or CANCELLED when cancel was requested). One UPDATE.
+   */
+  release(params: ReleaseParams): Promise<ReleaseOutcome>;
 
   /** Moves tasks whose lease expired out of CLAIMED; one conditional UPDATE, safe to run concurrently. */
   reclaimExpired(params?: ReclaimParams): Promise<ReclaimedTask[]>;

@@ -5,7 +5,7 @@
  * and the conformance suite plus a differential property test hold the two to the same outcomes.
  */
 import type { Json } from './json.js';
-import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, TaskState } from './states.js';
+import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, type ReleaseOutcome, TaskState } from './states.js';
 import type { Task } from './task.js';
 
 export type Command =
@@ -20,7 +20,13 @@ export type Command =
   /** SCHEDULED → CANCELLED; CLAIMED → CLAIMED with cancel requested. */
   | { readonly type: 'cancel' }
   /** CLAIMED with an expired lease → SCHEDULED / DEAD / CANCELLED. */
-  | { readonly type: 'reclaim' };
+  | { readonly type: 'reclaim' }
+  /**
+   * The holder hands its attempt back (graceful shutdown): CLAIMED → SCHEDULED due now, lease cleared,
+   * fenced by attempt; → CANCELLED when cancel was requested. Attempts are not checked: a released
+   * attempt is not a failure, so the next claim may exceed `maxAttempts` by the number of releases.
+   */
+  | { readonly type: 'release'; readonly attempt: number };
 
 export type Result =
   | { readonly type: 'claim'; readonly claimed: boolean }
@@ -29,7 +35,8 @@ export type Result =
   | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly writeEffect: boolean }
   | { readonly type: 'fail'; readonly result: FailResult }
   | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
-  | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null };
+  | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
+  | { readonly type: 'release'; readonly outcome: ReleaseOutcome };
 
 export interface Step {
   /** The row after the command (the same object when nothing changed; null only for a missing task). */
@@ -39,6 +46,8 @@ export interface Step {
 
 /** The reason recorded in `last_error` when a lease expires. */
 export const LEASE_EXPIRED_ERROR = 'lease expired';
+/** The reason recorded in `last_error` when a worker hands a task back. */
+export const RELEASED_ERROR = 'released by worker';
 
 /**
  * Applies one command to one task row at store time `nowMs` (epoch ms).
@@ -130,6 +139,14 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
         task: { ...task, state: outcome, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR, updatedAt: now },
         result: { type: 'reclaim', outcome },
       };
+    }
+    case 'release': {
+      if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) {
+        return { task, result: { type: 'release', outcome: 'REJECTED_STALE' } };
+      }
+      const base = { ...task, leaseOwner: null, leaseUntil: null, lastError: RELEASED_ERROR, updatedAt: now };
+      if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'release', outcome: 'CANCELLED' } };
+      return { task: { ...base, state: TaskState.SCHEDULED, dueAt: now }, result: { type: 'release', outcome: 'SCHEDULED' } };
     }
   }
 }
