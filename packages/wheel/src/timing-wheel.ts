@@ -1,24 +1,5 @@
 /**
- * A hierarchical timing wheel: Varghese & Lauck, "Hashed and Hierarchical Timing Wheels: Data
- * Structures for the Efficient Implementation of a Timer Facility", SOSP 1987; extended in
- * IEEE/ACM Transactions on Networking 5(6), 1997 (scheme 7, hierarchical wheels).
- *
- * Terms:
- * - **tick**: the unit of time of the wheel (`tickMs` milliseconds); ticks are absolute integers
- *   counted from tick 0 = `startMs`. The wheel's *current tick* is the last tick it processed.
- * - **level** l (0 = finest) has `slotsPerLevel` (S) **slots**; one slot of level l spans S^l ticks.
- * - **horizon**: S^levels ticks. A timer must be due less than a horizon ahead of the current tick.
- * - **cascade**: when the current tick reaches the start of a level-l slot's span (l >= 1), the
- *   timers of that slot move to finer levels (or to the level-0 slot of this very tick).
- *
- * Placement: a timer due `delta` ticks ahead goes to the lowest level l with delta < S^(l+1), in
- * slot `floor(tick / S^l) mod S`. That slot is next visited exactly at the start of the timer's
- * level-l span, which lies in (current, tick]; so a timer is cascaded at most `levels - 1` times and
- * fires exactly at its tick. A timer due at or before the current tick goes to an *overdue* list
- * that fires at the start of the next `advanceTo` (or at the end of the tick being processed, when
- * scheduled from inside `onFire`): it is never lost.
- *
- * The wheel is pure: no clock, no I/O. A driver (see `WheelDriver`) maps time to ticks.
+ * The hierarchical timing wheel (Varghese & Lauck, SOSP 1987; IEEE/ACM ToN 1997, scheme 7).
  */
 import { WheelCallbackError, WheelHorizonError, WheelReentryError } from './errors.js';
 import { TimerList, TimerNode, type TimerHandle } from './timer-list.js';
@@ -39,6 +20,34 @@ export interface WheelStats {
   size: number;
 }
 
+/**
+ * A hierarchical timing wheel: Varghese & Lauck, "Hashed and Hierarchical Timing Wheels: Data
+ * Structures for the Efficient Implementation of a Timer Facility", SOSP 1987; extended in
+ * IEEE/ACM Transactions on Networking 5(6), 1997 (scheme 7, hierarchical wheels).
+ *
+ * Terms:
+ * - **tick**: the unit of time of the wheel (`tickMs` milliseconds); ticks are absolute integers
+ *   counted from tick 0 = `startMs`. The wheel's *current tick* is the last tick it processed.
+ * - **level** l (0 = finest) has `slotsPerLevel` (S) **slots**; one slot of level l spans S^l ticks.
+ * - **horizon**: S^levels ticks. A timer must be due less than a horizon ahead of the current tick.
+ * - **cascade**: when the current tick reaches the start of a level-l slot's span (l >= 1), the
+ *   timers of that slot move to finer levels (or to the level-0 slot of this very tick).
+ *
+ * Placement: a timer due `delta` ticks ahead goes to the lowest level l with delta < S^(l+1), in
+ * slot `floor(tick / S^l) mod S`. That slot is next visited exactly at the start of the timer's
+ * level-l span, which lies in (current, tick]; so a timer is cascaded at most `levels - 1` times and
+ * fires exactly at its tick. A timer due at or before the current tick goes to an *overdue* list
+ * that fires at the start of the next `advanceTo` (or at the end of the tick being processed, when
+ * scheduled from inside `onFire`): it is never lost.
+ *
+ * The wheel is pure: no clock, no I/O. A driver (see `WheelDriver`) maps time to ticks.
+ *
+ * @example
+ * const wheel = new TimingWheel<string>({ tickMs: 10, onFire: (taskId) => claim(taskId) });
+ * const handle = wheel.scheduleAt(wheel.tickForDueTime(dueMs), 'task-1');
+ * wheel.cancel(handle); // true
+ * wheel.advanceTo(wheel.tickForTime(nowMs)); // fires everything due, in tick order
+ */
 export class TimingWheel<T> {
   /** Milliseconds per tick. */
   readonly tickMs: number;

@@ -1,0 +1,21 @@
+/**
+ * @postpone/wheel — a hierarchical timing wheel (Varghese & Lauck, SOSP 1987; IEEE/ACM ToN 1997)
+ * and a small driver that paces it from an injectable clock. Pure: no I/O, no dependencies.
+ *
+ * In Postpone the wheel is only a cache of tasks due within its horizon; the store stays the source
+ * of truth (SPEC §5): after a crash the wheel is rebuilt from the store.
+ */
+export { TimingWheel, type WheelStats } from './timing-wheel.js';
+export type { TimingWheelOptions } from './wheel-config.js';
+export type { TimerHandle, TimerState } from './timer-list.js';
+export { WheelDriver, type DriverTimers, type WheelDriverOptions } from './wheel-driver.js';
+export {
+  isWheelError,
+  WheelCallbackError,
+  WheelConfigError,
+  WheelHorizonError,
+  WheelReentryError,
+  WheelTickError,
+  type WheelErrorCode,
+  type WheelErrorShape,
+} from './errors.js';
