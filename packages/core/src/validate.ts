@@ -112,7 +112,8 @@ export function validateJson(
   return { value: normalized, text };
 }
 
-function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>): Json {
+/** `viaToJson`: `value` came from a `toJSON()` call, whose result is not replaced again (ECMA-262 SerializeJSONProperty). */
+function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>, viaToJson = false): Json {
   switch (typeof value) {
     case 'string':
       if (value.includes('\u0000')) throw new ValidationError(code, path, 'contains \\u0000, which jsonb cannot store');
@@ -133,8 +134,8 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
       if (value === null) return null;
       if (seen.has(value)) throw new ValidationError(code, path, 'contains a cycle');
       const withToJson = value as { toJSON?: unknown };
-      if (typeof withToJson.toJSON === 'function') {
-        return toJson((withToJson.toJSON as () => unknown)(), path, code, seen);
+      if (!viaToJson && typeof withToJson.toJSON === 'function') {
+        return toJson((withToJson.toJSON as () => unknown).call(value), path, code, seen, true);
       }
       seen.add(value);
       try {

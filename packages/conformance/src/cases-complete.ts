@@ -1,0 +1,151 @@
+/**
+ * complete: CLAIMED → DONE fenced by attempt, one effect row in the same transaction as DONE, the
+ * handler's `work(tx)` committed with it or not at all (SPEC.md §1.3, §1.4, §2).
+ */
+import { CancelOutcome, CompleteOutcome, TaskState } from '@postpone/core';
+import { describe, expect, it } from 'vitest';
+import type { HarnessRef } from './harness.js';
+import { captureError, mustGetTask, scheduleAndClaim } from './helpers.js';
+
+export function completeCases(h: HarnessRef): void {
+  describe('complete', () => {
+    it('moves the current attempt to DONE with its result and exactly one effect row', async () => {
+      const { store, clock } = h();
+      const c = await scheduleAndClaim(store, { kind: 'k', payload: { n: 1 } }, 'worker-A');
+      clock.tick(10);
+      expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'worker-A', result: { closed: true, n: 1 } })).toBe(CompleteOutcome.DONE);
+      expect(await mustGetTask(store, c.id)).toMatchObject({
+        state: TaskState.DONE,
+        attempt: 1,
+        result: { closed: true, n: 1 },
+        leaseOwner: null,
+        leaseUntil: null,
+        cancelRequested: false,
+      });
+      const effect = await store.getEffect(c.id);
+      expect(effect).toMatchObject({ taskId: c.id, attempt: 1, worker: 'worker-A' });
+      expect(effect?.createdAt).toBeInstanceOf(Date);
+    });
+
+    it('stores a null result by default', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1' })).toBe(CompleteOutcome.DONE);
+      expect((await mustGetTask(store, c.id)).result).toBeNull();
+    });
+
+    it('a retried complete of the attempt that committed returns DONE again, without a second effect or work', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: 1 })).toBe(CompleteOutcome.DONE);
+      const after = { task: await store.getTask(c.id), effect: await store.getEffect(c.id) };
+      let workCalls = 0;
+      const retry = await store.complete({
+        id: c.id,
+        attempt: c.attempt,
+        owner: 'w1',
+        result: 2,
+        work: async () => {
+          workCalls++;
+        },
+      });
+      expect(retry).toBe(CompleteOutcome.DONE);
+      expect(workCalls).toBe(0);
+      expect({ task: await store.getTask(c.id), effect: await store.getEffect(c.id) }).toEqual(after);
+    });
+
+    it('an unknown id is stale', async () => {
+      const { store } = h();
+      expect(await store.complete({ id: '987654321', attempt: 1, owner: 'w1' })).toBe(CompleteOutcome.REJECTED_STALE);
+      expect(await store.getEffect('987654321')).toBeNull();
+    });
+  });
+
+  describe('complete with work(tx)', () => {
+    it('commits the work writes together with DONE', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      let calls = 0;
+      const outcome = await store.complete({
+        id: c.id,
+        attempt: c.attempt,
+        owner: 'w1',
+        work: async (tx) => {
+          calls++;
+          await h().writeMarker(tx, c.id);
+        },
+      });
+      expect(outcome).toBe(CompleteOutcome.DONE);
+      expect(calls).toBe(1);
+      expect(await h().readMarker(c.id)).toBe(true);
+      expect((await mustGetTask(store, c.id)).state).toBe(TaskState.DONE);
+      expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
+    });
+
+    it('a stale complete never calls work', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      let calls = 0;
+      const outcome = await store.complete({
+        id: c.id,
+        attempt: c.attempt + 1,
+        owner: 'w1',
+        work: async (tx) => {
+          calls++;
+          await h().writeMarker(tx, c.id);
+        },
+      });
+      expect(outcome).toBe(CompleteOutcome.REJECTED_STALE);
+      expect(calls).toBe(0);
+      expect(await h().readMarker(c.id)).toBe(false);
+      expect((await mustGetTask(store, c.id)).state).toBe(TaskState.CLAIMED);
+      expect(await store.getEffect(c.id)).toBeNull();
+    });
+
+    it('a cancel-requested complete never calls work and ends CANCELLED with no effect', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
+      let calls = 0;
+      const outcome = await store.complete({
+        id: c.id,
+        attempt: c.attempt,
+        owner: 'w1',
+        work: async (tx) => {
+          calls++;
+          await h().writeMarker(tx, c.id);
+        },
+      });
+      expect(outcome).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
+      expect(calls).toBe(0);
+      expect(await h().readMarker(c.id)).toBe(false);
+      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null });
+      expect(await store.getEffect(c.id)).toBeNull();
+    });
+
+    it('a work that throws rolls everything back and complete rethrows it', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      const before = await mustGetTask(store, c.id);
+      const boom = new Error('handler write failed');
+      const error = await captureError(() =>
+        store.complete({
+          id: c.id,
+          attempt: c.attempt,
+          owner: 'w1',
+          work: async (tx) => {
+            await h().writeMarker(tx, c.id);
+            throw boom;
+          },
+        }),
+      );
+      expect(error).toBe(boom);
+      expect(await mustGetTask(store, c.id)).toEqual(before);
+      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await h().readMarker(c.id)).toBe(false);
+      // The attempt is still current: a later complete succeeds.
+      expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1' })).toBe(CompleteOutcome.DONE);
+      expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
+    });
+  });
+}

@@ -1,0 +1,22 @@
+/**
+ * @postpone/conformance — the one suite every Postpone Store passes (SPEC.md §2–§3, §5).
+ *
+ * ```ts
+ * import { describeStoreConformance } from '@postpone/conformance';
+ * describeStoreConformance('memory', async () => makeMemoryHarness());
+ * ```
+ */
+export type { ConformanceHarness, HarnessRef } from './harness.js';
+export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
+export {
+  LEASE_MS,
+  captureError,
+  claimExactly,
+  expectPostponeError,
+  expectValidationError,
+  mustGetTask,
+  observe,
+  scheduleAndClaim,
+  stateCounts,
+} from './helpers.js';
+export { makeTerminal, type TerminalFixture } from './fixtures.js';

@@ -1,0 +1,59 @@
+/**
+ * The one conformance suite every Store runs (SPEC.md §2–§3, §5).
+ */
+import { afterEach, beforeEach, describe } from 'vitest';
+import { cancelCases } from './cases-cancel.js';
+import { claimCases } from './cases-claim.js';
+import { completeCases } from './cases-complete.js';
+import { constraintCases } from './cases-constraint.js';
+import { failCases } from './cases-fail.js';
+import { leaseCases } from './cases-lease.js';
+import { lifecycleCases } from './cases-lifecycle.js';
+import { observeCases } from './cases-observe.js';
+import { releaseCases } from './cases-release.js';
+import { scheduleCases } from './cases-schedule.js';
+import { staleCases } from './cases-stale.js';
+import { terminalCases } from './cases-terminal.js';
+import { validationCases } from './cases-validation.js';
+import type { ConformanceHarness } from './harness.js';
+
+/** Every group of cases, in the order they are registered. */
+export const CONFORMANCE_CASES = [
+  scheduleCases,
+  claimCases,
+  leaseCases,
+  completeCases,
+  failCases,
+  releaseCases,
+  staleCases,
+  cancelCases,
+  terminalCases,
+  constraintCases,
+  validationCases,
+  observeCases,
+  lifecycleCases,
+] as const;
+
+/**
+ * Registers the conformance suite as vitest `describe`/`it` blocks named `store conformance: <name>`.
+ * Call it at the top level of a test file. `makeHarness` runs before every test (a fresh, migrated,
+ * empty store with a TestClock); `cleanup` runs after it, even when the test failed.
+ */
+export function describeStoreConformance(name: string, makeHarness: () => Promise<ConformanceHarness<any>>): void {
+  describe(`store conformance: ${name}`, () => {
+    let current: ConformanceHarness<any> | undefined;
+    const harness = (): ConformanceHarness<any> => {
+      if (current === undefined) throw new Error('conformance harness is not ready (makeHarness failed?)');
+      return current;
+    };
+    beforeEach(async () => {
+      current = await makeHarness();
+    });
+    afterEach(async () => {
+      const h = current;
+      current = undefined;
+      await h?.cleanup();
+    });
+    for (const register of CONFORMANCE_CASES) register(harness);
+  });
+}

@@ -1,0 +1,239 @@
+/**
+ * transition(): every arrow and every rejection of SPEC.md §2, as one table, plus properties that
+ * hold for any row and command (terminal rows never change; the lease CHECK is preserved).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type Command,
+  LEASE_EXPIRED_ERROR,
+  RELEASED_ERROR,
+  type Result,
+  type Task,
+  TASK_STATES,
+  TaskState,
+  isTerminal,
+  transition,
+} from '../src/index.js';
+
+const NOW = Date.UTC(2030, 0, 1, 12);
+const T = (offsetMs: number) => new Date(NOW + offsetMs);
+
+function task(patch: Partial<Task> = {}): Task {
+  return {
+    id: '7',
+    kind: 'k',
+    payload: { n: 1 },
+    state: TaskState.SCHEDULED,
+    dueAt: T(-1_000),
+    attempt: 0,
+    maxAttempts: 3,
+    leaseOwner: null,
+    leaseUntil: null,
+    cancelRequested: false,
+    result: null,
+    lastError: null,
+    createdAt: T(-5_000),
+    updatedAt: T(-5_000),
+    ...patch,
+  };
+}
+
+/** A CLAIMED row of attempt 1 whose lease runs until NOW + 500 ms. */
+const claimed = (patch: Partial<Task> = {}) => task({ state: TaskState.CLAIMED, attempt: 1, leaseOwner: 'w1', leaseUntil: T(500), ...patch });
+const done = () => task({ state: TaskState.DONE, attempt: 1, result: 'r' });
+const cancelledWaiting = () => task({ state: TaskState.CANCELLED });
+const cancelledRunning = () => task({ state: TaskState.CANCELLED, attempt: 1, cancelRequested: true });
+const dead = () => task({ state: TaskState.DEAD, attempt: 3, lastError: 'boom' });
+
+/** `UNCHANGED`: the same row object comes back. Otherwise the fields that changed (updatedAt = NOW is implied). */
+const UNCHANGED = 'unchanged' as const;
+
+type Row = [name: string, before: Task | null, command: Command, result: Result, after: typeof UNCHANGED | Partial<Task>];
+
+const claim: Command = { type: 'claim', owner: 'w2', leaseMs: 1_000 };
+const complete = (attempt = 1): Command => ({ type: 'complete', attempt, result: { ok: true } });
+const fail = (attempt = 1): Command => ({ type: 'fail', attempt, error: 'boom', backoffMs: 200 });
+const extend = (attempt = 1): Command => ({ type: 'extend', attempt, leaseMs: 2_000 });
+const release = (attempt = 1): Command => ({ type: 'release', attempt });
+const cancel: Command = { type: 'cancel' };
+const reclaim: Command = { type: 'reclaim' };
+const STALE_COMPLETE: Result = { type: 'complete', outcome: 'REJECTED_STALE', writeEffect: false };
+const STALE_FAIL: Result = { type: 'fail', result: { outcome: 'REJECTED_STALE' } };
+const NO_CLAIM: Result = { type: 'claim', claimed: false };
+const NO_EXTEND: Result = { type: 'extend', extended: false };
+const NO_RECLAIM: Result = { type: 'reclaim', outcome: null };
+const STALE_RELEASE: Result = { type: 'release', outcome: 'REJECTED_STALE' };
+
+const ROWS: Row[] = [
+  // schedule → SCHEDULED is an insert, not a transition. SCHEDULED → CLAIMED:
+  ['claim: due task (dueAt < now)', task(), claim, { type: 'claim', claimed: true }, { state: 'CLAIMED', attempt: 1, leaseOwner: 'w2', leaseUntil: T(1_000) }],
+  ['claim: due exactly now', task({ dueAt: T(0) }), claim, { type: 'claim', claimed: true }, { state: 'CLAIMED', attempt: 1, leaseOwner: 'w2', leaseUntil: T(1_000) }],
+  ['claim: second claim increments attempt', task({ attempt: 2 }), claim, { type: 'claim', claimed: true }, { state: 'CLAIMED', attempt: 3, leaseOwner: 'w2', leaseUntil: T(1_000) }],
+  ['claim rejected: due 1 ms later', task({ dueAt: T(1) }), claim, NO_CLAIM, UNCHANGED],
+  ['claim rejected: CLAIMED', claimed(), claim, NO_CLAIM, UNCHANGED],
+  ['claim rejected: DONE', done(), claim, NO_CLAIM, UNCHANGED],
+  ['claim rejected: CANCELLED', cancelledWaiting(), claim, NO_CLAIM, UNCHANGED],
+  ['claim rejected: DEAD', dead(), claim, NO_CLAIM, UNCHANGED],
+  ['claim rejected: missing', null, claim, NO_CLAIM, UNCHANGED],
+
+  // cancel: SCHEDULED → CANCELLED, CLAIMED → CLAIMED (requested), terminal → no change.
+  ['cancel: SCHEDULED → CANCELLED', task(), cancel, { type: 'cancel', outcome: 'CANCELLED' }, { state: 'CANCELLED' }],
+  ['cancel: CLAIMED → REQUESTED', claimed(), cancel, { type: 'cancel', outcome: 'REQUESTED' }, { cancelRequested: true }],
+  ['cancel: CLAIMED already requested → REQUESTED', claimed({ cancelRequested: true }), cancel, { type: 'cancel', outcome: 'REQUESTED' }, {}],
+  ['cancel: CANCELLED → ALREADY_CANCELLED', cancelledWaiting(), cancel, { type: 'cancel', outcome: 'ALREADY_CANCELLED' }, UNCHANGED],
+  ['cancel: DONE → TOO_LATE', done(), cancel, { type: 'cancel', outcome: 'TOO_LATE' }, UNCHANGED],
+  ['cancel: DEAD → TOO_LATE', dead(), cancel, { type: 'cancel', outcome: 'TOO_LATE' }, UNCHANGED],
+  ['cancel: missing → NOT_FOUND', null, cancel, { type: 'cancel', outcome: 'NOT_FOUND' }, UNCHANGED],
+
+  // extend: only the current attempt, not cancel-requested, lease still running.
+  ['extend: current attempt', claimed(), extend(), { type: 'extend', extended: true }, { leaseUntil: T(2_000) }],
+  ['extend rejected: stale attempt', claimed({ attempt: 2 }), extend(1), NO_EXTEND, UNCHANGED],
+  ['extend rejected: cancel requested', claimed({ cancelRequested: true }), extend(), NO_EXTEND, UNCHANGED],
+  ['extend rejected: lease ends now', claimed({ leaseUntil: T(0) }), extend(), NO_EXTEND, UNCHANGED],
+  ['extend rejected: lease expired', claimed({ leaseUntil: T(-1) }), extend(), NO_EXTEND, UNCHANGED],
+  ['extend rejected: SCHEDULED', task({ attempt: 1 }), extend(), NO_EXTEND, UNCHANGED],
+  ['extend rejected: DONE', done(), extend(), NO_EXTEND, UNCHANGED],
+  ['extend rejected: missing', null, extend(), NO_EXTEND, UNCHANGED],
+
+  // complete: CLAIMED → DONE (effect) or → CANCELLED when requested; retries report the first answer.
+  ['complete: CLAIMED → DONE with effect', claimed(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete: after lease expiry but before reclaim → DONE', claimed({ leaseUntil: T(-1) }), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete: cancel requested → CANCELLED, no effect', claimed({ cancelRequested: true }), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
+  ['complete retried: DONE stays DONE, no second effect', done(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: false }, UNCHANGED],
+  ['complete retried: cancelled while running', cancelledRunning(), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, UNCHANGED],
+  ['complete rejected: stale attempt', claimed({ attempt: 2 }), complete(1), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: attempt from the future', claimed(), complete(2), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: DONE by another attempt', task({ state: 'DONE', attempt: 2 }), complete(1), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: reclaimed to SCHEDULED', task({ attempt: 1 }), complete(1), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: CANCELLED while waiting', cancelledWaiting(), complete(1), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: DEAD', dead(), complete(3), STALE_COMPLETE, UNCHANGED],
+  ['complete rejected: missing', null, complete(), STALE_COMPLETE, UNCHANGED],
+
+  // fail: CLAIMED → SCHEDULED (backoff) / DEAD / CANCELLED.
+  ['fail: attempts left → SCHEDULED after backoff', claimed(), fail(), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: attempts exhausted → DEAD', claimed({ attempt: 3 }), fail(3), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: cancel requested → CANCELLED (before DEAD)', claimed({ attempt: 3, cancelRequested: true }), fail(3), { type: 'fail', result: { outcome: 'CANCELLED' } }, { state: 'CANCELLED', lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail rejected: stale attempt', claimed({ attempt: 2 }), fail(1), STALE_FAIL, UNCHANGED],
+  ['fail rejected: SCHEDULED', task({ attempt: 1 }), fail(1), STALE_FAIL, UNCHANGED],
+  ['fail rejected: DONE', done(), fail(1), STALE_FAIL, UNCHANGED],
+  ['fail rejected: DEAD', dead(), fail(3), STALE_FAIL, UNCHANGED],
+  ['fail rejected: missing', null, fail(), STALE_FAIL, UNCHANGED],
+
+  // reclaim: CLAIMED with lease_until < now → SCHEDULED / DEAD / CANCELLED.
+  ['reclaim: expired, attempts left → SCHEDULED', claimed({ leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired, exhausted → DEAD', claimed({ attempt: 3, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'DEAD' }, { state: 'DEAD', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired, cancel requested → CANCELLED', claimed({ attempt: 3, cancelRequested: true, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim rejected: lease ends now', claimed({ leaseUntil: T(0) }), reclaim, NO_RECLAIM, UNCHANGED],
+  ['reclaim rejected: lease running', claimed(), reclaim, NO_RECLAIM, UNCHANGED],
+  ['reclaim rejected: SCHEDULED', task(), reclaim, NO_RECLAIM, UNCHANGED],
+  ['reclaim rejected: DONE', done(), reclaim, NO_RECLAIM, UNCHANGED],
+  ['reclaim rejected: missing', null, reclaim, NO_RECLAIM, UNCHANGED],
+
+  // release: the holder hands its attempt back → SCHEDULED due now, or CANCELLED when requested.
+  ['release: → SCHEDULED due now', claimed(), release(), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['release: last attempt still → SCHEDULED', claimed({ attempt: 3 }), release(3), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['release: cancel requested → CANCELLED', claimed({ cancelRequested: true }), release(), { type: 'release', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['release rejected: stale attempt', claimed({ attempt: 2 }), release(1), STALE_RELEASE, UNCHANGED],
+  ['release rejected: SCHEDULED', task({ attempt: 1 }), release(1), STALE_RELEASE, UNCHANGED],
+  ['release rejected: DONE', done(), release(1), STALE_RELEASE, UNCHANGED],
+  ['release rejected: missing', null, release(), STALE_RELEASE, UNCHANGED],
+];
+
+describe('transition', () => {
+  it.each(ROWS)('%s', (_name, before, command, result, after) => {
+    const step = transition(before, command, NOW);
+    expect(step.result).toEqual(result);
+    if (after === UNCHANGED) {
+      expect(step.task).toBe(before);
+    } else {
+      expect(step.task).toEqual({ ...before, ...after, updatedAt: new Date(NOW) });
+    }
+  });
+
+  it('covers every command type and every outcome value', () => {
+    const types = new Set(ROWS.map(([, , c]) => c.type));
+    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release']);
+    const outcomes = new Set(ROWS.map(([, , , r]) => JSON.stringify(r)));
+    for (const o of ['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']) expect(outcomes).toContain(JSON.stringify({ type: 'cancel', outcome: o }));
+    for (const o of ['SCHEDULED', 'DEAD', 'CANCELLED']) expect([...outcomes].some((r) => r.includes(`"reclaim","outcome":"${o}"`))).toBe(true);
+  });
+
+  it('does not mutate its input row', () => {
+    const before = claimed();
+    const frozen = Object.freeze({ ...before });
+    expect(() => transition(frozen, complete(), NOW)).not.toThrow();
+    expect(frozen).toEqual(before);
+  });
+});
+
+const arbState = fc.constantFrom(...TASK_STATES);
+const arbTask: fc.Arbitrary<Task> = fc
+  .record({
+    state: arbState,
+    attempt: fc.integer({ min: 0, max: 4 }),
+    maxAttempts: fc.integer({ min: 1, max: 4 }),
+    cancelRequested: fc.boolean(),
+    dueOffset: fc.integer({ min: -2_000, max: 2_000 }),
+    leaseOffset: fc.integer({ min: -2_000, max: 2_000 }),
+  })
+  .map(({ state, attempt, maxAttempts, cancelRequested, dueOffset, leaseOffset }) =>
+    task({
+      state,
+      attempt,
+      maxAttempts,
+      cancelRequested,
+      dueAt: T(dueOffset),
+      leaseOwner: state === 'CLAIMED' ? 'w1' : null,
+      leaseUntil: state === 'CLAIMED' ? T(leaseOffset) : null,
+    }),
+  );
+const arbAttempt = fc.integer({ min: 1, max: 5 });
+const arbCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc.constant<Command>(cancel),
+  fc.constant<Command>(reclaim),
+  fc.integer({ min: 1, max: 5_000 }).map((leaseMs): Command => ({ type: 'claim', owner: 'w9', leaseMs })),
+  fc.tuple(arbAttempt, fc.integer({ min: 1, max: 5_000 })).map(([attempt, leaseMs]): Command => ({ type: 'extend', attempt, leaseMs })),
+  arbAttempt.map((attempt): Command => ({ type: 'complete', attempt, result: null })),
+  fc.tuple(arbAttempt, fc.integer({ min: 0, max: 5_000 })).map(([attempt, backoffMs]): Command => ({ type: 'fail', attempt, error: 'e', backoffMs })),
+  arbAttempt.map((attempt): Command => ({ type: 'release', attempt })),
+);
+
+describe('transition properties', () => {
+  it('a terminal row never changes (SPEC.md §1.5)', () => {
+    fc.assert(
+      fc.property(arbTask, arbCommand, (before, command) => {
+        fc.pre(isTerminal(before.state));
+        expect(transition(before, command, NOW).task).toBe(before);
+      }),
+    );
+  });
+
+  it('every row it produces satisfies the lease CHECK: CLAIMED iff both lease fields set', () => {
+    fc.assert(
+      fc.property(arbTask, arbCommand, (before, command) => {
+        const after = transition(before, command, NOW).task as Task;
+        expect(after.state === 'CLAIMED').toBe(after.leaseOwner !== null && after.leaseUntil !== null);
+      }),
+    );
+  });
+
+  it('attempt only grows, and only by claim', () => {
+    fc.assert(
+      fc.property(arbTask, arbCommand, (before, command) => {
+        const after = transition(before, command, NOW).task as Task;
+        expect(after.attempt).toBe(command.type === 'claim' && after !== before ? before.attempt + 1 : before.attempt);
+      }),
+    );
+  });
+
+  it('an effect is written only on the move CLAIMED → DONE', () => {
+    fc.assert(
+      fc.property(arbTask, arbCommand, (before, command) => {
+        const { task: after, result } = transition(before, command, NOW);
+        const writes = result.type === 'complete' && result.writeEffect;
+        expect(writes).toBe(before.state === 'CLAIMED' && after?.state === 'DONE');
+      }),
+    );
+  });
+});

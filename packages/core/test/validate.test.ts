@@ -1,0 +1,236 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_DELAY_MS,
+  MAX_KIND_LENGTH,
+  MAX_RUN_AT_MS,
+  parseTaskId,
+  validateAttempt,
+  validateDelayMs,
+  validateJson,
+  validateKind,
+  validateMaxAttempts,
+  validateNonNegativeMs,
+  validatePositiveInt,
+  validatePositiveMs,
+  validateRunAt,
+  validateSchedule,
+  validateScheduleMany,
+  ValidationError,
+  type ValidationCode,
+} from '../src/index.js';
+
+function thrown(fn: () => unknown): ValidationError {
+  try {
+    fn();
+  } catch (error) {
+    expect(ValidationError.isInstance(error), String(error)).toBe(true);
+    return error as ValidationError;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+function expectCode(fn: () => unknown, code: ValidationCode, field?: string): void {
+  const error = thrown(fn);
+  expect(error.code).toBe(code);
+  if (field !== undefined) expect(error.field).toBe(field);
+  expect(error.message.startsWith(`${error.field}: `)).toBe(true);
+}
+
+const YEAR_1 = (() => {
+  const d = new Date(0);
+  d.setUTCFullYear(1, 0, 1);
+  return d.getTime();
+})();
+
+describe('INVALID_DELAY', () => {
+  it.each([Number.NaN, -1, 1.5, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, MAX_DELAY_MS + 1, '10', null, 10n])('refuses %s', (delay) => {
+    expectCode(() => validateDelayMs(delay), 'INVALID_DELAY', 'delayMs');
+  });
+  it('refuses delayMs together with runAt', () => {
+    expectCode(() => validateSchedule({ kind: 'k', delayMs: 1, runAt: new Date() }), 'INVALID_DELAY', 'delayMs');
+  });
+  it.each([0, 1, 2 ** 31 - 1, 2 ** 31, MAX_DELAY_MS])('accepts %s', (delay) => {
+    expect(validateDelayMs(delay)).toBe(delay);
+  });
+  it('MAX_DELAY_MS is 100 Julian years', () => {
+    expect(MAX_DELAY_MS).toBe(100 * 365.25 * 24 * 3_600_000);
+  });
+});
+
+describe('INVALID_RUN_AT', () => {
+  it.each([
+    ['an Invalid Date', new Date(Number.NaN)],
+    ['a string', '2030-01-01'],
+    ['a number', Date.UTC(2030, 0, 1)],
+    ['after year 9999', new Date(MAX_RUN_AT_MS + 1)],
+    ['before year 1', new Date(YEAR_1 - 1)],
+  ])('refuses %s', (_label, runAt) => {
+    expectCode(() => validateRunAt(runAt), 'INVALID_RUN_AT', 'runAt');
+  });
+  it('accepts years 1 and 9999 and returns a copy', () => {
+    const last = new Date(MAX_RUN_AT_MS);
+    const copy = validateRunAt(last);
+    expect(copy).toEqual(last);
+    expect(copy).not.toBe(last);
+    expect(validateRunAt(new Date(YEAR_1)).getUTCFullYear()).toBe(1);
+  });
+});
+
+describe('INVALID_MAX_ATTEMPTS', () => {
+  it.each([0, -1, 1.5, MAX_ATTEMPTS_LIMIT + 1, Number.NaN, '3'])('refuses %s', (n) => {
+    expectCode(() => validateMaxAttempts(n), 'INVALID_MAX_ATTEMPTS', 'maxAttempts');
+  });
+  it.each([1, 5, MAX_ATTEMPTS_LIMIT])('accepts %s', (n) => {
+    expect(validateMaxAttempts(n)).toBe(n);
+  });
+});
+
+describe('INVALID_KIND', () => {
+  it.each([
+    ['empty', ''],
+    ['201 characters', 'k'.repeat(MAX_KIND_LENGTH + 1)],
+    ['a newline', 'a\nb'],
+    ['DEL', 'a\u007fb'],
+    ['a lone surrogate', 'a\ud800'],
+    ['not a string', 42],
+  ])('refuses %s', (_label, kind) => {
+    expectCode(() => validateKind(kind), 'INVALID_KIND', 'kind');
+  });
+  it('accepts 200 characters and non-ASCII', () => {
+    expect(validateKind('k'.repeat(MAX_KIND_LENGTH))).toHaveLength(200);
+    expect(validateKind('提醒-😀')).toBe('提醒-😀');
+  });
+});
+
+describe('INVALID_PAYLOAD and PAYLOAD_TOO_LARGE', () => {
+  const cycle: Record<string, unknown> = {};
+  cycle.me = cycle;
+  it.each([
+    ['a BigInt', { n: 1n }, 'payload.n'],
+    ['a cycle', cycle, 'payload.me'],
+    ['\\u0000 in a string', ['ok', 'a\u0000'], 'payload[1]'],
+    ['\\u0000 in a key', { 'a\u0000': 1 }, 'payload.a\u0000'],
+    ['a lone surrogate', { s: '\udc00' }, 'payload.s'],
+    ['NaN', { n: Number.NaN }, 'payload.n'],
+    ['Infinity', [Number.POSITIVE_INFINITY], 'payload[0]'],
+    ['undefined in an array', [undefined], 'payload[0]'],
+    ['undefined at the top', undefined, 'payload'],
+    ['a function', { f: () => 1 }, 'payload.f'],
+    ['a symbol', Symbol('s'), 'payload'],
+    ['a Map', new Map([[1, 2]]), 'payload'],
+    ['a class instance', new (class Point {})(), 'payload'],
+  ])('refuses %s', (_label, value, field) => {
+    expectCode(() => validateJson(value), 'INVALID_PAYLOAD', field);
+  });
+
+  it('refuses a toJSON that returns its own object with a typed error, not a stack overflow', () => {
+    const selfish = { a: 1, toJSON: () => selfish };
+    expectCode(() => validateJson(selfish), 'INVALID_PAYLOAD', 'payload.toJSON');
+  });
+
+  it('refuses text one byte over the limit; accepts exactly the limit', () => {
+    expectCode(() => validateJson('x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES - 1)), 'PAYLOAD_TOO_LARGE', 'payload');
+    expect(validateJson('x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES - 2)).text).toHaveLength(DEFAULT_MAX_PAYLOAD_BYTES);
+  });
+
+  it('counts UTF-8 bytes, not characters', () => {
+    // "é" is 2 bytes in UTF-8: 4 characters of text, 6 bytes with the quotes.
+    expect(validateJson('éé', 'payload', 6).text).toBe('"éé"');
+    expectCode(() => validateJson('éé', 'payload', 5), 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('uses INVALID_RESULT for results, including size', () => {
+    expectCode(() => validateJson({ n: 1n }, 'result', 100, 'INVALID_RESULT'), 'INVALID_RESULT', 'result.n');
+    expectCode(() => validateJson('x'.repeat(200), 'result', 100, 'INVALID_RESULT'), 'INVALID_RESULT', 'result');
+  });
+
+  it('normalizes like JSON.stringify: toJSON, dropped undefined properties, surrogate pairs, null prototype', () => {
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { x: 1 });
+    const input = { when: new Date(Date.UTC(2030, 0, 1)), skip: undefined, emoji: '😀', bare, shared: [bare, bare] };
+    const { value, text } = validateJson(input);
+    expect(value).toEqual({ when: '2030-01-01T00:00:00.000Z', emoji: '😀', bare: { x: 1 }, shared: [{ x: 1 }, { x: 1 }] });
+    expect(text).toBe(JSON.stringify(input));
+  });
+});
+
+describe('INVALID_TASK_ID and parseTaskId', () => {
+  it.each(['abc', '0', '-1', '', '01', '1.5', ' 1', '1 ', '9223372036854775808', 1.5, 0, -3, 2 ** 53, 0n, 9223372036854775808n, null, undefined, {}])(
+    'refuses %s',
+    (id) => {
+      expectCode(() => parseTaskId(id), 'INVALID_TASK_ID', 'id');
+    },
+  );
+  it('accepts decimal text, safe integers and bigints, as decimal text', () => {
+    expect(parseTaskId('1')).toBe('1');
+    expect(parseTaskId('9223372036854775807')).toBe('9223372036854775807');
+    expect(parseTaskId(42)).toBe('42');
+    expect(parseTaskId(Number.MAX_SAFE_INTEGER)).toBe('9007199254740991');
+    expect(parseTaskId(9223372036854775807n)).toBe('9223372036854775807');
+    expect(() => parseTaskId('x', 'taskId')).toThrow(/^taskId: /);
+  });
+});
+
+describe('INVALID_OPTION', () => {
+  it('refuses a schedule input that is not an object, and a batch that is not an array', () => {
+    expectCode(() => validateSchedule(null), 'INVALID_OPTION', 'input');
+    expectCode(() => validateSchedule([{ kind: 'k' }]), 'INVALID_OPTION', 'input');
+    expectCode(() => validateScheduleMany({ kind: 'k' }), 'INVALID_OPTION', 'tasks');
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, 'x']), 'INVALID_OPTION', 'tasks[1]');
+  });
+  it.each([
+    ['attempt 0', () => validateAttempt(0)],
+    ['attempt 1.5', () => validateAttempt(1.5)],
+    ['attempt 2^31', () => validateAttempt(MAX_ATTEMPTS_LIMIT + 1)],
+    ['positive ms 0', () => validatePositiveMs(0, 'leaseMs')],
+    ['positive ms over max', () => validatePositiveMs(2 ** 31, 'leaseMs')],
+    ['positive ms NaN', () => validatePositiveMs(Number.NaN, 'leaseMs')],
+    ['non-negative ms -1', () => validateNonNegativeMs(-1, 'backoffMs')],
+    ['non-negative ms 0.5', () => validateNonNegativeMs(0.5, 'backoffMs')],
+    ['positive int 0', () => validatePositiveInt(0, 'limit')],
+    ['positive int over max', () => validatePositiveInt(11, 'limit', 10)],
+  ])('refuses %s', (_label, fn) => {
+    expectCode(fn, 'INVALID_OPTION');
+  });
+  it('accepts the edges', () => {
+    expect(validateAttempt(1)).toBe(1);
+    expect(validateAttempt(MAX_ATTEMPTS_LIMIT)).toBe(MAX_ATTEMPTS_LIMIT);
+    expect(validatePositiveMs(1, 'leaseMs')).toBe(1);
+    expect(validatePositiveMs(2 ** 31 - 1, 'leaseMs')).toBe(2 ** 31 - 1);
+    expect(validateNonNegativeMs(0, 'backoffMs')).toBe(0);
+    expect(validateNonNegativeMs(MAX_DELAY_MS, 'backoffMs')).toBe(MAX_DELAY_MS);
+    expect(validatePositiveInt(10, 'limit', 10)).toBe(10);
+  });
+});
+
+describe('validateSchedule', () => {
+  it('fills the defaults', () => {
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS });
+  });
+  it('keeps runAt, payload text and maxAttempts', () => {
+    const runAt = new Date(Date.UTC(2031, 5, 1));
+    expect(validateSchedule({ kind: 'k', runAt, payload: { a: [1] }, maxAttempts: 2 })).toEqual({
+      kind: 'k',
+      payload: { a: [1] },
+      payloadText: '{"a":[1]}',
+      delayMs: 0,
+      runAt,
+      maxAttempts: 2,
+    });
+  });
+  it('honours maxPayloadBytes', () => {
+    expectCode(() => validateSchedule({ kind: 'k', payload: 'abc' }, { maxPayloadBytes: 4 }), 'PAYLOAD_TOO_LARGE', 'payload');
+    expect(validateSchedule({ kind: 'k', payload: 'ab' }, { maxPayloadBytes: 4 }).payloadText).toBe('"ab"');
+  });
+  it('names the failing element of a batch and validates all before returning', () => {
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', maxAttempts: 0 }]), 'INVALID_MAX_ATTEMPTS', 'tasks[1].maxAttempts');
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', payload: { x: [1n] } }]), 'INVALID_PAYLOAD', 'tasks[1].payload.x[0]');
+    expect(validateScheduleMany([{ kind: 'a' }, { kind: 'b', delayMs: 5 }]).map((n) => [n.kind, n.delayMs])).toEqual([
+      ['a', 0],
+      ['b', 5],
+    ]);
+    expect(validateScheduleMany([])).toEqual([]);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * The in-memory database: committed rows (tasks, effects, the caller's own tables) and write sets
+ * that stage one transaction's writes and apply them all at once on commit.
+ *
+ * Visibility follows PostgreSQL READ COMMITTED (PostgreSQL 17 §13.2.1): a read outside a
+ * transaction sees committed rows only; a write set sees committed rows plus its own writes.
+ * Constraints are checked when a write is staged (statement time) and again at commit.
+ */
+import type { Effect, Task, TaskId } from '@postpone/core';
+import { checkViolation, LEASE_CHECK, leaseCheckHolds, transactionFinished, uniqueViolation } from './constraints.js';
+
+interface StagedRow {
+  readonly value: unknown;
+  /** True for an INSERT (the key must still be free at commit), false for an UPDATE. */
+  readonly inserted: boolean;
+}
+
+type WriteSetStatus = 'open' | 'committed' | 'rolled back';
+
+/** One transaction's staged writes. Made by {@link MemoryDatabase.begin}. */
+export class WriteSet {
+  readonly tasks = new Map<TaskId, Task>();
+  readonly effects = new Map<TaskId, Effect>();
+  readonly rows = new Map<string, Map<string, StagedRow>>();
+  #status: WriteSetStatus = 'open';
+
+  constructor(readonly db: MemoryDatabase) {}
+
+  get status(): WriteSetStatus {
+    return this.#status;
+  }
+
+  /** @throws StoreError 25000 when the transaction already ended. */
+  assertOpen(): void {
+    if (this.#status !== 'open') throw transactionFinished(this.#status);
+  }
+
+  /** Stages an INSERT or UPDATE of a full task row. @throws StoreError 23514 (lease CHECK) */
+  putTask(task: Task): void {
+    this.assertOpen();
+    if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
+    this.tasks.set(task.id, task);
+  }
+
+  /** Stages the effect row; at most one per task. @throws StoreError 23505 */
+  insertEffect(effect: Effect): void {
+    this.assertOpen();
+    if (this.db.effects.has(effect.taskId) || this.effects.has(effect.taskId)) throw uniqueViolation('effect', `task_id=${effect.taskId}`);
+    this.effects.set(effect.taskId, effect);
+  }
+
+  /** Stages an INSERT into a caller table. @throws StoreError 23505 when the key exists */
+  insertRow(table: string, key: string, value: unknown): void {
+    this.assertOpen();
+    if (this.getRow(table, key) !== undefined) throw uniqueViolation(table, `key=${key}`);
+    this.#stage(table).set(key, { value: structuredClone(value), inserted: true });
+  }
+
+  /** Stages an UPDATE of a caller row; false (nothing staged) when there is no such row. */
+  updateRow(table: string, key: string, value: unknown): boolean {
+    this.assertOpen();
+    const staged = this.rows.get(table)?.get(key);
+    if (staged === undefined && !(this.db.tables.get(table)?.has(key) ?? false)) return false;
+    this.#stage(table).set(key, { value: structuredClone(value), inserted: staged?.inserted ?? false });
+    return true;
+  }
+
+  /** Reads a caller row as this transaction sees it (its own writes first), or undefined. */
+  getRow(table: string, key: string): unknown {
+    const staged = this.rows.get(table)?.get(key);
+    const value = staged !== undefined ? staged.value : this.db.tables.get(table)?.get(key);
+    return value === undefined ? undefined : structuredClone(value);
+  }
+
+  /** Marks the transaction ended; its writes are dropped unless `status` is 'committed'. */
+  end(status: Exclude<WriteSetStatus, 'open'>): void {
+    this.#status = status;
+  }
+
+  #stage(table: string): Map<string, StagedRow> {
+    let rows = this.rows.get(table);
+    if (rows === undefined) this.rows.set(table, (rows = new Map()));
+    return rows;
+  }
+}
+
+/** Committed state plus the task id sequence. */
+export class MemoryDatabase {
+  readonly tasks = new Map<TaskId, Task>();
+  readonly effects = new Map<TaskId, Effect>();
+  readonly tables = new Map<string, Map<string, unknown>>();
+  #lastId = 0;
+
+  /** Like a PostgreSQL sequence: ids are never reused, even when the transaction rolls back. */
+  nextTaskId(): TaskId {
+    this.#lastId += 1;
+    return String(this.#lastId);
+  }
+
+  begin(): WriteSet {
+    return new WriteSet(this);
+  }
+
+  /**
+   * Applies every staged write at once, or none: constraints are re-checked first against what
+   * committed meanwhile. A failed commit rolls the write set back.
+   * @throws StoreError 23505 / 23514 / 25000
+   */
+  commit(ws: WriteSet): void {
+    ws.assertOpen();
+    try {
+      for (const task of ws.tasks.values()) if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
+      for (const id of ws.effects.keys()) if (this.effects.has(id)) throw uniqueViolation('effect', `task_id=${id}`);
+      for (const [table, rows] of ws.rows) {
+        const committed = this.tables.get(table);
+        for (const [key, row] of rows) if (row.inserted && committed?.has(key)) throw uniqueViolation(table, `key=${key}`);
+      }
+    } catch (error) {
+      ws.end('rolled back');
+      throw error;
+    }
+    for (const task of ws.tasks.values()) this.tasks.set(task.id, task);
+    for (const effect of ws.effects.values()) this.effects.set(effect.taskId, effect);
+    for (const [table, rows] of ws.rows) {
+      let committed = this.tables.get(table);
+      if (committed === undefined) this.tables.set(table, (committed = new Map()));
+      for (const [key, row] of rows) committed.set(key, row.value);
+    }
+    ws.end('committed');
+  }
+
+  rollback(ws: WriteSet): void {
+    if (ws.status === 'open') ws.end('rolled back');
+  }
+}

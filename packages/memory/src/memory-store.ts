@@ -1,0 +1,388 @@
+/**
+ * The in-memory Store: every state change is computed by core's pure `transition()` (SPEC.md §2)
+ * and applied through a write set, so it behaves like the PostgreSQL store guard for guard, without
+ * a database. For fast tests, models and differential checks; nothing survives the process.
+ */
+import {
+  type CancelOutcome,
+  type ClaimedTask,
+  type ClaimParams,
+  type Clock,
+  type Command,
+  type CompleteOutcome,
+  type CompleteParams,
+  type Effect,
+  type ExtendParams,
+  type FailParams,
+  type FailResult,
+  type NormalizedSchedule,
+  type PeekParams,
+  type PeekResult,
+  type ReclaimedTask,
+  type ReclaimParams,
+  type ReleaseOutcome,
+  type ReleaseParams,
+  type Result,
+  type ScheduledTask,
+  type ScheduleInput,
+  type ScheduleOptions,
+  type StateCounts,
+  type Step,
+  type Store,
+  StoreClosedError,
+  systemClock,
+  TASK_STATES,
+  type Task,
+  type TaskId,
+  TaskState,
+  type TaskState as TaskStateT,
+  transition,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  parseTaskId,
+  validateAttempt,
+  validateJson,
+  validateNonNegativeMs,
+  validatePositiveInt,
+  validatePositiveMs,
+  validateSchedule,
+  validateScheduleMany,
+  ValidationError,
+} from '@postpone/core';
+import { MemoryDatabase, type WriteSet } from './database.js';
+import { MemoryTx, writeSetOf } from './memory-tx.js';
+import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from './params.js';
+import { TaskLocks } from './task-locks.js';
+
+export interface MemoryStoreOptions {
+  /** Source of "now" for due times, leases and timestamps (default {@link systemClock}). */
+  readonly clock?: Clock;
+  /** Payload (and result) size limit in bytes of UTF-8 JSON (default 1 MiB). */
+  readonly maxPayloadBytes?: number;
+}
+
+/** The columns a raw task UPDATE may set (see {@link MemoryStore.rawUpdateTask}). */
+export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
+
+/** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
+const MAX_PAYLOAD_LIMIT = 1_073_741_824;
+
+export class MemoryStore implements Store<MemoryTx> {
+  readonly name = 'memory';
+  readonly #db = new MemoryDatabase();
+  readonly #locks = new TaskLocks();
+  readonly #clock: Clock;
+  readonly #maxPayloadBytes: number;
+  #closed = false;
+
+  /** @throws ValidationError INVALID_OPTION for a clock without `now()` or a bad `maxPayloadBytes` */
+  constructor(options: MemoryStoreOptions = {}) {
+    const clock = options.clock ?? systemClock;
+    if (typeof clock?.now !== 'function') throw new ValidationError('INVALID_OPTION', 'clock', 'must have a now() method');
+    this.#clock = clock;
+    this.#maxPayloadBytes = validatePositiveInt(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', MAX_PAYLOAD_LIMIT);
+  }
+
+  async migrate(): Promise<void> {
+    this.#assertOpen();
+  }
+
+  async schedule(input: ScheduleInput, options: ScheduleOptions<MemoryTx> = {}): Promise<ScheduledTask> {
+    this.#assertOpen();
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], options.tx);
+    return scheduled as ScheduledTask;
+  }
+
+  async scheduleMany(inputs: readonly ScheduleInput[], options: ScheduleOptions<MemoryTx> = {}): Promise<ScheduledTask[]> {
+    this.#assertOpen();
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), options.tx);
+  }
+
+  async cancel(id: TaskId): Promise<CancelOutcome> {
+    this.#assertOpen();
+    const step = await this.#apply(parseTaskId(id), { type: 'cancel' });
+    return resultOf(step, 'cancel').outcome;
+  }
+
+  async claim(params: ClaimParams): Promise<ClaimedTask[]> {
+    this.#assertOpen();
+    const command: Command = {
+      type: 'claim',
+      owner: validateOwner(params?.owner),
+      leaseMs: validatePositiveMs(params.leaseMs, 'leaseMs'),
+    };
+    const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
+    const nowMs = this.#clock.now();
+    // The partial index of SPEC.md §2 (`due_at WHERE state = 'SCHEDULED'`), in (dueAt, id) order;
+    // transition() decides which rows are due. Rows locked by a running command are skipped.
+    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime());
+    const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => resultOf(r, 'claim').claimed);
+    return changed.map((task) => toClaimedTask(task, nowMs));
+  }
+
+  async extend(params: ExtendParams): Promise<boolean> {
+    this.#assertOpen();
+    const id = parseTaskId(params.id);
+    const command: Command = { type: 'extend', attempt: validateAttempt(params.attempt), leaseMs: validatePositiveMs(params.leaseMs, 'leaseMs') };
+    return resultOf(await this.#apply(id, command), 'extend').extended;
+  }
+
+  async complete(params: CompleteParams<MemoryTx>): Promise<CompleteOutcome> {
+    this.#assertOpen();
+    const id = parseTaskId(params.id);
+    const attempt = validateAttempt(params.attempt);
+    const owner = validateOwner(params.owner);
+    const { value: result } = validateJson(params.result ?? null, 'result', this.#maxPayloadBytes, 'INVALID_RESULT');
+    const work = params.work;
+    if (work !== undefined && typeof work !== 'function') throw new ValidationError('INVALID_OPTION', 'work', 'must be a function');
+    return this.#locks.run(id, async () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const step = this.#stage(ws, id, { type: 'complete', attempt, result }, nowMs);
+      const outcome = resultOf(step, 'complete');
+      if (outcome.writeEffect) {
+        ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
+        try {
+          await work?.(new MemoryTx(ws));
+        } catch (error) {
+          this.#db.rollback(ws);
+          throw error;
+        }
+      }
+      this.#db.commit(ws);
+      return outcome.outcome;
+    });
+  }
+
+  async fail(params: FailParams): Promise<FailResult> {
+    this.#assertOpen();
+    const id = parseTaskId(params.id);
+    const command: Command = {
+      type: 'fail',
+      attempt: validateAttempt(params.attempt),
+      error: errorText(params.error),
+      backoffMs: validateNonNegativeMs(params.backoffMs, 'backoffMs'),
+    };
+    const { result } = resultOf(await this.#apply(id, command), 'fail');
+    return result.outcome === 'SCHEDULED' ? { outcome: 'SCHEDULED', dueAt: new Date(result.dueAt) } : result;
+  }
+
+  async release(params: ReleaseParams): Promise<ReleaseOutcome> {
+    this.#assertOpen();
+    const id = parseTaskId(params.id);
+    return resultOf(await this.#apply(id, { type: 'release', attempt: validateAttempt(params.attempt) }), 'release').outcome;
+  }
+
+  async reclaimExpired(params: ReclaimParams = {}): Promise<ReclaimedTask[]> {
+    this.#assertOpen();
+    const limit = validatePositiveInt(params.limit ?? DEFAULT_BATCH_LIMIT, 'limit', MAX_BATCH_LIMIT);
+    const nowMs = this.#clock.now();
+    // The partial index `lease_until WHERE state = 'CLAIMED'`, in (leaseUntil, id) order.
+    const candidates = this.#unlocked(TaskState.CLAIMED, (t) => t.leaseUntil?.getTime() ?? 0);
+    const { steps } = this.#applyBatch(candidates, { type: 'reclaim' }, nowMs, limit, (r) => resultOf(r, 'reclaim').outcome !== null);
+    return steps.map(({ before, result }) => ({ id: before.id, attempt: before.attempt, outcome: resultOf(result, 'reclaim').outcome! }));
+  }
+
+  async peekDue(params: PeekParams): Promise<PeekResult> {
+    this.#assertOpen();
+    const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
+    const limit = validatePositiveInt(params.limit ?? DEFAULT_BATCH_LIMIT, 'limit', MAX_BATCH_LIMIT);
+    const nowMs = this.#clock.now();
+    const tasks = this.#byState(TaskState.SCHEDULED, (t) => t.dueAt.getTime())
+      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs)
+      .slice(0, limit)
+      .map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
+    return { now: new Date(nowMs), tasks };
+  }
+
+  async getTask(id: TaskId): Promise<Task | null> {
+    this.#assertOpen();
+    const task = this.#db.tasks.get(parseTaskId(id));
+    return task === undefined ? null : structuredClone(task);
+  }
+
+  async getEffect(id: TaskId): Promise<Effect | null> {
+    this.#assertOpen();
+    const effect = this.#db.effects.get(parseTaskId(id));
+    return effect === undefined ? null : structuredClone(effect);
+  }
+
+  async countByState(): Promise<StateCounts> {
+    this.#assertOpen();
+    const counts = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskStateT, number>;
+    for (const task of this.#db.tasks.values()) counts[task.state] += 1;
+    return counts;
+  }
+
+  async now(): Promise<Date> {
+    this.#assertOpen();
+    return new Date(this.#clock.now());
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  /**
+   * Runs `fn` in a fresh transaction: its writes (table rows, tasks scheduled with `{ tx }`) commit
+   * together when `fn` resolves and are dropped when it throws (the error is rethrown).
+   * @throws StoreClosedError; StoreError 23505 when a staged INSERT conflicts at commit
+   */
+  async transaction<T>(fn: (tx: MemoryTx) => Promise<T>): Promise<T> {
+    this.#assertOpen();
+    const ws = this.#db.begin();
+    let value: T;
+    try {
+      value = await fn(new MemoryTx(ws));
+    } catch (error) {
+      this.#db.rollback(ws);
+      throw error;
+    }
+    this.#db.commit(ws);
+    return value;
+  }
+
+  /** The committed rows of a caller table (copies), keyed as inserted; empty when it was never written. */
+  table(name: string): ReadonlyMap<string, unknown> {
+    this.#assertOpen();
+    return new Map([...(this.#db.tables.get(name) ?? new Map<string, unknown>())].map(([k, v]) => [k, structuredClone(v)]));
+  }
+
+  /**
+   * Test seam: the in-memory counterpart of a raw `UPDATE task SET ... WHERE id = $1`. It bypasses
+   * the state machine but not the table constraints, and waits for the row lock like an UPDATE.
+   * @returns false when there is no such task (0 rows)
+   * @throws StoreError 23514 when the row would break the lease CHECK (nothing changes); ValidationError for a malformed id
+   */
+  async rawUpdateTask(id: TaskId, patch: RawTaskPatch): Promise<boolean> {
+    this.#assertOpen();
+    const taskId = parseTaskId(id);
+    return this.#locks.run(taskId, () => {
+      const task = this.#db.tasks.get(taskId);
+      if (task === undefined) return false;
+      const ws = this.#db.begin();
+      try {
+        ws.putTask({ ...task, ...patch, id: taskId });
+      } catch (error) {
+        this.#db.rollback(ws);
+        throw error;
+      }
+      this.#db.commit(ws);
+      return true;
+    });
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreClosedError();
+  }
+
+  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined): ScheduledTask[] {
+    const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
+    ws.assertOpen();
+    const now = new Date(this.#clock.now());
+    const scheduled = inputs.map((input): Task => ({
+      id: this.#db.nextTaskId(),
+      kind: input.kind,
+      payload: JSON.parse(input.payloadText),
+      state: TaskState.SCHEDULED,
+      dueAt: input.runAt ?? new Date(now.getTime() + input.delayMs),
+      attempt: 0,
+      maxAttempts: input.maxAttempts,
+      leaseOwner: null,
+      leaseUntil: null,
+      cancelRequested: false,
+      result: null,
+      lastError: null,
+      createdAt: now,
+      updatedAt: now,
+    }));
+    for (const task of scheduled) ws.putTask(task);
+    if (tx === undefined) this.#db.commit(ws);
+    return scheduled.map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
+  }
+
+  #ownWriteSet(tx: MemoryTx): WriteSet {
+    const ws = writeSetOf(tx);
+    if (ws.db !== this.#db) throw new ValidationError('INVALID_OPTION', 'tx', 'belongs to another MemoryStore');
+    return ws;
+  }
+
+  /** Applies one command to one task under its row lock and commits the change, if any. */
+  async #apply(id: TaskId, command: Command): Promise<Step> {
+    return this.#locks.run(id, () => {
+      this.#assertOpen();
+      const ws = this.#db.begin();
+      const step = this.#stage(ws, id, command, this.#clock.now());
+      this.#db.commit(ws);
+      return step;
+    });
+  }
+
+  /** Runs transition() on the committed row and stages the new row when it changed. */
+  #stage(ws: WriteSet, id: TaskId, command: Command, nowMs: number): Step {
+    const before = this.#db.tasks.get(id) ?? null;
+    const step = transition(before, command, nowMs);
+    if (step.task !== null && step.task !== before) ws.putTask(step.task);
+    return step;
+  }
+
+  /**
+   * Applies `command` to `candidates` in order until `limit` of them were `accepted`, all in one
+   * transaction (one statement in SQL).
+   */
+  #applyBatch(
+    candidates: readonly Task[],
+    command: Command,
+    nowMs: number,
+    limit: number,
+    accepted: (result: Step) => boolean,
+  ): { changed: Task[]; steps: { before: Task; result: Step }[] } {
+    const ws = this.#db.begin();
+    const steps: { before: Task; result: Step }[] = [];
+    for (const before of candidates) {
+      if (steps.length >= limit) break;
+      const step = this.#stage(ws, before.id, command, nowMs);
+      if (accepted(step)) steps.push({ before, result: step });
+    }
+    this.#db.commit(ws);
+    return { changed: steps.map((s) => s.result.task as Task), steps };
+  }
+
+  /** Committed tasks in `state`, ordered by `key` then id. */
+  #byState(state: TaskStateT, key: (task: Task) => number): Task[] {
+    return [...this.#db.tasks.values()].filter((t) => t.state === state).sort((a, b) => key(a) - key(b) || compareIds(a.id, b.id));
+  }
+
+  #unlocked(state: TaskStateT, key: (task: Task) => number): Task[] {
+    return this.#byState(state, key).filter((t) => !this.#locks.isLocked(t.id));
+  }
+}
+
+/** Creates an in-memory store. @throws ValidationError INVALID_OPTION for bad options */
+export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  return new MemoryStore(options);
+}
+
+type ResultOf<T extends Result['type']> = Extract<Result, { type: T }>;
+
+function resultOf<T extends Result['type']>(step: Step, type: T): ResultOf<T> {
+  if (step.result.type !== type) throw new Error(`transition returned a ${step.result.type} result for a ${type} command`);
+  return step.result as ResultOf<T>;
+}
+
+function compareIds(a: TaskId, b: TaskId): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+function toClaimedTask(task: Task, nowMs: number): ClaimedTask {
+  return {
+    id: task.id,
+    kind: task.kind,
+    payload: structuredClone(task.payload),
+    attempt: task.attempt,
+    maxAttempts: task.maxAttempts,
+    dueAt: new Date(task.dueAt),
+    leaseUntil: new Date(task.leaseUntil as Date),
+    claimedAt: new Date(nowMs),
+  };
+}
