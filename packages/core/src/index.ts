@@ -21,3 +21,4 @@ export * from './clock.js';
 export * from './validate.js';
 export * from './transition.js';
 export * from './store.js';
+export * from './params.js';

@@ -50,7 +50,7 @@ import {
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
-import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from './params.js';
+import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 
 export interface MemoryStoreOptions {

@@ -1,7 +1,7 @@
 /**
- * Checks of worker-side parameters that core's validators do not cover one-to-one.
+ * Limits and checks of store-call parameters shared by every store, so they never drift apart.
  */
-import { ValidationError } from '@postpone/core';
+import { ValidationError } from './errors.js';
 
 /** Longest accepted worker identity, in characters. */
 export const MAX_OWNER_LENGTH = 200;
