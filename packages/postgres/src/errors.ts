@@ -1,0 +1,116 @@
+/**
+ * One function, {@link translateError}, turns what `pg` or postgres.js throws into core's typed
+ * errors (pg-boss style: SQLSTATE codes as named constants, one translation point).
+ */
+import { ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
+
+/** SQLSTATE codes the store tells apart (PostgreSQL 17 Appendix A). */
+export const SqlState = Object.freeze({
+  /** Class 08 — Connection Exception (every code starting with these two characters). */
+  CONNECTION_EXCEPTION_CLASS: '08',
+  /** 57P01 admin_shutdown: the backend was terminated (`pg_terminate_backend`, server shutdown). */
+  ADMIN_SHUTDOWN: '57P01',
+  /** 57P02 crash_shutdown. */
+  CRASH_SHUTDOWN: '57P02',
+  /** 57P03 cannot_connect_now: the server is starting or stopping. */
+  CANNOT_CONNECT_NOW: '57P03',
+  /** 22021 character_not_in_repertoire: e.g. a NUL byte in text. */
+  CHARACTER_NOT_IN_REPERTOIRE: '22021',
+  /** 22P05 untranslatable_character: e.g. `\u0000` in jsonb. */
+  UNTRANSLATABLE_CHARACTER: '22P05',
+  /** 23514 check_violation: e.g. CLAIMED without a full lease. */
+  CHECK_VIOLATION: '23514',
+  /** 23505 unique_violation. */
+  UNIQUE_VIOLATION: '23505',
+} as const);
+
+const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN, SqlState.CANNOT_CONNECT_NOW]);
+const PAYLOAD_SQLSTATES: ReadonlySet<string> = new Set([SqlState.CHARACTER_NOT_IN_REPERTOIRE, SqlState.UNTRANSLATABLE_CHARACTER]);
+
+/** Node socket errors and postgres.js connection codes meaning "the connection is gone or never came". */
+const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
+]);
+
+/** postgres.js codes meaning "`sql.end()` was called" (the owner closed it). */
+const ENDED_CODES: ReadonlySet<string> = new Set(['CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
+
+/** node-postgres messages (it throws plain Errors without a code for these). */
+const CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'timeout exceeded when trying to connect',
+];
+const POOL_ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function isConnectionFailure(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 3) return false;
+  const code = codeOf(error);
+  if (code !== undefined && (CONNECTION_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.startsWith(m))) return true;
+  // Node's happy-eyeballs connect reports an AggregateError of the per-address failures.
+  const errors = (error as { errors?: unknown }).errors;
+  if (Array.isArray(errors) && errors.some((e) => isConnectionFailure(e, depth + 1))) return true;
+  return isConnectionFailure((error as { cause?: unknown }).cause, depth + 1);
+}
+
+function isEnded(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code !== undefined && ENDED_CODES.has(code)) return true;
+  return error instanceof Error && error.message === POOL_ENDED_MESSAGE;
+}
+
+/** The SQLSTATE of a server error from either driver, if it has one. */
+export function sqlStateOf(error: unknown): string | undefined {
+  const code = codeOf(error);
+  const severity = (error as { severity?: unknown } | null)?.severity;
+  return code !== undefined && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Translates a driver error into a core typed error.
+ *
+ * - a {@link PostponeError} passes through unchanged;
+ * - the store was closed, or the pool / `sql` was ended → {@link StoreClosedError};
+ * - connection failures (Node socket codes, node-postgres "Connection terminated…", postgres.js
+ *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link ConnectionLostError};
+ * - 22021 / 22P05 (text the database cannot store) → {@link ValidationError} `INVALID_PAYLOAD`;
+ * - anything else → {@link StoreError} with its SQLSTATE (undefined when not a server error).
+ *
+ * @param closed whether the store had been closed when the error surfaced
+ */
+export function translateError(error: unknown, closed = false): PostponeError {
+  if (PostponeError.isInstance(error)) return error;
+  if (closed || isEnded(error)) return new StoreClosedError('store is closed', { cause: error });
+  if (isConnectionFailure(error)) {
+    return new ConnectionLostError(`connection to PostgreSQL lost: ${messageOf(error)}`, { cause: error });
+  }
+  const sqlState = sqlStateOf(error);
+  if (sqlState !== undefined && PAYLOAD_SQLSTATES.has(sqlState)) {
+    return new ValidationError('INVALID_PAYLOAD', 'payload', `PostgreSQL cannot store this text (SQLSTATE ${sqlState}): ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}`, sqlState, { cause: error });
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || (error.name ?? 'Error');
+  return String(error);
+}

@@ -1,0 +1,108 @@
+/**
+ * Concurrency on real connections: the atomic claim (FOR UPDATE SKIP LOCKED + the outer state
+ * re-check) hands every task out exactly once, and concurrent reclaims move every expired task once.
+ */
+import { TestClock } from '@postpone/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PostgresStore } from '../src/index.js';
+import { Admin, type DriverName, type Kit, makeKit } from './support/kits.js';
+
+const admin = Admin.create('concurrency');
+beforeAll(async () => {
+  const kit = makeKit('pg');
+  await kit.store({ schema: admin.schema }).migrate();
+  await kit.close();
+});
+afterAll(() => admin.drop());
+
+const DEADLINE_MS = 30_000;
+
+const MIXES: readonly [string, readonly DriverName[]][] = [
+  ['pg', ['pg', 'pg', 'pg']],
+  ['postgres', ['postgres', 'postgres', 'postgres']],
+  ['pg + postgres', ['pg', 'postgres', 'pg']],
+];
+
+describe.each(MIXES)('concurrent claims from 3 connections (%s)', (_label, drivers) => {
+  let kits: Kit<any>[] = [];
+  afterAll(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await admin.truncate();
+  });
+
+  it('300 due tasks: claims 300, duplicates 0, every task at attempt 1', async () => {
+    kits = drivers.map((d) => makeKit(d));
+    const stores = kits.map((k) => k.store({ schema: admin.schema }));
+    const scheduled = await (stores[0] as PostgresStore<any>).scheduleMany(Array.from({ length: 300 }, (_, i) => ({ kind: 'job', payload: { i } })));
+    const wanted = new Set(scheduled.map((s) => s.id));
+    const claims: { id: string; owner: string }[] = [];
+    const deadline = Date.now() + DEADLINE_MS;
+    await Promise.all(
+      stores.map(async (store, w) => {
+        const owner = `w${w}`;
+        for (let round = 0; round < 1_000 && claims.length < wanted.size && Date.now() < deadline; round++) {
+          const batch = await store.claim({ owner, limit: 7, leaseMs: 60_000 });
+          for (const c of batch) claims.push({ id: c.id, owner });
+          if (batch.length === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+      }),
+    );
+    const ids = claims.map((c) => c.id);
+    expect(ids.length).toBe(300);
+    expect(new Set(ids).size).toBe(300);
+    expect(new Set(ids)).toEqual(wanted);
+    const rows = await admin.query<{ id: string; attempt: number; lease_owner: string }>(
+      `select id::text, attempt, lease_owner from ${admin.t('task')} where state = 'CLAIMED'`,
+    );
+    expect(rows.length).toBe(300);
+    expect(rows.every((r) => r.attempt === 1)).toBe(true);
+    const ownerById = new Map(claims.map((c) => [c.id, c.owner]));
+    expect(rows.every((r) => ownerById.get(r.id) === r.lease_owner)).toBe(true);
+  });
+});
+
+describe('concurrent reclaimExpired', () => {
+  const kits = (['pg', 'postgres', 'pg', 'postgres', 'pg'] as const).map((d) => makeKit(d));
+  afterAll(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await admin.truncate();
+  });
+
+  it('five reclaimers, 240 expired leases: every task reclaimed exactly once, with the transition outcome', async () => {
+    const clock = new TestClock();
+    const stores = kits.map((k) => k.store({ schema: admin.schema, clock }));
+    const first = stores[0] as PostgresStore<any>;
+    const scheduled = await first.scheduleMany(Array.from({ length: 240 }, (_, i) => ({ kind: 'job', maxAttempts: i % 3 === 0 ? 1 : 3 })));
+    expect((await first.claim({ owner: 'w', limit: 1_000, leaseMs: 1_000 })).length).toBe(240);
+    const expected = new Map<string, string>();
+    for (const [i, s] of scheduled.entries()) {
+      if (i % 3 === 1) expect(await first.cancel(s.id)).toBe('REQUESTED');
+      expected.set(s.id, i % 3 === 0 ? 'DEAD' : i % 3 === 1 ? 'CANCELLED' : 'SCHEDULED');
+    }
+    // Exactly at lease_until nothing is expired yet (lease_until < now).
+    clock.tick(1_000);
+    expect(await first.reclaimExpired()).toEqual([]);
+    clock.tick(1);
+
+    const reclaimed: { id: string; outcome: string; attempt: number }[] = [];
+    const deadline = Date.now() + DEADLINE_MS;
+    await Promise.all(
+      stores.map(async (store) => {
+        for (let round = 0; round < 1_000 && reclaimed.length < 240 && Date.now() < deadline; round++) {
+          const batch = await store.reclaimExpired({ limit: 13 });
+          reclaimed.push(...batch);
+          if (batch.length === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+      }),
+    );
+    expect(reclaimed.length).toBe(240);
+    expect(new Set(reclaimed.map((r) => r.id)).size).toBe(240);
+    for (const r of reclaimed) {
+      expect(r.outcome).toBe(expected.get(r.id));
+      expect(r.attempt).toBe(1);
+    }
+    expect(await first.countByState()).toEqual({ SCHEDULED: 80, CLAIMED: 0, DONE: 0, CANCELLED: 80, DEAD: 80 });
+    const errors = await admin.query<{ last_error: string; n: number }>(`select last_error, count(*)::int as n from ${admin.t('task')} group by last_error`);
+    expect(errors).toEqual([{ last_error: 'lease expired', n: 240 }]);
+  });
+});

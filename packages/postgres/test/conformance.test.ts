@@ -1,0 +1,58 @@
+/**
+ * The shared Store conformance suite (`@postpone/conformance`) against both drivers. One schema for
+ * the file; each test gets a fresh store with its own TestClock on emptied tables.
+ */
+import { describeStoreConformance, type ConformanceHarness } from '@postpone/conformance';
+import { TestClock } from '@postpone/core';
+import { afterAll, beforeAll } from 'vitest';
+import { translateError } from '../src/index.js';
+import { Admin, DRIVERS, type DriverName, makeKit } from './support/kits.js';
+
+const admin = Admin.create('conformance');
+const kits = Object.fromEntries(DRIVERS.map((d) => [d, makeKit(d)])) as Record<DriverName, ReturnType<typeof makeKit>>;
+const marker = admin.t('conformance_marker');
+
+beforeAll(async () => {
+  await kits.pg.store({ schema: admin.schema }).migrate();
+  await admin.query(`create table ${marker} (task_id bigint primary key)`);
+});
+afterAll(async () => {
+  await Promise.all(DRIVERS.map((d) => kits[d].close()));
+  await admin.drop();
+});
+
+async function makeHarness(driver: DriverName): Promise<ConformanceHarness<any>> {
+  const kit = kits[driver];
+  const clock = new TestClock();
+  const store = kit.store({ schema: admin.schema, clock });
+  await store.migrate();
+  return {
+    store,
+    clock,
+    async forceRow(id, patch) {
+      try {
+        await kit.query(`update ${admin.t('task')} set state = $2::text, lease_owner = $3::text, lease_until = $4::timestamptz where id = $1::bigint`, [
+          id,
+          patch.state,
+          patch.leaseOwner,
+          patch.leaseUntil?.toISOString() ?? null,
+        ]);
+      } catch (error) {
+        throw translateError(error);
+      }
+    },
+    inTransaction: (fn, end) => kit.inTransaction(fn, end),
+    async writeMarker(tx, taskId) {
+      await kit.queryIn(tx, `insert into ${marker} (task_id) values ($1::bigint)`, [taskId]);
+    },
+    async readMarker(taskId) {
+      return (await kit.query(`select 1 from ${marker} where task_id = $1::bigint`, [taskId])).length === 1;
+    },
+    async cleanup() {
+      await store.close();
+      await admin.truncate(['conformance_marker']);
+    },
+  };
+}
+
+for (const driver of DRIVERS) describeStoreConformance(`postgres (${driver})`, () => makeHarness(driver));

@@ -1,0 +1,160 @@
+/**
+ * Differential test: random command sequences applied, at the same TestClock times, to the
+ * in-memory store (core `transition()` applied directly) and to PostgreSQL (the SQL that mirrors it).
+ * Every outcome and the final rows (every column, effect rows, counts) must be identical.
+ */
+import type { Json, Store, Task } from '@postpone/core';
+import { TestClock } from '@postpone/core';
+import { createMemoryStore } from '@postpone/memory';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Admin, DRIVERS, makeKit } from './support/kits.js';
+
+const admin = Admin.create('differential');
+beforeAll(async () => {
+  const kit = makeKit('pg');
+  await kit.store({ schema: admin.schema }).migrate();
+  await kit.close();
+});
+afterAll(() => admin.drop());
+
+/** A task is named by its position among the tasks scheduled so far (mod count); `missing` names one past the end. */
+type Ref = { readonly index: number; readonly missing: boolean };
+
+type Cmd =
+  /** `runAtOffsetMs` (relative to the clock at the call, may be past) replaces `delayMs` when not null. */
+  | { readonly op: 'schedule'; readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json }[] }
+  | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string }
+  | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
+  | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
+  | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number }
+  | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
+  | { readonly op: 'cancel'; readonly ref: Ref }
+  | { readonly op: 'reclaim'; readonly limit: number }
+  | { readonly op: 'peek'; readonly withinMs: number; readonly limit: number }
+  | { readonly op: 'tick'; readonly ms: number };
+
+const ref = fc.record({ index: fc.nat(20), missing: fc.integer({ min: 0, max: 9 }).map((n) => n === 0) });
+/** Mostly the task's current attempt (read from the model before the command), sometimes a fixed, likely stale one. */
+type AttemptSpec = 'current' | number;
+const attempt: fc.Arbitrary<AttemptSpec> = fc.oneof({ weight: 3, arbitrary: fc.constant('current' as const) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) });
+const owner = fc.constantFrom('w1', 'w2');
+const payload: fc.Arbitrary<Json> = fc.oneof(fc.constant(null), fc.integer(), fc.string({ maxLength: 5 }), fc.record({ n: fc.integer() }));
+
+const command: fc.Arbitrary<Cmd> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('schedule' as const), tasks: fc.array(fc.record({ delayMs: fc.integer({ min: 0, max: 3_000 }), runAtOffsetMs: fc.option(fc.integer({ min: -2_000, max: 3_000 }), { freq: 4 }), maxAttempts: fc.integer({ min: 1, max: 3 }), payload }), { minLength: 1, maxLength: 3 }) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }), owner }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('fail' as const), ref, attempt, backoffMs: fc.integer({ min: 0, max: 2_000 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 2_500 })) }) },
+);
+
+function idOf(r: Ref, count: number): string {
+  return r.missing || count === 0 ? String(count + 1) : String((r.index % count) + 1);
+}
+
+/** A command with its task id and attempt resolved, so both stores get the very same call. */
+type Resolved = Cmd & { readonly id: string; readonly at: number };
+
+async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Resolved> {
+  const id = 'ref' in cmd ? idOf(cmd.ref, count) : '';
+  const spec = 'attempt' in cmd ? cmd.attempt : 1;
+  const at = spec === 'current' ? Math.max(1, (await model.getTask(id))?.attempt ?? 1) : spec;
+  return { ...cmd, id, at };
+}
+
+/** Applies one command; returns a comparable outcome (lists sorted by id). */
+async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promise<unknown> {
+  switch (cmd.op) {
+    case 'schedule':
+      return await store.scheduleMany(
+        cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p }) =>
+          runAtOffsetMs === null
+            ? { kind: 'k', delayMs, maxAttempts, payload: p }
+            : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p },
+        ),
+      );
+    case 'claim':
+      return await store.claim({ owner: cmd.owner, limit: cmd.limit, leaseMs: cmd.leaseMs });
+    case 'extend':
+      return await store.extend({ id: cmd.id, attempt: cmd.at, leaseMs: cmd.leaseMs });
+    case 'complete':
+      return await store.complete({ id: cmd.id, attempt: cmd.at, owner: cmd.owner, result: cmd.result });
+    case 'fail':
+      return await store.fail({ id: cmd.id, attempt: cmd.at, error: `failed at ${clock.now()}`, backoffMs: cmd.backoffMs });
+    case 'release':
+      return await store.release({ id: cmd.id, attempt: cmd.at });
+    case 'cancel':
+      return await store.cancel(cmd.id);
+    case 'reclaim':
+      return (await store.reclaimExpired({ limit: cmd.limit })).slice().sort((a, b) => Number(a.id) - Number(b.id));
+    case 'peek':
+      return await store.peekDue({ withinMs: cmd.withinMs, limit: cmd.limit });
+    case 'tick':
+      clock.tick(cmd.ms);
+      return null;
+  }
+}
+
+/** A label of what a command did, for the coverage line printed at the end. */
+function describeOutcome(cmd: Cmd, outcome: unknown): string {
+  if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
+  if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
+  if (cmd.op === 'fail') return `fail:${(outcome as { outcome: string }).outcome}`;
+  return cmd.op;
+}
+
+async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Task | null)[]; effects: unknown[]; counts: unknown }> {
+  const ids = Array.from({ length: count }, (_, i) => String(i + 1));
+  return {
+    tasks: await Promise.all(ids.map((id) => store.getTask(id))),
+    effects: await Promise.all(ids.map((id) => store.getEffect(id))),
+    counts: await store.countByState(),
+  };
+}
+
+const RUNS = 50;
+const MAX_COMMANDS = 30;
+
+describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
+  const kit = makeKit(driver);
+  afterAll(() => kit.close());
+
+  it(`${RUNS} random sequences of up to ${MAX_COMMANDS} commands: identical outcomes and rows`, async () => {
+    let commandsRun = 0;
+    const seen = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 5, maxLength: MAX_COMMANDS, size: 'max' }), async (cmds) => {
+        await admin.truncate();
+        const clock = new TestClock();
+        const memory = createMemoryStore({ clock });
+        const pg = kit.store({ schema: admin.schema, clock });
+        let count = 0;
+        try {
+          for (const [step, raw] of cmds.entries()) {
+            const cmd = await resolve(memory, raw, count);
+            const expected = await apply(memory, cmd, clock);
+            // Same clock reading for both: tick only once.
+            const actual = cmd.op === 'tick' ? null : await apply(pg, cmd, clock);
+            expect(actual, `step ${step}: ${JSON.stringify(cmd)}`).toEqual(expected);
+            seen.add(describeOutcome(cmd, expected));
+            if (cmd.op === 'schedule') count += cmd.tasks.length;
+            commandsRun += 1;
+          }
+          expect(await snapshot(pg, count)).toEqual(await snapshot(memory, count));
+        } finally {
+          await pg.close();
+          await memory.close();
+        }
+      }),
+      { numRuns: RUNS, endOnFailure: false },
+    );
+    expect(commandsRun).toBeGreaterThan(RUNS);
+    console.info(`differential (${driver}): ${commandsRun} commands; outcomes seen: ${[...seen].sort().join(', ')}`);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Driver errors → core typed errors (src/errors.ts), with real errors from both drivers and a real
+ * lost connection (`pg_terminate_backend` from another session).
+ */
+import { ConnectionLostError, StoreClosedError, StoreError, TestClock, ValidationError } from '@postpone/core';
+import pg from 'pg';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PostgresStore, SqlState, translateError } from '../src/index.js';
+import { Admin, DRIVERS, makeKit, waitFor } from './support/kits.js';
+
+const admin = Admin.create('errors');
+beforeAll(async () => {
+  const kit = makeKit('pg');
+  await kit.store({ schema: admin.schema }).migrate();
+  await kit.close();
+});
+afterAll(() => admin.drop());
+
+async function caught(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** One raw statement through each driver, returning what it threw. */
+const RAW: Record<(typeof DRIVERS)[number], (text: string, params: unknown[]) => Promise<unknown>> = {
+  async pg(text, params) {
+    const client = new pg.Client({ connectionString: admin.url });
+    await client.connect();
+    try {
+      return await caught(() => client.query(text, params));
+    } finally {
+      await client.end();
+    }
+  },
+  async postgres(text, params) {
+    const sql = postgres(admin.url, { max: 1, onnotice: () => {} });
+    try {
+      return await caught(() => sql.unsafe(text, params as string[]));
+    } finally {
+      // postgres.js 3.4.9: end() after a connection died mid-query waits for its timeout (porsager/postgres#1097).
+      await sql.end({ timeout: 1 });
+    }
+  },
+};
+
+describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
+  it('22P05 (\\u0000 in jsonb) → ValidationError INVALID_PAYLOAD', async () => {
+    const error = translateError(await RAW[driver]('select $1::text::jsonb', ['"a\\u0000b"']));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.code).toBe('INVALID_PAYLOAD');
+  });
+
+  it('23514 check violation → StoreError with sqlState', async () => {
+    const error = translateError(
+      await RAW[driver](`insert into ${admin.t('task')} (kind, state, due_at, max_attempts) values ('k', 'CLAIMED', now(), 1)`, []),
+    );
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).sqlState).toBe(SqlState.CHECK_VIOLATION);
+    expect(await admin.count()).toBe(0);
+  });
+
+  it('a syntax error → StoreError 42601', async () => {
+    const error = translateError(await RAW[driver]('selec 1', []));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).sqlState).toBe('42601');
+  });
+
+  it('57P01 (backend terminated) → ConnectionLostError', async () => {
+    const error = translateError(await RAW[driver]('select pg_terminate_backend(pg_backend_pid())', []));
+    expect(error).toBeInstanceOf(ConnectionLostError);
+  });
+});
+
+describe('translateError with ended clients', () => {
+  it('pg pool ended → StoreClosedError', async () => {
+    const pool = new pg.Pool({ connectionString: admin.url });
+    await pool.end();
+    expect(translateError(await caught(() => pool.query('select 1')))).toBeInstanceOf(StoreClosedError);
+  });
+
+  it('postgres.js sql ended → StoreClosedError', async () => {
+    const sql = postgres(admin.url, { max: 1 });
+    await sql.end();
+    expect(translateError(await caught(() => sql.unsafe('select 1')))).toBeInstanceOf(StoreClosedError);
+  });
+
+  it('a store whose pool the owner ended throws StoreClosedError', async () => {
+    const pool = new pg.Pool({ connectionString: admin.url });
+    const { createPgStore } = await import('../src/pg.js');
+    const store = createPgStore({ pool, schema: admin.schema });
+    await pool.end();
+    expect(await caught(() => store.countByState())).toBeInstanceOf(StoreClosedError);
+  });
+});
+
+describe.each(DRIVERS)('lost connection during a call (%s)', (driver) => {
+  const kit = makeKit(driver);
+  let store: PostgresStore<any>;
+  beforeAll(() => {
+    store = kit.store({ schema: admin.schema, clock: new TestClock() });
+  });
+  afterAll(async () => {
+    await store.close();
+    await kit.close();
+    await admin.truncate();
+  });
+
+  it('a backend terminated while extend waits on a row lock → ConnectionLostError; the store then works again', async () => {
+    const { id } = await store.schedule({ kind: `lost-${driver}` });
+    await store.claim({ owner: 'w', limit: 1, leaseMs: 60_000 });
+    const locker = await admin.pool.connect();
+    try {
+      await locker.query('begin');
+      await locker.query(`select id from ${admin.t('task')} where id = $1 for update`, [id]);
+      const pending = caught(() => store.extend({ id, attempt: 1, leaseMs: 1_000 }));
+      // The extend's backend is the one blocked by our lock.
+      const lockerPid = (await locker.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid;
+      let pid: number | undefined;
+      await waitFor(async () => {
+        const rows = await admin.query<{ pid: number }>('select pid from pg_stat_activity where $1::int = any(pg_blocking_pids(pid))', [lockerPid]);
+        pid = rows[0]?.pid;
+        return pid !== undefined;
+      }, 'the extend to block on the row lock');
+      await admin.query('select pg_terminate_backend($1)', [pid]);
+      const error = await pending;
+      expect(error).toBeInstanceOf(ConnectionLostError);
+      expect((error as ConnectionLostError).code).toBe('CONNECTION_LOST');
+    } finally {
+      await locker.query('rollback');
+      locker.release();
+    }
+    // Nothing changed, and the pool hands out a fresh connection.
+    expect(await store.getTask(id)).toMatchObject({ state: 'CLAIMED', attempt: 1 });
+    expect(await store.extend({ id, attempt: 1, leaseMs: 1_000 })).toBe(true);
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * LISTEN/NOTIFY: a committed schedule is announced on the store's channel (a rolled-back one never
+ * is), cancel of a waiting task too, and the listener survives a lost connection.
+ */
+import { TestClock } from '@postpone/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PostgresStore, TaskNotice } from '../src/index.js';
+import { Admin, DRIVERS, makeKit, waitFor } from './support/kits.js';
+
+const admin = Admin.create('notify');
+beforeAll(async () => {
+  const kit = makeKit('pg');
+  await kit.store({ schema: admin.schema }).migrate();
+  await kit.close();
+});
+afterAll(() => admin.drop());
+
+describe.each(DRIVERS)('notifications (%s)', (driver) => {
+  const kit = makeKit(driver);
+  const clock = new TestClock();
+  const channel = `${admin.schema}_${driver}`;
+  const notices: TaskNotice[] = [];
+  let reconnects = 0;
+  let store: PostgresStore<any>;
+  let unlisten: () => Promise<void>;
+
+  beforeAll(async () => {
+    store = kit.store({ schema: admin.schema, clock, notifyChannel: channel });
+    unlisten = await store.listen((n) => notices.push(n), { onReconnect: () => reconnects++ });
+  });
+  afterAll(async () => {
+    await unlisten();
+    await unlisten(); // idempotent
+    await store.close();
+    await kit.close();
+    await admin.truncate();
+  });
+
+  const noticeFor = (id: string, op: TaskNotice['op']) => notices.find((n) => n.id === id && n.op === op);
+
+  it('schedule → a `scheduled` notice with the id and due time; a rolled-back schedule is never announced', async () => {
+    let rolledBack = '';
+    await kit.inTransaction(async (tx) => {
+      rolledBack = (await store.schedule({ kind: 'k', delayMs: 10 }, { tx })).id;
+    }, 'rollback');
+    const { id, dueAt } = await store.schedule({ kind: 'k', delayMs: 1_500 });
+    await waitFor(() => noticeFor(id, 'scheduled') !== undefined, 'the scheduled notice');
+    expect(noticeFor(id, 'scheduled')?.dueAt).toEqual(dueAt);
+    expect(dueAt.getTime()).toBe(clock.now() + 1_500);
+    // Notifications arrive in commit order: the later commit came, so the rolled-back one never will.
+    expect(notices.some((n) => n.id === rolledBack)).toBe(false);
+  });
+
+  it('scheduleMany announces every task; cancel of a waiting task → `cancelled`; fail with attempts left → `scheduled` again', async () => {
+    const many = await store.scheduleMany([{ kind: 'a' }, { kind: 'b', delayMs: 60_000 }, { kind: 'c', delayMs: 5 }]);
+    await waitFor(() => many.every((s) => noticeFor(s.id, 'scheduled') !== undefined), 'three scheduled notices');
+    const waiting = many[1]?.id as string;
+    expect(await store.cancel(waiting)).toBe('CANCELLED');
+    await waitFor(() => noticeFor(waiting, 'cancelled') !== undefined, 'the cancelled notice');
+
+    const first = many[0]?.id as string;
+    const [claimed] = await store.claim({ owner: 'w', limit: 1, leaseMs: 1_000 });
+    expect(claimed?.id).toBe(first);
+    const before = notices.filter((n) => n.id === first).length;
+    const failed = await store.fail({ id: first, attempt: 1, error: 'e', backoffMs: 250 });
+    expect(failed).toEqual({ outcome: 'SCHEDULED', dueAt: new Date(clock.now() + 250) });
+    await waitFor(() => notices.filter((n) => n.id === first).length === before + 1, 'the re-scheduled notice');
+    expect(notices.filter((n) => n.id === first).at(-1)).toEqual({ op: 'scheduled', id: first, dueAt: new Date(clock.now() + 250) });
+  });
+
+  it('after its connection is terminated the listener reconnects, listens again, and reports it', async () => {
+    const pids = async () =>
+      (
+        await admin.query<{ pid: number }>("select pid from pg_stat_activity where query ilike 'listen %' and query like $1", [`%${channel}%`])
+      ).map((r) => r.pid);
+    const [pid] = await pids();
+    expect(pid).toBeDefined();
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    await waitFor(() => reconnects === 1, 'the listener to reconnect', 15_000);
+    const [next] = await pids();
+    expect(next).toBeDefined();
+    expect(next).not.toBe(pid);
+    const { id } = await store.schedule({ kind: 'after-reconnect' });
+    await waitFor(() => noticeFor(id, 'scheduled') !== undefined, 'a notice after the reconnect');
+  });
+});

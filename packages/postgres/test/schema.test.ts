@@ -1,0 +1,160 @@
+/**
+ * The schema of SPEC.md §2 in PostgreSQL: the lease CHECK, the two partial indexes, the claim's
+ * Index Cond on `task_due_idx`, and migrations that are idempotent under concurrency.
+ */
+import { StoreError, TASK_STATES, TestClock } from '@postpone/core';
+import { uniqueSchemaName } from '@postpone/embedded';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrations, SqlState, statements, translateError } from '../src/index.js';
+import { Admin, makeKit } from './support/kits.js';
+
+const admin = Admin.create('schema');
+const kit = makeKit('pg');
+beforeAll(() => kit.store({ schema: admin.schema }).migrate());
+afterAll(async () => {
+  await kit.close();
+  await admin.drop();
+});
+
+async function rawError(text: string, params: unknown[] = []): Promise<unknown> {
+  try {
+    await admin.query(text, params);
+  } catch (error) {
+    return error;
+  }
+  throw new Error(`expected ${text} to fail`);
+}
+
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Index Cond'?: string; Filter?: string; Plans?: PlanNode[] };
+
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+describe('task table', () => {
+  it('the CHECK refuses CLAIMED without a full lease, and a lease outside CLAIMED (23514)', async () => {
+    const [row] = await admin.query<{ id: string }>(
+      `insert into ${admin.t('task')} (kind, state, due_at, max_attempts) values ('k', 'SCHEDULED', now(), 1) returning id::text`,
+    );
+    const id = row?.id;
+    const bad: [string, string | null, string | null][] = [
+      ['CLAIMED', null, null],
+      ['CLAIMED', 'w', null],
+      ['CLAIMED', null, '2031-01-01T00:00:00Z'],
+      ['SCHEDULED', 'w', '2031-01-01T00:00:00Z'],
+      ['DONE', 'w', '2031-01-01T00:00:00Z'],
+    ];
+    for (const [state, owner, until] of bad) {
+      const error = await rawError(`update ${admin.t('task')} set state = $2, lease_owner = $3, lease_until = $4 where id = $1`, [id, state, owner, until]);
+      const translated = translateError(error);
+      expect(translated).toBeInstanceOf(StoreError);
+      expect((translated as StoreError).sqlState).toBe(SqlState.CHECK_VIOLATION);
+    }
+    await admin.query(`update ${admin.t('task')} set state = 'CLAIMED', lease_owner = 'w', lease_until = now() where id = $1`, [id]);
+    expect((await admin.query<{ state: string }>(`select state from ${admin.t('task')} where id = $1`, [id]))[0]?.state).toBe('CLAIMED');
+    await admin.truncate();
+  });
+
+  it('the state CHECK lists exactly the core states', async () => {
+    const error = await rawError(`insert into ${admin.t('task')} (kind, state, due_at, max_attempts) values ('k', 'RUNNING', now(), 1)`);
+    expect((translateError(error) as StoreError).sqlState).toBe(SqlState.CHECK_VIOLATION);
+    for (const state of TASK_STATES) {
+      const lease = state === 'CLAIMED' ? `'w', now()` : 'null, null';
+      await admin.query(`insert into ${admin.t('task')} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, ${lease})`, [state]);
+    }
+    expect(await admin.count()).toBe(TASK_STATES.length);
+    await admin.truncate();
+  });
+
+  it('both partial indexes exist with their predicates', async () => {
+    const rows = await admin.query<{ indexname: string; indexdef: string }>(
+      'select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = $2 order by indexname',
+      [admin.schema, 'task'],
+    );
+    const byName = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]));
+    expect(byName.task_due_idx).toMatch(/USING btree \(due_at\) WHERE \(state = 'SCHEDULED'::text\)$/);
+    expect(byName.task_lease_idx).toMatch(/USING btree \(lease_until\) WHERE \(state = 'CLAIMED'::text\)$/);
+  });
+
+  it('effect has task_id as primary key', async () => {
+    const [row] = await admin.query<{ def: string }>(
+      `select pg_get_constraintdef(c.oid) as def from pg_constraint c where c.conrelid = $1::regclass and c.contype = 'p'`,
+      [admin.t('effect')],
+    );
+    expect(row?.def).toBe('PRIMARY KEY (task_id)');
+  });
+});
+
+describe('claim plan', () => {
+  it('with the database clock (null $now) the claim reads task_due_idx with an Index Cond on now(); clock_timestamp() would be a Filter', async () => {
+    const store = kit.store({ schema: admin.schema });
+    // 20 000 tasks not yet due, none due (the seed's boundary_partial_due_index shape, halved).
+    await store.scheduleMany(Array.from({ length: 20_000 }, (_, i) => ({ kind: 'later', delayMs: 3_600_000 + i })));
+    await admin.query(`analyze ${admin.t('task')}`);
+    const claim = statements(admin.schema).taskClaim;
+    const explain = async (text: string) => {
+      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) ${text}`, [null, 'w', 1_000, 10]);
+      return planNodes((row?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_due_idx');
+    };
+    const [withNow] = await explain(claim);
+    // The null parameter folds away: `COALESCE(now())`, STABLE, so usable as an index bound (§38.7).
+    expect(withNow?.['Index Cond']).toMatch(/^\(due_at <= (COALESCE\()?now\(\)\)?\)$/);
+    // Only the partial-index predicate is rechecked (kept because the rows are locked); due_at is not filtered.
+    expect(withNow?.Filter ?? '').not.toContain('due_at');
+
+    const volatile = claim.replace('s.due_at <= coalesce($1::timestamptz, now())', 's.due_at <= coalesce($1::timestamptz, clock_timestamp())');
+    expect(volatile).not.toBe(claim);
+    const [withClock] = await explain(volatile);
+    expect(withClock?.['Index Cond']).toBeUndefined();
+    expect(withClock?.Filter).toContain('clock_timestamp()');
+
+    expect(await store.claim({ owner: 'w', limit: 10, leaseMs: 1_000 })).toEqual([]);
+    await admin.truncate();
+  });
+});
+
+describe('claim and reclaim limits', () => {
+  it('never exceed the limit, whatever the plan: the pick is a MATERIALIZED CTE evaluated once', async () => {
+    const s = statements(admin.schema);
+    for (const name of ['taskClaim', 'taskReclaimExpired'] as const) {
+      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2] : [null, 2, 'c']))
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      expect(plan, name).toContain('CTE picked');
+    }
+    const clock = new TestClock();
+    const store = kit.store({ schema: admin.schema, clock });
+    for (const n of [1, 3, 7, 25]) {
+      await store.scheduleMany(Array.from({ length: n }, () => ({ kind: 'k' })));
+      const claims: number[] = [];
+      for (let round = 0; round <= n; round++) claims.push((await store.claim({ owner: 'w', limit: 2, leaseMs: 1_000 })).length);
+      clock.tick(1_001);
+      const reclaims: number[] = [];
+      for (let round = 0; round <= n; round++) reclaims.push((await store.reclaimExpired({ limit: 2 })).length);
+      const expected = Array.from({ length: n + 1 }, (_, i) => Math.max(0, Math.min(2, n - 2 * i)));
+      expect(claims, `claims of ${n}`).toEqual(expected);
+      expect(reclaims, `reclaims of ${n}`).toEqual(expected);
+      await admin.truncate();
+    }
+  });
+});
+
+describe('migrate', () => {
+  it('five concurrent migrate() calls on a fresh schema apply each version once; a sixth is a no-op', async () => {
+    const schema = uniqueSchemaName('migrate');
+    const fresh = new Admin(admin.url, schema);
+    const kits = [makeKit('pg'), makeKit('postgres'), makeKit('pg'), makeKit('postgres'), makeKit('pg')];
+    try {
+      await Promise.all(kits.map((k) => k.store({ schema }).migrate()));
+      const versions = await fresh.query<{ version: number; name: string }>(`select version, name from ${fresh.t('migration')} order by version`);
+      expect(versions).toEqual(migrations(schema).map((m) => ({ version: m.version, name: m.name })));
+      await (kits[0]?.store({ schema }).migrate() as Promise<void>);
+      expect(await fresh.count('migration')).toBe(migrations(schema).length);
+      const tables = await fresh.query<{ tablename: string }>('select tablename from pg_tables where schemaname = $1 order by tablename', [schema]);
+      expect(tables.map((t) => t.tablename)).toEqual(['effect', 'migration', 'task']);
+    } finally {
+      await Promise.all(kits.map((k) => k.close()));
+      await fresh.drop();
+    }
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * Test kits: one per driver, each with its own connections to the test database, building stores
+ * on them and offering raw access that bypasses the store (for setup and for checking rows).
+ */
+import type { Clock } from '@postpone/core';
+import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import pg from 'pg';
+import postgres from 'postgres';
+import type { Param, PostgresStore, PostgresStoreOptions, Row } from '../../src/index.js';
+import { createPgStore, type PgTx } from '../../src/pg.js';
+import { createPostgresJsStore, type PostgresJsTx } from '../../src/postgres-js.js';
+
+export type DriverName = 'pg' | 'postgres';
+
+export interface Kit<Tx> {
+  readonly driver: DriverName;
+  readonly url: string;
+  /** A store on the kit's pool / sql (closing the store leaves them open). */
+  store(options?: PostgresStoreOptions & { clock?: Clock }): PostgresStore<Tx>;
+  /** Runs `fn` in a native transaction of the kit's own, then commits or rolls back. */
+  inTransaction(fn: (tx: Tx) => Promise<void>, end: 'commit' | 'rollback'): Promise<void>;
+  /** Runs one raw statement in autocommit on the kit's own pool / sql (bypassing the store). */
+  query(text: string, params?: readonly Param[]): Promise<Row[]>;
+  /** Runs one statement on the caller's native transaction. */
+  queryIn(tx: Tx, text: string, params?: readonly Param[]): Promise<Row[]>;
+  close(): Promise<void>;
+}
+
+const ROLLBACK = Symbol('rollback');
+
+function pgKit(url: string): Kit<PgTx> {
+  const pool = new pg.Pool({ connectionString: url, max: 8 });
+  pool.on('error', () => {});
+  return {
+    driver: 'pg',
+    url,
+    store: (options = {}) => createPgStore({ ...options, pool }),
+    async inTransaction(fn, end) {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        await fn(client);
+        await client.query(end);
+      } catch (error) {
+        await client.query('rollback');
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async query(text, params) {
+      return (await pool.query(text, params ? [...params] : undefined)).rows;
+    },
+    async queryIn(tx, text, params) {
+      return (await tx.query(text, params ? [...params] : undefined)).rows;
+    },
+    close: () => pool.end(),
+  };
+}
+
+function postgresJsKit(url: string): Kit<PostgresJsTx> {
+  const sql = postgres(url, { max: 8, onnotice: () => {} });
+  return {
+    driver: 'postgres',
+    url,
+    store: (options = {}) => createPostgresJsStore({ ...options, sql }),
+    async inTransaction(fn, end) {
+      try {
+        await sql.begin(async (tx) => {
+          await fn(tx);
+          if (end === 'rollback') throw ROLLBACK;
+        });
+      } catch (error) {
+        if (error !== ROLLBACK) throw error;
+      }
+    },
+    async query(text, params) {
+      return (await sql.unsafe(text, params ? [...params] : [])) as unknown as Row[];
+    },
+    async queryIn(tx, text, params) {
+      return (await tx.unsafe(text, params ? [...params] : [])) as unknown as Row[];
+    },
+    // A timeout: end() after a connection died mid-query never settles otherwise (porsager/postgres#1097).
+    close: () => sql.end({ timeout: 1 }),
+  };
+}
+
+export function makeKit(driver: DriverName, url = testDatabaseUrl()): Kit<any> {
+  return driver === 'pg' ? pgKit(url) : postgresJsKit(url);
+}
+
+export const DRIVERS: readonly DriverName[] = ['pg', 'postgres'];
+
+/**
+ * Raw access for assertions: a pg pool of its own (so checks never go through the code under test's
+ * adapter), plus the schema of the test file.
+ */
+export class Admin {
+  readonly pool: pg.Pool;
+  constructor(
+    readonly url: string,
+    readonly schema: string,
+  ) {
+    this.pool = new pg.Pool({ connectionString: url, max: 4 });
+    this.pool.on('error', () => {});
+  }
+
+  static create(prefix: string, url = testDatabaseUrl()): Admin {
+    return new Admin(url, uniqueSchemaName(prefix));
+  }
+
+  async query<T = Row>(text: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.pool.query(text, params)).rows as T[];
+  }
+
+  /** `"schema".name` */
+  t(name: string): string {
+    return `${pg.escapeIdentifier(this.schema)}.${name}`;
+  }
+
+  async count(table = 'task'): Promise<number> {
+    const [row] = await this.query<{ n: number }>(`select count(*)::int as n from ${this.t(table)}`);
+    return row?.n ?? 0;
+  }
+
+  /** Empties the store's tables (ids restart at 1). */
+  async truncate(extra: readonly string[] = []): Promise<void> {
+    await this.query(`truncate ${['effect', 'task', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
+  }
+
+  async drop(): Promise<void> {
+    await this.pool.end();
+    await dropSchema(this.url, this.schema);
+  }
+}
+
+/** Polls `check` every 10 ms until it returns true or `timeoutMs` passes. @throws Error on timeout */
+export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
