@@ -1,0 +1,97 @@
+/**
+ * The demo's command line (commander 14). Every number is checked; a bad flag exits 2 with a message.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import type { DemoOptions } from './config.js';
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function int(min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number ${min}..${max}`);
+    return n;
+  };
+}
+
+function level(value: string): string {
+  if (!LEVELS.includes(value)) throw new InvalidArgumentError(`expected one of ${LEVELS.join(', ')}`);
+  return value;
+}
+
+interface RawFlags {
+  tasks: number;
+  workers: number;
+  concurrency: number;
+  leaseMs: number;
+  renewMs: number;
+  pollMs: number;
+  reclaimMs: number;
+  spreadMs: number;
+  workMinMs: number;
+  workMaxMs: number;
+  kill: boolean;
+  killAfterMs: number;
+  deadlineMs: number;
+  logLevel: string;
+  progress: boolean;
+  reportJson?: string;
+  keepSchema: boolean;
+}
+
+/**
+ * Parses `argv` (as `process.argv`).
+ * @throws commander's error (exit code 2) for a bad flag, after printing it
+ */
+export function parseDemoOptions(argv: readonly string[]): DemoOptions {
+  const program = new Command()
+    .name('postpone-demo')
+    .description(
+      'Three worker processes run delayed "expire reservation" tasks on PostgreSQL; one is killed with SIGKILL mid-task; ' +
+        'the others reclaim its tasks after the lease. Uses DATABASE_URL, or starts an embedded PostgreSQL.',
+    )
+    .option('--tasks <n>', 'tasks (and reservations) to schedule', int(1, 100_000), 300)
+    .option('--workers <n>', 'worker processes', int(1, 32), 3)
+    .option('--concurrency <n>', 'handler slots per worker', int(1, 1_000), 10)
+    .option('--lease-ms <ms>', 'lease length', int(50, 600_000), 1_000)
+    .option('--renew-ms <ms>', 'lease renewal period (below the lease)', int(10, 600_000), 300)
+    .option('--poll-ms <ms>', 'claim poll interval', int(1, 60_000), 50)
+    .option('--reclaim-ms <ms>', 'expired-lease reclaim period', int(1, 600_000), 200)
+    .option('--spread-ms <ms>', 'due times spread uniformly over [0, spread)', int(0, 3_600_000), 3_000)
+    .option('--work-min-ms <ms>', 'simulated work per task, minimum', int(0, 60_000), 20)
+    .option('--work-max-ms <ms>', 'simulated work per task, maximum', int(0, 60_000), 150)
+    .option('--no-kill', 'do not kill a worker')
+    .option('--kill-after-ms <ms>', 'kill a worker no earlier than this after scheduling', int(0, 3_600_000), 1_000)
+    .option('--deadline-ms <ms>', 'give up (FAIL) after this long in all', int(1_000, 3_600_000), 60_000)
+    .option('--log-level <level>', `worker log level (${LEVELS.join(', ')}), JSON lines on stdout`, level, 'silent')
+    .option('--no-progress', 'no progress bar')
+    .option('--report-json <file>', 'also write the report as JSON to this file')
+    .option('--keep-schema', 'with DATABASE_URL: keep the demo schema afterwards', false)
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+  program.parse([...argv]);
+  const f = program.opts<RawFlags>();
+  const fail = (message: string): never => program.error(`error: ${message}`, { exitCode: 2, code: 'postpone.demo.invalid' });
+  if (f.renewMs >= f.leaseMs) fail(`--renew-ms (${f.renewMs}) must be below --lease-ms (${f.leaseMs})`);
+  if (f.workMinMs > f.workMaxMs) fail(`--work-min-ms (${f.workMinMs}) must not exceed --work-max-ms (${f.workMaxMs})`);
+  if (f.kill && f.workers < 2) fail('--kill needs at least 2 workers (someone must reclaim); add --no-kill or more --workers');
+  return {
+    tasks: f.tasks,
+    workers: f.workers,
+    concurrency: f.concurrency,
+    leaseMs: f.leaseMs,
+    renewMs: f.renewMs,
+    pollMs: f.pollMs,
+    reclaimMs: f.reclaimMs,
+    spreadMs: f.spreadMs,
+    workMinMs: f.workMinMs,
+    workMaxMs: f.workMaxMs,
+    kill: f.kill,
+    killAfterMs: f.killAfterMs,
+    deadlineMs: f.deadlineMs,
+    logLevel: f.logLevel,
+    progress: f.progress,
+    reportJson: f.reportJson,
+    keepSchema: f.keepSchema,
+  };
+}

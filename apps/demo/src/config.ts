@@ -1,0 +1,58 @@
+/**
+ * The demo's settings: CLI flags in the parent, passed to each worker process as JSON in
+ * `POSTPONE_DEMO_WORKER` (its environment).
+ */
+
+/** The task kind the demo schedules and its workers handle. */
+export const EXPIRE_KIND = 'expire-reservation';
+
+/** Payload of an expire-reservation task. */
+export type ExpirePayload = { readonly reservationId: number };
+
+export interface DemoOptions {
+  /** Tasks (and reservations) to create. */
+  readonly tasks: number;
+  /** Worker processes to fork. */
+  readonly workers: number;
+  /** Handler slots per worker. */
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly renewMs: number;
+  readonly pollMs: number;
+  readonly reclaimMs: number;
+  /** Due times are spread uniformly over [0, spreadMs) after scheduling. */
+  readonly spreadMs: number;
+  /** Simulated work per task, uniform in [workMinMs, workMaxMs]. */
+  readonly workMinMs: number;
+  readonly workMaxMs: number;
+  /** SIGKILL one worker while it holds tasks. */
+  readonly kill: boolean;
+  /** Kill no earlier than this many ms after scheduling. */
+  readonly killAfterMs: number;
+  /** Give up (FAIL, exit 1) after this many ms in all. */
+  readonly deadlineMs: number;
+  /** pino level of the workers' logs (written to stderr). */
+  readonly logLevel: string;
+  readonly progress: boolean;
+  /** Write the report as JSON to this file too. */
+  readonly reportJson: string | undefined;
+  /** With DATABASE_URL: keep the demo schema instead of dropping it. */
+  readonly keepSchema: boolean;
+}
+
+/** What a worker process needs to know. */
+export interface WorkerProcessConfig {
+  readonly url: string;
+  readonly schema: string;
+  readonly workerId: string;
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly renewMs: number;
+  readonly pollMs: number;
+  readonly reclaimMs: number;
+  readonly workMinMs: number;
+  readonly workMaxMs: number;
+  readonly logLevel: string;
+}
+
+export const WORKER_CONFIG_ENV = 'POSTPONE_DEMO_WORKER';

@@ -1,0 +1,180 @@
+/**
+ * The final report: read from the database (the source of truth) and from the workers' events, with
+ * every invariant the demo promises checked and named.
+ */
+import type { StateCounts } from '@postpone/core';
+import type pg from 'pg';
+import type { DemoOptions } from './config.js';
+import type { Summary } from './stats.js';
+import type { EventTracker } from './tracker.js';
+
+export interface KillRecord {
+  readonly workerId: string;
+  readonly pid: number | undefined;
+  /** Tasks it held (per its events) when killed. */
+  readonly holding: number;
+  /** Ms after scheduling. */
+  readonly atMs: number;
+  /** When it was killed (epoch ms, the demo's clock). */
+  readonly killedAt: number;
+  readonly exitCode: number | null;
+  readonly exitSignal: string | null;
+}
+
+export interface DatabaseFacts {
+  readonly states: StateCounts;
+  readonly effects: number;
+  readonly reservations: number;
+  readonly reservationsExpired: number;
+  readonly reservationsExpiredTwice: number;
+  /** Sum of `task.attempt`: every claim ever made. */
+  readonly claims: number;
+  readonly tasksClaimedMoreThanOnce: number;
+  /** Attempts whose handler started before the reservation's due time (attempt_log). */
+  readonly earlyAttempts: number;
+  readonly attemptsLogged: number;
+}
+
+export interface Invariant {
+  readonly name: string;
+  readonly pass: boolean;
+  readonly detail: string;
+}
+
+export interface DemoReport {
+  readonly options: DemoOptions;
+  readonly scheduled: number;
+  readonly db: DatabaseFacts;
+  readonly claimEvents: number;
+  readonly reclaimed: number;
+  readonly reclaimedBy: Readonly<Record<string, number>>;
+  /** From the SIGKILL to the first reclaim reported by a surviving worker (about the lease). */
+  readonly reclaimAfterKillMs: number | null;
+  readonly leaseLost: number;
+  readonly earlyClaimEvents: number;
+  readonly lateness: Summary;
+  readonly killed: KillRecord | null;
+  readonly durationMs: number;
+  /** From scheduling to every task terminal (or the deadline). */
+  readonly runMs: number;
+  readonly timedOut: boolean;
+  readonly errors: readonly string[];
+  readonly invariants: readonly Invariant[];
+  readonly pass: boolean;
+}
+
+/** Reads every fact of the report from the demo schema. */
+export async function readDatabaseFacts(pool: pg.Pool, schema: string, states: StateCounts): Promise<DatabaseFacts> {
+  const one = async (sql: string): Promise<Record<string, string>> => ((await pool.query(sql)).rows[0] ?? {}) as Record<string, string>;
+  const effects = await one(`select count(*) as n from ${schema}.effect`);
+  const reservations = await one(
+    `select count(*) as n, count(*) filter (where status = 'expired') as expired, count(*) filter (where expired_count > 1) as twice from ${schema}.reservation`,
+  );
+  const claims = await one(`select coalesce(sum(attempt), 0) as claims, count(*) filter (where attempt > 1) as multi from ${schema}.task`);
+  const attempts = await one(
+    `select count(*) as n, count(*) filter (where a.started_at < r.due_at) as early
+       from ${schema}.attempt_log a join ${schema}.reservation r on r.task_id = a.task_id`,
+  );
+  return {
+    states,
+    effects: Number(effects.n),
+    reservations: Number(reservations.n),
+    reservationsExpired: Number(reservations.expired),
+    reservationsExpiredTwice: Number(reservations.twice),
+    claims: Number(claims.claims),
+    tasksClaimedMoreThanOnce: Number(claims.multi),
+    earlyAttempts: Number(attempts.early),
+    attemptsLogged: Number(attempts.n),
+  };
+}
+
+export function buildReport(input: {
+  options: DemoOptions;
+  scheduled: number;
+  db: DatabaseFacts;
+  events: EventTracker;
+  killed: KillRecord | null;
+  durationMs: number;
+  runMs: number;
+  timedOut: boolean;
+}): DemoReport {
+  const { options, scheduled, db, events, killed, timedOut } = input;
+  const n = options.tasks;
+  const notTerminal = db.states.SCHEDULED + db.states.CLAIMED;
+  const invariants: Invariant[] = [
+    { name: 'finished before the deadline', pass: !timedOut, detail: timedOut ? `gave up after ${options.deadlineMs} ms` : 'yes' },
+    { name: `scheduled = ${n}`, pass: scheduled === n, detail: String(scheduled) },
+    { name: `effects = ${n}`, pass: db.effects === n, detail: String(db.effects) },
+    { name: `done = ${n}`, pass: db.states.DONE === n, detail: String(db.states.DONE) },
+    { name: 'every task terminal', pass: notTerminal === 0, detail: `${notTerminal} not terminal` },
+    { name: `reservations expired = ${n}`, pass: db.reservationsExpired === n, detail: String(db.reservationsExpired) },
+    { name: 'no reservation expired twice', pass: db.reservationsExpiredTwice === 0, detail: String(db.reservationsExpiredTwice) },
+    {
+      name: 'no claim before its due time',
+      pass: events.earlyClaims === 0 && db.earlyAttempts === 0,
+      detail: `${events.earlyClaims} in claim events, ${db.earlyAttempts} in the attempt log`,
+    },
+  ];
+  if (options.kill) {
+    invariants.push({
+      name: 'killed worker died by SIGKILL while holding tasks',
+      pass: killed !== null && killed.exitSignal === 'SIGKILL' && killed.holding > 0,
+      detail: killed === null ? 'no kill happened' : `${killed.workerId} exit signal ${killed.exitSignal}, holding ${killed.holding}`,
+    });
+    invariants.push({ name: 'its tasks reclaimed by the others', pass: events.reclaimed >= 1, detail: `${events.reclaimed} reclaimed` });
+  }
+  return {
+    options,
+    scheduled,
+    db,
+    claimEvents: events.claimEvents,
+    reclaimed: events.reclaimed,
+    reclaimedBy: Object.fromEntries(events.reclaimedBy),
+    reclaimAfterKillMs: killed !== null && events.firstReclaimAt !== null ? events.firstReclaimAt - killed.killedAt : null,
+    leaseLost: events.leaseLost,
+    earlyClaimEvents: events.earlyClaims,
+    lateness: events.lateness(),
+    killed,
+    durationMs: input.durationMs,
+    runMs: input.runMs,
+    timedOut,
+    errors: events.errors,
+    invariants,
+    pass: invariants.every((i) => i.pass),
+  };
+}
+
+const num = (v: number | null) => (v === null ? 'n/a' : String(Math.round(v)));
+const ms = (v: number | null) => `${num(v)} ms`;
+
+/** The report as text for the terminal. */
+export function formatReport(r: DemoReport): string {
+  const o = r.options;
+  const s = r.db.states;
+  const row = (label: string, value: string | number, note = '') => `  ${label.padEnd(30)} ${String(value).padEnd(9)} ${note}`.trimEnd();
+  const reclaimedBy = Object.entries(r.reclaimedBy)
+    .map(([w, c]) => `${w}: ${c}`)
+    .join(', ');
+  const lines = [
+    '',
+    `Postpone demo — ${o.tasks} tasks over ${o.spreadMs} ms, ${o.workers} worker processes × ${o.concurrency}, lease ${o.leaseMs} ms, renew ${o.renewMs} ms, poll ${o.pollMs} ms`,
+    row('scheduled', r.scheduled),
+    row('done', s.DONE, `(SCHEDULED ${s.SCHEDULED}, CLAIMED ${s.CLAIMED}, CANCELLED ${s.CANCELLED}, DEAD ${s.DEAD})`),
+    row('effects', r.db.effects),
+    row('reservations expired', r.db.reservationsExpired, `(expired twice: ${r.db.reservationsExpiredTwice})`),
+    row('claims', r.db.claims, `(claim events received: ${r.claimEvents})`),
+    row('tasks claimed more than once', r.db.tasksClaimedMoreThanOnce),
+    row('reclaimed', r.reclaimed, [reclaimedBy && `(${reclaimedBy})`, r.reclaimAfterKillMs !== null && `first ${ms(r.reclaimAfterKillMs)} after the kill (lease ${o.leaseMs} ms)`].filter(Boolean).join(' ')),
+    r.killed
+      ? row('killed', r.killed.workerId, `pid ${r.killed.pid}, ${r.killed.exitSignal ?? `exit ${r.killed.exitCode}`}, holding ${r.killed.holding} task(s), ${(r.killed.atMs / 1000).toFixed(1)} s after scheduling`)
+      : row('killed', 'none'),
+    row('lateness p50 / p99 / max', `${num(r.lateness.p50)} / ${num(r.lateness.p99)} / ${num(r.lateness.max)} ms`, `(due → first claim per task, database clock; min ${ms(r.lateness.min)})`),
+    row('claims before due', r.earlyClaimEvents + r.db.earlyAttempts, `(${r.earlyClaimEvents} in claim events, ${r.db.earlyAttempts} of ${r.db.attemptsLogged} in the attempt log)`),
+    row('run time', `${(r.runMs / 1000).toFixed(1)} s`, `from scheduling to all terminal (${(r.durationMs / 1000).toFixed(1)} s in all, database start included)`),
+  ];
+  if (r.errors.length > 0) lines.push('', '  worker errors (first 20):', ...r.errors.map((e) => `    ${e}`));
+  lines.push('', 'Invariants');
+  for (const i of r.invariants) lines.push(`  ${i.pass ? '✓' : '✗'} ${i.name.padEnd(50)} ${i.detail}`);
+  lines.push('', `RESULT ${r.pass ? 'PASS' : 'FAIL'}`, '');
+  return lines.join('\n');
+}

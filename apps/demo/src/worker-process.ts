@@ -1,0 +1,78 @@
+/**
+ * One demo worker process (forked by main.ts): a Postpone worker on PostgreSQL that expires
+ * reservations, reporting its events to the parent over IPC. Stops gracefully on the parent's
+ * `stop` message, on SIGTERM/SIGINT, or when the parent goes away. Its logs (`--log-level`) go to stdout.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { ClaimedTask } from '@postpone/core';
+import { createPgStore } from '@postpone/postgres/pg';
+import { createWorker, type Worker, type WorkerOptions } from '@postpone/worker';
+import pg from 'pg';
+import { EXPIRE_KIND, type ExpirePayload, WORKER_CONFIG_ENV, type WorkerProcessConfig } from './config.js';
+import { isParentMessage, type WorkerMessage } from './messages.js';
+import { expireReservation, logAttempt } from './reservations.js';
+
+const config = JSON.parse(process.env[WORKER_CONFIG_ENV] ?? 'null') as WorkerProcessConfig | null;
+if (config === null) {
+  process.stderr.write(`worker-process: ${WORKER_CONFIG_ENV} is not set; this script is started by the demo\n`);
+  process.exit(2);
+}
+const { schema, workerId } = config;
+
+function send(message: WorkerMessage): void {
+  if (process.connected) process.send?.(message);
+}
+
+const pool = new pg.Pool({ connectionString: config.url, max: config.concurrency + 4 });
+pool.on('error', () => {}); // an idle client's dead connection: the pool drops it
+const store = createPgStore({ pool, schema });
+
+const worker: Worker = createWorker({
+  store,
+  id: workerId,
+  concurrency: config.concurrency,
+  leaseMs: config.leaseMs,
+  renewEveryMs: config.renewMs,
+  pollIntervalMs: config.pollMs,
+  reclaimEveryMs: config.reclaimMs,
+  logLevel: config.logLevel as WorkerOptions<unknown>['logLevel'],
+  handlers: {
+    [EXPIRE_KIND]: async (task: ClaimedTask<ExpirePayload>, ctx) => {
+      await logAttempt(pool, schema, task.id, ctx.attempt, ctx.workerId);
+      const workMs = config.workMinMs + Math.floor(Math.random() * (config.workMaxMs - config.workMinMs + 1));
+      await delay(workMs, undefined, { signal: ctx.signal });
+      ctx.onCompleteTx((tx) => expireReservation(tx, schema, task.payload.reservationId));
+      return { reservationId: task.payload.reservationId, workMs };
+    },
+  },
+});
+
+worker.on('claimed', ({ task }) =>
+  send({ type: 'claimed', workerId, taskId: task.id, attempt: task.attempt, dueAt: task.dueAt.toISOString(), claimedAt: task.claimedAt.toISOString() }),
+);
+worker.on('completed', ({ task, outcome }) => send({ type: 'finished', workerId, taskId: task.id, attempt: task.attempt, outcome }));
+worker.on('failed', ({ task, result }) => send({ type: 'finished', workerId, taskId: task.id, attempt: task.attempt, outcome: `FAILED_${result.outcome}` }));
+worker.on('released', ({ task, outcome }) => send({ type: 'finished', workerId, taskId: task.id, attempt: task.attempt, outcome: `RELEASED_${outcome}` }));
+worker.on('reclaimed', ({ task }) => send({ type: 'reclaimed', workerId, taskId: task.id, attempt: task.attempt, outcome: task.outcome }));
+worker.on('leaseLost', ({ task, reason }) => send({ type: 'leaseLost', workerId, taskId: task.id, attempt: task.attempt, reason }));
+worker.on('error', ({ error, operation }) => send({ type: 'error', workerId, operation, message: error instanceof Error ? error.message : String(error) }));
+
+let exiting = false;
+async function shutdown(code: number): Promise<never> {
+  if (!exiting) {
+    exiting = true;
+    await worker.stop({ timeoutMs: 2_000 });
+    await store.close();
+    await pool.end();
+  }
+  process.exit(code);
+}
+
+worker.installSignalHandlers({ onStopped: () => shutdown(0) });
+process.on('message', (message: unknown) => {
+  if (isParentMessage(message) && message.type === 'stop') void shutdown(0);
+});
+process.on('disconnect', () => void shutdown(0));
+
+worker.start();
+send({ type: 'ready', workerId, pid: process.pid });

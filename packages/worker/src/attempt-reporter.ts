@@ -1,0 +1,103 @@
+/**
+ * Reports the end of an attempt to the store — complete, fail, release — fenced by the attempt, and
+ * turns each answer into events and log lines. The store decides; the worker only reports what it said.
+ */
+import { backoffMs, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type Store } from '@postpone/core';
+import type { Logger } from 'pino';
+import type { TypedEmitter } from './events.js';
+import type { CompletionWrite } from './handler.js';
+import type { ResolvedOptions } from './options.js';
+import { callStore } from './store-call.js';
+
+/** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
+export interface WriteFailed {
+  readonly writeError: unknown;
+}
+
+export class AttemptReporter<Tx> {
+  constructor(
+    private readonly store: Store<Tx>,
+    private readonly options: ResolvedOptions,
+    private readonly events: TypedEmitter,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Fenced complete with the handler's completion writes in the same transaction.
+   * @returns the store's outcome; `{ writeError }` when a completion write threw (nothing committed);
+   *          null when the store could not be reached (the lease will expire and the task be reclaimed)
+   */
+  async complete(task: ClaimedTask, result: Json, writes: readonly CompletionWrite<Tx>[], startedAt: number): Promise<CompleteOutcome | WriteFailed | null> {
+    const failure: { writeFailed: WriteFailed | null } = { writeFailed: null };
+    const work =
+      writes.length === 0
+        ? undefined
+        : async (tx: Tx): Promise<void> => {
+            for (const write of writes) {
+              try {
+                await write(tx);
+              } catch (error) {
+                failure.writeFailed = { writeError: error };
+                throw error;
+              }
+            }
+          };
+    let outcome: CompleteOutcome;
+    try {
+      outcome = await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), () => failure.writeFailed === null);
+    } catch (error) {
+      if (failure.writeFailed) return failure.writeFailed;
+      this.logger.error({ err: error, taskId: task.id, attempt: task.attempt }, 'complete failed; the lease will expire and the task be reclaimed');
+      return null;
+    }
+    const durationMs = Math.round(this.options.pacing.now() - startedAt);
+    this.events.emit('completed', { task, outcome, result, durationMs });
+    if (outcome === 'REJECTED_STALE') this.stale(task, 'complete');
+    else this.logger.debug({ taskId: task.id, attempt: task.attempt, outcome, durationMs }, 'completed');
+    return outcome;
+  }
+
+  /**
+   * Fenced fail: the task is due again after `backoffMs(backoffBaseMs, attempt, maxBackoffMs)`, or
+   * DEAD when out of attempts, or CANCELLED when cancel was requested.
+   * @returns the store's answer, or null when the store could not be reached
+   */
+  async fail(task: ClaimedTask, error: string): Promise<FailResult | null> {
+    const delayMs = backoffMs(this.options.backoffBaseMs, task.attempt, this.options.maxBackoffMs);
+    let result: FailResult;
+    try {
+      result = await callStore(this.deps, 'fail', task, () => this.store.fail({ id: task.id, attempt: task.attempt, error, backoffMs: delayMs }));
+    } catch (err) {
+      this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'fail could not be recorded; the lease will expire and the task be reclaimed');
+      return null;
+    }
+    this.events.emit('failed', { task, error, result });
+    if (result.outcome === 'REJECTED_STALE') this.stale(task, 'fail');
+    else this.logger.warn({ taskId: task.id, kind: task.kind, attempt: task.attempt, next: result.outcome, error }, 'attempt failed');
+    return result;
+  }
+
+  /** Hands the attempt back (shutdown): due again now, or CANCELLED when cancel was requested. */
+  async release(task: ClaimedTask): Promise<ReleaseOutcome | null> {
+    let outcome: ReleaseOutcome;
+    try {
+      outcome = await callStore(this.deps, 'release', task, () => this.store.release({ id: task.id, attempt: task.attempt }));
+    } catch (err) {
+      this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'release failed; the lease will expire and the task be reclaimed');
+      return null;
+    }
+    this.events.emit('released', { task, outcome });
+    if (outcome === 'REJECTED_STALE') this.stale(task, 'release');
+    else this.logger.info({ taskId: task.id, attempt: task.attempt, outcome }, 'handed back');
+    return outcome;
+  }
+
+  private stale(task: ClaimedTask, operation: 'complete' | 'fail' | 'release'): void {
+    this.events.emit('rejectedStale', { task, operation });
+    this.logger.warn({ taskId: task.id, attempt: task.attempt, operation }, 'store rejected a stale attempt');
+  }
+
+  private get deps() {
+    return { pacing: this.options.pacing, events: this.events };
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The worker's typed events. Listeners run synchronously; a listener that throws is logged and never
+ * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
+ */
+import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
+import type { AbortReason } from './errors.js';
+
+/** The store operation an event or error refers to. */
+export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask';
+
+export interface WorkerEvents {
+  /** One event per task claimed; `task.claimedAt - task.dueAt` is the lateness (store clock). */
+  claimed: { readonly task: ClaimedTask };
+  /** The lease of `task.attempt` was renewed for another `leaseMs`. */
+  renewed: { readonly task: ClaimedTask };
+  /** Extend was refused (or the store unreachable until the lease ran out); the handler's signal was aborted with `reason`. */
+  leaseLost: { readonly task: ClaimedTask; readonly reason: Extract<AbortReason, 'lease-lost' | 'cancel-requested'> };
+  /** The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE). */
+  completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome; readonly result: Json; readonly durationMs: number };
+  /** The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`. */
+  failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult };
+  /** This worker moved a task whose lease had expired out of CLAIMED. */
+  reclaimed: { readonly task: ReclaimedTask };
+  /** The store refused a late write of this attempt (complete, fail or release): someone else holds the task now, or it ended. */
+  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
+  /** The attempt was handed back at shutdown (`store.release`). */
+  released: { readonly task: ClaimedTask; readonly outcome: ReleaseOutcome };
+  /** The handler did not settle within `abandonGraceMs` after its signal aborted; its slot was freed and its writes dropped. */
+  abandoned: { readonly task: ClaimedTask; readonly reason: AbortReason };
+  /** A store call failed (the worker carries on: it retries, polls again, or leaves the task to lease expiry). */
+  error: { readonly error: unknown; readonly operation: StoreOperation; readonly task?: ClaimedTask };
+  /** The worker stopped (after `stop()`, or because the store was closed under it). */
+  stopped: { readonly handedBack: number };
+}
+
+export type WorkerEventName = keyof WorkerEvents;
+export type WorkerListener<E extends WorkerEventName> = (event: WorkerEvents[E]) => void;
+
+/** Subscribe and unsubscribe; implemented by the worker. */
+export interface WorkerEventSource {
+  on<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): () => void;
+  off<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): void;
+}
+
+/** A minimal typed emitter; listener errors go to `onListenerError` instead of the emitter's caller. */
+export class TypedEmitter implements WorkerEventSource {
+  private readonly listeners = new Map<WorkerEventName, Set<(event: never) => void>>();
+
+  constructor(private readonly onListenerError: (error: unknown, event: WorkerEventName) => void) {}
+
+  on<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): () => void {
+    let set = this.listeners.get(event);
+    if (!set) this.listeners.set(event, (set = new Set()));
+    set.add(listener as (event: never) => void);
+    return () => this.off(event, listener);
+  }
+
+  off<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): void {
+    this.listeners.get(event)?.delete(listener as (event: never) => void);
+  }
+
+  emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
+    const set = this.listeners.get(event);
+    if (!set) return;
+    for (const listener of [...set]) {
+      try {
+        (listener as WorkerListener<E>)(payload);
+      } catch (error) {
+        this.onListenerError(error, event);
+      }
+    }
+  }
+}
+
+export interface WaitForEventOptions<E extends WorkerEventName> {
+  /** Only an event for which this returns true counts. */
+  readonly filter?: (event: WorkerEvents[E]) => boolean;
+  /** Give up after this many ms of real time (default 10 000). */
+  readonly timeoutMs?: number;
+  /** How many matching events to collect before resolving (default 1). */
+  readonly count?: number;
+}
+
+/**
+ * Resolves with the first `count` matching events of `source`.
+ * @throws Error naming the event when `timeoutMs` passes first
+ */
+export function waitForEvent<E extends WorkerEventName>(
+  source: WorkerEventSource,
+  event: E,
+  options: WaitForEventOptions<E> = {},
+): Promise<WorkerEvents[E][]> {
+  const { filter, timeoutMs = 10_000, count = 1 } = options;
+  return new Promise((resolve, reject) => {
+    const seen: WorkerEvents[E][] = [];
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${count} '${event}' event(s); got ${seen.length}`));
+    }, timeoutMs);
+    const off = source.on(event, (payload) => {
+      if (filter && !filter(payload)) return;
+      seen.push(payload);
+      if (seen.length >= count) {
+        clearTimeout(timer);
+        off();
+        resolve(seen);
+      }
+    });
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Handlers: one async function per task `kind`, typed by a map from kind to payload type.
+ */
+import type { ClaimedTask, Json } from '@postpone/core';
+import type { Logger } from 'pino';
+
+/** A write that runs inside the completing transaction with the store's native transaction handle. */
+export type CompletionWrite<Tx> = (tx: Tx) => Promise<unknown>;
+
+/** What a handler receives besides its task. */
+export interface HandlerContext<Tx = unknown> {
+  /**
+   * Aborts when the lease is lost, cancel is requested, `handlerTimeoutMs` passes, or the worker hands
+   * the task back at shutdown; `signal.reason` is a `TaskAbortedError` naming which. Pass it to
+   * `fetch`, timers and drivers so the work stops early; the store rejects a late commit either way.
+   */
+  readonly signal: AbortSignal;
+  /** This claim's attempt number (1 for the first run); the fencing token. */
+  readonly attempt: number;
+  /** Attempts the task has before it goes DEAD. `attempt === maxAttempts` is the last try. */
+  readonly maxAttempts: number;
+  /**
+   * `task-<id>`: the same for every attempt of the task. Send it to external services (an
+   * `Idempotency-Key` header) so a retried attempt after a crash applies once (SPEC.md §1).
+   */
+  readonly idempotencyKey: string;
+  /** The id of the worker running this attempt (stored as `lease_owner` and in the effect row). */
+  readonly workerId: string;
+  /** A pino child logger bound to `workerId`, `taskId`, `kind` and `attempt`. */
+  readonly logger: Logger;
+  /**
+   * Registers a write to run inside the completing transaction, after the fenced UPDATE to DONE and
+   * the effect row (SPEC.md §1.4): it commits with DONE or not at all, and never runs for a stale or
+   * cancelled attempt. `tx` is the store's own handle: a `pg.PoolClient` for `createPgStore`, a
+   * postgres.js `TransactionSql` for `createPostgresJsStore`, a `MemoryTx` for the memory store.
+   * Writes run in registration order; if one throws, nothing commits and the attempt fails with its error.
+   * Register before the handler returns; later registrations are ignored (and logged).
+   */
+  onCompleteTx(write: CompletionWrite<Tx>): void;
+}
+
+/**
+ * Runs one attempt of a task. Its return value (or `undefined`, stored as null) is the task's JSON
+ * `result`; a value JSON cannot hold fails the attempt with an INVALID_RESULT error. Throwing (any
+ * value) fails the attempt: the task is due again after the backoff, or DEAD when out of attempts.
+ *
+ * The payload type `P` is trusted, not checked at run time: validate it in the handler if producers
+ * may disagree. Use `type` aliases for payloads (an `interface` is not assignable to `Json`).
+ */
+export type Handler<P extends Json = Json, Tx = unknown> = (task: ClaimedTask<P>, ctx: HandlerContext<Tx>) => unknown;
+
+/** Kind → payload type, e.g. `{ 'expire-reservation': { reservationId: number } }`. */
+export type PayloadMap = Record<string, Json>;
+
+/** The handler registry: one handler per kind of `M`. */
+export type HandlerMap<Tx, M extends PayloadMap = PayloadMap> = { readonly [K in keyof M]: Handler<M[K], Tx> };

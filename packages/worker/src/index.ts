@@ -1,0 +1,22 @@
+/**
+ * @postpone/worker — the worker runtime: claims due tasks, runs handlers by kind under a renewed lease,
+ * completes (with the handler's own writes in the same transaction) or fails fenced by attempt,
+ * retries with backoff, reclaims expired leases, and shuts down gracefully.
+ */
+export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
+export { MAX_CONCURRENCY, WORKER_DEFAULTS, defaultWorkerId, type ResolvedOptions, type WorkerOptions } from './options.js';
+export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
+export {
+  TypedEmitter,
+  waitForEvent,
+  type StoreOperation,
+  type WaitForEventOptions,
+  type WorkerEventName,
+  type WorkerEvents,
+  type WorkerEventSource,
+  type WorkerListener,
+} from './events.js';
+export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
+export { errorText } from './error-text.js';
+export { systemPacing, type Pacing } from './pacing.js';
+export { ManualPacing } from './manual-pacing.js';

@@ -1,0 +1,174 @@
+/**
+ * Worker options, their defaults, and their validation (core `ValidationError`, code INVALID_OPTION,
+ * or INVALID_KIND for a bad handler name). Nothing starts until every option is valid.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import {
+  DEFAULT_MAX_BACKOFF_MS,
+  type Store,
+  ValidationError,
+  validateKind,
+  validateNonNegativeMs,
+  validatePositiveInt,
+  validatePositiveMs,
+} from '@postpone/core';
+import type { LevelWithSilent, Logger } from 'pino';
+import type { HandlerMap, PayloadMap } from './handler.js';
+import { type Pacing, systemPacing } from './pacing.js';
+
+/** Most tasks one claim may ask for (the store's limit, SPEC.md §2). */
+export const MAX_CONCURRENCY = 10_000;
+/** Largest duration a timer can wait: 2³¹−1 ms (Node.js `setTimeout`, HTML Living Standard timers). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+export const WORKER_DEFAULTS = Object.freeze({
+  concurrency: 10,
+  leaseMs: 30_000,
+  pollIntervalMs: 1_000,
+  backoffBaseMs: 1_000,
+  maxBackoffMs: DEFAULT_MAX_BACKOFF_MS,
+  shutdownTimeoutMs: 10_000,
+  maxAbandonGraceMs: 5_000,
+});
+
+export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
+  /** Where tasks live. The worker never closes it. */
+  readonly store: Store<Tx>;
+  /**
+   * One handler per kind. A claimed task of a kind not listed here is failed with an UnknownKindError
+   * recorded in `last_error`: it is retried after the backoff (another worker, e.g. a newer version in a
+   * rolling deploy, may know the kind) and goes DEAD when out of attempts — never a crash or a hot loop.
+   */
+  readonly handlers: HandlerMap<Tx, M>;
+  /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
+  readonly id?: string;
+  /** Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10). */
+  readonly concurrency?: number;
+  /** Lease length per claim and per renewal, in ms of the store's clock (default 30 000). */
+  readonly leaseMs?: number;
+  /** Renewal period on the monotonic clock, below `leaseMs` (default `floor(leaseMs / 3)`). */
+  readonly renewEveryMs?: number;
+  /** Wait between claims when the last claim found fewer tasks than free slots (default 1 000). */
+  readonly pollIntervalMs?: number;
+  /** Period of the expired-lease reclaim in the loop (default `ceil(leaseMs / 2)`). */
+  readonly reclaimEveryMs?: number;
+  /** Retry backoff base: attempt n failing makes the task due again after `backoffBaseMs × 2^(n−1)` ms (default 1 000; 0 retries at once). */
+  readonly backoffBaseMs?: number;
+  /** Cap of the retry backoff (default 3 600 000, one hour). */
+  readonly maxBackoffMs?: number;
+  /** How long `stop()` waits for running handlers before handing their tasks back (default 10 000). */
+  readonly shutdownTimeoutMs?: number;
+  /** Per-attempt time limit: the signal aborts with reason `timeout` and the attempt fails (default: none). */
+  readonly handlerTimeoutMs?: number;
+  /** After a handler's signal aborts, how long to wait for it to settle before freeing its slot (default `min(leaseMs, 5 000)`). */
+  readonly abandonGraceMs?: number;
+  /** A pino logger to log through (a child bound to the worker id is used). */
+  readonly logger?: Logger;
+  /** Log level: of the built-in logger (default `silent`), or of the child of `logger`. */
+  readonly logLevel?: LevelWithSilent;
+  /** Monotonic clock and timer (default `performance.now()` + `setTimeout`); tests pass `ManualPacing`. */
+  readonly pacing?: Pacing;
+}
+
+export interface ResolvedOptions {
+  readonly id: string;
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly renewEveryMs: number;
+  readonly pollIntervalMs: number;
+  readonly reclaimEveryMs: number;
+  readonly backoffBaseMs: number;
+  readonly maxBackoffMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly handlerTimeoutMs: number | null;
+  readonly abandonGraceMs: number;
+  readonly logLevel: LevelWithSilent | undefined;
+  readonly pacing: Pacing;
+}
+
+const STORE_METHODS = ['claim', 'extend', 'complete', 'fail', 'release', 'reclaimExpired', 'getTask'] as const;
+const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function invalid(field: string, message: string): ValidationError {
+  return new ValidationError('INVALID_OPTION', field, message);
+}
+
+function optional<T>(value: T | undefined, fallback: T, check: (v: T) => T): T {
+  return value === undefined ? fallback : check(value);
+}
+
+/** A default worker id: `<host>-<pid>-<6 hex>`. */
+export function defaultWorkerId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Validates every option and fills in the defaults.
+ * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`), INVALID_KIND for a bad handler name
+ */
+export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<Tx, M>): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
+  const store = options.store as unknown;
+  if (typeof store !== 'object' || store === null) throw invalid('store', 'must be a Store');
+  for (const method of STORE_METHODS) {
+    if (typeof (store as Record<string, unknown>)[method] !== 'function') throw invalid('store', `must be a Store (no ${method}() method)`);
+  }
+  validateHandlers(options.handlers);
+
+  const id = options.id === undefined ? defaultWorkerId() : validateWorkerId(options.id);
+  const concurrency = optional(options.concurrency, WORKER_DEFAULTS.concurrency, (v) => validatePositiveInt(v, 'concurrency', MAX_CONCURRENCY));
+  const leaseMs = optional(options.leaseMs, WORKER_DEFAULTS.leaseMs, (v) => validatePositiveMs(v, 'leaseMs', MAX_TIMER_MS));
+  const renewEveryMs = optional(options.renewEveryMs, Math.max(1, Math.floor(leaseMs / 3)), (v) => validatePositiveMs(v, 'renewEveryMs', MAX_TIMER_MS));
+  if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
+  const pollIntervalMs = optional(options.pollIntervalMs, WORKER_DEFAULTS.pollIntervalMs, (v) => validatePositiveMs(v, 'pollIntervalMs', MAX_TIMER_MS));
+  const reclaimEveryMs = optional(options.reclaimEveryMs, Math.ceil(leaseMs / 2), (v) => validatePositiveMs(v, 'reclaimEveryMs', MAX_TIMER_MS));
+  const backoffBaseMs = optional(options.backoffBaseMs, WORKER_DEFAULTS.backoffBaseMs, (v) => validateNonNegativeMs(v, 'backoffBaseMs'));
+  const maxBackoffMs = optional(options.maxBackoffMs, WORKER_DEFAULTS.maxBackoffMs, (v) => validatePositiveMs(v, 'maxBackoffMs', Number.MAX_SAFE_INTEGER));
+  const shutdownTimeoutMs = optional(options.shutdownTimeoutMs, WORKER_DEFAULTS.shutdownTimeoutMs, (v) => validateNonNegativeMs(v, 'shutdownTimeoutMs', MAX_TIMER_MS));
+  const handlerTimeoutMs = options.handlerTimeoutMs === undefined ? null : validatePositiveMs(options.handlerTimeoutMs, 'handlerTimeoutMs', MAX_TIMER_MS);
+  const abandonGraceMs = optional(options.abandonGraceMs, Math.min(leaseMs, WORKER_DEFAULTS.maxAbandonGraceMs), (v) =>
+    validateNonNegativeMs(v, 'abandonGraceMs', MAX_TIMER_MS),
+  );
+  if (options.logger !== undefined && (typeof options.logger !== 'object' || options.logger === null || typeof options.logger.child !== 'function')) {
+    throw invalid('logger', 'must be a pino Logger');
+  }
+  if (options.logLevel !== undefined && !LOG_LEVELS.includes(options.logLevel)) {
+    throw invalid('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(options.logLevel)}`);
+  }
+  const pacing = options.pacing ?? systemPacing;
+  if (typeof pacing !== 'object' || pacing === null || typeof pacing.now !== 'function' || typeof pacing.sleep !== 'function') {
+    throw invalid('pacing', 'must have now() and sleep(ms, signal) functions');
+  }
+  return {
+    id,
+    concurrency,
+    leaseMs,
+    renewEveryMs,
+    pollIntervalMs,
+    reclaimEveryMs,
+    backoffBaseMs,
+    maxBackoffMs,
+    shutdownTimeoutMs,
+    handlerTimeoutMs,
+    abandonGraceMs,
+    logLevel: options.logLevel,
+    pacing,
+  };
+}
+
+function validateHandlers(handlers: unknown): void {
+  if (typeof handlers !== 'object' || handlers === null || Array.isArray(handlers)) throw invalid('handlers', 'must be an object mapping kind to handler');
+  const kinds = Object.keys(handlers);
+  if (kinds.length === 0) throw invalid('handlers', 'must register at least one handler');
+  for (const kind of kinds) {
+    validateKind(kind, `handlers[${JSON.stringify(kind)}]`);
+    if (typeof (handlers as Record<string, unknown>)[kind] !== 'function') throw invalid(`handlers[${JSON.stringify(kind)}]`, 'must be a function');
+  }
+}
+
+function validateWorkerId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw invalid('id', 'must be a string of 1..200 characters');
+  if (/[\u0000-\u001f\u007f]/.test(id)) throw invalid('id', 'must not contain control characters');
+  return id;
+}

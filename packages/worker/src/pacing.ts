@@ -1,0 +1,35 @@
+/**
+ * The worker's own sense of time: a monotonic clock and a timer. It only paces the worker (lease
+ * renewal, polling, shutdown and handler time limits); due times and lease deadlines are judged by the
+ * store's clock (SPEC.md §1.1).
+ *
+ * The default reads `performance.now()` (monotonic, immune to wall-clock steps; HTML Living Standard
+ * "High Resolution Time") and waits with `setTimeout`. Tests inject {@link ManualPacing}.
+ */
+import { performance } from 'node:perf_hooks';
+
+export interface Pacing {
+  /** Monotonic milliseconds from an arbitrary origin; never goes backwards. */
+  now(): number;
+  /**
+   * Resolves after `ms` milliseconds, or as soon as `signal` aborts (it never rejects; check
+   * `signal.aborted` afterwards). `ms <= 0` resolves on the next turn.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** `performance.now()` and `setTimeout`. Timers are unref'd only by the caller's choice: they keep the process alive while a worker runs. */
+export const systemPacing: Pacing = Object.freeze({
+  now: () => performance.now(),
+  sleep: (ms: number, signal?: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+    }),
+});

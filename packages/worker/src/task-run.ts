@@ -1,0 +1,178 @@
+/**
+ * One attempt of one task: runs its handler under a renewed lease, then reports the end to the store.
+ *
+ * Phases: `running` (handler executing, lease renewed) → `finishing` (complete or fail in flight) →
+ * `finished`; or `running` → `handedBack` at shutdown. A handler whose signal aborted (lease lost,
+ * cancel requested, timeout) gets `abandonGraceMs` to settle; after that the run stops waiting for it
+ * (a promise cannot be killed), records the failure and frees its slot. Whatever happened, the end is
+ * still reported with a fenced complete or fail, so the store — not the worker — rejects a stale one.
+ */
+import {
+  type ClaimedTask,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  idempotencyKey,
+  type Json,
+  type Store,
+  UnknownKindError,
+  ValidationError,
+  validateJson,
+} from '@postpone/core';
+import type { Logger } from 'pino';
+import { AttemptReporter } from './attempt-reporter.js';
+import { errorText } from './error-text.js';
+import { type AbortReason, TaskAbortedError } from './errors.js';
+import type { TypedEmitter } from './events.js';
+import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
+import { keepLease } from './lease-keeper.js';
+import type { ResolvedOptions } from './options.js';
+import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
+
+export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
+
+export interface RunDeps<Tx> {
+  readonly store: Store<Tx>;
+  readonly options: ResolvedOptions;
+  readonly events: TypedEmitter;
+  readonly reporter: AttemptReporter<Tx>;
+  readonly logger: Logger;
+}
+
+const ABORTED = Symbol('aborted');
+
+export class TaskRun<Tx> {
+  private currentPhase: RunPhase = 'running';
+  /** The handler's signal. */
+  private readonly abort = new AbortController();
+  /** Aborted when the run leaves `running`: stops the lease keeper, the timeout and the grace wait. */
+  private readonly halt = new AbortController();
+  private readonly writes: CompletionWrite<Tx>[] = [];
+  private readonly startedAt: number;
+  private readonly logger: Logger;
+  /** Resolves when the slot is free again (never rejects). */
+  readonly finished: Promise<void>;
+
+  constructor(
+    readonly task: ClaimedTask,
+    claimSentAt: number,
+    private readonly handler: Handler<Json, Tx> | undefined,
+    private readonly deps: RunDeps<Tx>,
+  ) {
+    this.startedAt = deps.options.pacing.now();
+    this.logger = deps.logger.child({ taskId: task.id, kind: task.kind, attempt: task.attempt });
+    this.finished = this.execute(claimSentAt)
+      .catch((error: unknown) => this.logger.error({ err: error }, 'task run failed unexpectedly'))
+      .finally(() => {
+        if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
+      });
+  }
+
+  get phase(): RunPhase {
+    return this.currentPhase;
+  }
+
+  /** Shutdown: aborts the handler (reason `shutdown`) and releases the attempt. A no-op unless running. */
+  async handBack(): Promise<void> {
+    if (this.currentPhase !== 'running') return;
+    this.currentPhase = 'handedBack';
+    this.halt.abort();
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
+    await this.deps.reporter.release(this.task);
+  }
+
+  private async execute(claimSentAt: number): Promise<void> {
+    const { handler, task } = this;
+    if (handler === undefined) {
+      this.currentPhase = 'finishing';
+      await this.deps.reporter.fail(task, errorText(new UnknownKindError(task.kind)));
+      return;
+    }
+    this.watchLease(claimSentAt);
+    this.watchTimeout();
+    const settled = settle(() => handler(task, this.context()));
+    let outcome: Settled<unknown> | typeof ABORTED | typeof TIMED_OUT = await Promise.race([
+      settled,
+      whenAborted(this.abort.signal).then((): typeof ABORTED => ABORTED),
+    ]);
+    if (outcome === ABORTED) {
+      if (this.currentPhase !== 'running') return; // handed back at shutdown
+      outcome = await raceTimer(this.deps.options.pacing, settled, this.deps.options.abandonGraceMs, this.halt.signal);
+      if (this.currentPhase !== 'running') return; // handed back while waiting
+    }
+    this.currentPhase = 'finishing';
+    this.halt.abort();
+    const reason = this.abortReason();
+    if (outcome === TIMED_OUT) {
+      this.deps.events.emit('abandoned', { task, reason: reason ?? 'lease-lost' });
+      const grace = this.deps.options.abandonGraceMs;
+      await this.deps.reporter.fail(task, `handler did not settle within ${grace} ms after its signal aborted (${reason}); abandoned`);
+      return;
+    }
+    if (reason === 'timeout') {
+      await this.deps.reporter.fail(task, errorText(this.abort.signal.reason));
+      return;
+    }
+    if (!outcome.ok) {
+      await this.deps.reporter.fail(task, errorText(outcome.error));
+      return;
+    }
+    await this.completeWith(outcome.value);
+  }
+
+  private async completeWith(value: unknown): Promise<void> {
+    let result: Json;
+    try {
+      result = validateJson(value === undefined ? null : value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
+    } catch (error) {
+      await this.deps.reporter.fail(this.task, errorText(error));
+      return;
+    }
+    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt);
+    if (outcome !== null && typeof outcome === 'object') await this.deps.reporter.fail(this.task, errorText(outcome.writeError));
+  }
+
+  private abortReason(): AbortReason | null {
+    const reason: unknown = this.abort.signal.reason;
+    return this.abort.signal.aborted && reason instanceof TaskAbortedError ? reason.reason : null;
+  }
+
+  private watchLease(claimSentAt: number): void {
+    const { store, options, events } = this.deps;
+    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs };
+    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => {
+      if (reason === null || this.currentPhase !== 'running') return;
+      this.logger.warn({ reason }, 'lease lost; aborting the handler');
+      if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
+      events.emit('leaseLost', { task: this.task, reason });
+    });
+  }
+
+  private watchTimeout(): void {
+    const ms = this.deps.options.handlerTimeoutMs;
+    if (ms === null) return;
+    void this.deps.options.pacing.sleep(ms, this.halt.signal).then(() => {
+      if (this.halt.signal.aborted || this.abort.signal.aborted) return;
+      this.logger.warn({ handlerTimeoutMs: ms }, 'handler timed out; aborting it');
+      this.abort.abort(new TaskAbortedError('timeout', `${ms} ms`));
+    });
+  }
+
+  private context(): HandlerContext<Tx> {
+    const { task, deps } = this;
+    return {
+      signal: this.abort.signal,
+      attempt: task.attempt,
+      maxAttempts: task.maxAttempts,
+      idempotencyKey: idempotencyKey(task.id),
+      workerId: deps.options.id,
+      logger: this.logger,
+      onCompleteTx: (write) => {
+        if (typeof write !== 'function') throw new ValidationError('INVALID_OPTION', 'onCompleteTx', 'expects a function (tx) => Promise');
+        if (this.currentPhase !== 'running') {
+          this.logger.warn('onCompleteTx called after the handler settled; the write is ignored');
+          return;
+        }
+        this.writes.push(write);
+      },
+    };
+  }
+}

@@ -1,0 +1,295 @@
+/**
+ * The worker: claims due tasks up to its free concurrency, runs their handlers by kind, reclaims
+ * expired leases, and shuts down gracefully.
+ *
+ * Two ways to drive it: `runOnce()` (one claim, handlers started, no waiting — tests step it) and
+ * `start()` (the paced loop: reclaim every `reclaimEveryMs`, claim, sleep `pollIntervalMs` when the
+ * last claim came back short; wake early when a slot frees while full). Pacing is injectable.
+ */
+import {
+  type ClaimedTask,
+  type Json,
+  PostponeError,
+  type ReclaimedTask,
+  type Store,
+  validateNonNegativeMs,
+} from '@postpone/core';
+import type { Logger } from 'pino';
+import { AttemptReporter } from './attempt-reporter.js';
+import { WorkerStoppedError } from './errors.js';
+import { TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
+import type { Handler, HandlerMap, PayloadMap } from './handler.js';
+import { workerLogger } from './logger.js';
+import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
+import { settle, whenAborted } from './settle.js';
+import { TaskRun } from './task-run.js';
+
+export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
+
+export interface StopOptions {
+  /** How long to let running handlers finish before handing their tasks back (default `shutdownTimeoutMs`; 0 hands back at once). */
+  readonly timeoutMs?: number;
+}
+
+export interface StopResult {
+  /** Attempts handed back with `store.release` (running at the deadline, or claimed while stopping). */
+  readonly handedBack: number;
+}
+
+export interface SignalHandlerOptions {
+  /** Signals to handle (default SIGTERM and SIGINT). */
+  readonly signals?: readonly NodeJS.Signals[];
+  /** Passed to `stop` on the first signal (default `shutdownTimeoutMs`). A second signal hands back at once. */
+  readonly timeoutMs?: number;
+  /** Called once stopped, e.g. to close the store and exit. */
+  readonly onStopped?: (result: StopResult, signal: NodeJS.Signals) => void | Promise<void>;
+}
+
+export class Worker<Tx = unknown> implements WorkerEventSource {
+  readonly id: string;
+  readonly options: ResolvedOptions;
+  readonly logger: Logger;
+  private readonly store: Store<Tx>;
+  private readonly handlers: Readonly<Record<string, Handler<Json, Tx>>>;
+  private readonly events: TypedEmitter;
+  private readonly reporter: AttemptReporter<Tx>;
+  private readonly runs = new Set<TaskRun<Tx>>();
+  private readonly claims = new Set<Promise<unknown>>();
+  private reserved = 0;
+  private currentState: WorkerState = 'idle';
+  private loopDone: Promise<void> | null = null;
+  private wake = new AbortController();
+  private sleepingFull = false;
+  private stopping: Promise<StopResult> | null = null;
+  private handedBackUnstarted = 0;
+  /** Aborted at the shutdown deadline: running handlers are handed back. */
+  private readonly deadline = new AbortController();
+  /** Aborted when stopped: cancels the shutdown timers. */
+  private readonly stopTimers = new AbortController();
+
+  constructor(options: WorkerOptions<Tx, PayloadMap>) {
+    this.options = resolveOptions(options);
+    this.id = this.options.id;
+    this.store = options.store;
+    this.handlers = { ...(options.handlers as Record<string, Handler<Json, Tx>>) };
+    this.logger = workerLogger(this.id, options.logger, this.options.logLevel);
+    this.events = new TypedEmitter((error, event) => this.logger.error({ err: error, event }, 'event listener threw'));
+    this.reporter = new AttemptReporter(this.store, this.options, this.events, this.logger);
+  }
+
+  get state(): WorkerState {
+    return this.currentState;
+  }
+
+  /** Attempts whose handler is running or whose end is being reported (abandoned handlers are not counted). */
+  get inFlight(): number {
+    return this.runs.size;
+  }
+
+  /** Slots a claim may fill now. */
+  get freeSlots(): number {
+    return Math.max(0, this.options.concurrency - this.runs.size - this.reserved);
+  }
+
+  on<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): void {
+    this.events.off(event, listener);
+  }
+
+  /**
+   * Claims up to the free slots and starts a handler for each task (not awaited: see `idle()`).
+   * Returns [] when no slot is free or the worker is stopping. Tasks that arrive after `stop()` began
+   * are handed back at once.
+   * @returns the tasks claimed
+   * @throws the store's error (StoreClosedError, ConnectionLostError, StoreError); the loop catches and emits it
+   */
+  async runOnce(): Promise<ClaimedTask[]> {
+    if (this.isStopping()) return [];
+    const limit = this.freeSlots;
+    if (limit === 0) return [];
+    this.reserved += limit;
+    const sentAt = this.options.pacing.now();
+    const claim = (async () => {
+      try {
+        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs });
+      } finally {
+        this.reserved -= limit;
+      }
+    })();
+    const tracked = settle(() => claim);
+    this.claims.add(tracked);
+    let tasks: ClaimedTask[];
+    try {
+      tasks = await claim;
+    } finally {
+      this.claims.delete(tracked);
+    }
+    for (const task of tasks) this.events.emit('claimed', { task });
+    if (tasks.length > 0) this.logger.debug({ count: tasks.length, limit }, 'claimed');
+    if (this.isStopping()) {
+      this.handedBackUnstarted += tasks.length;
+      await Promise.all(tasks.map((task) => this.reporter.release(task)));
+      return tasks;
+    }
+    for (const task of tasks) this.startRun(task, sentAt);
+    return tasks;
+  }
+
+  /**
+   * Moves tasks whose lease expired out of CLAIMED (one conditional UPDATE in the store; safe when
+   * several workers do it at once). Emits `reclaimed` per task.
+   */
+  async reclaim(): Promise<ReclaimedTask[]> {
+    const tasks = await this.store.reclaimExpired();
+    for (const task of tasks) this.events.emit('reclaimed', { task });
+    if (tasks.length > 0) this.logger.info({ count: tasks.length }, 'reclaimed expired leases');
+    return tasks;
+  }
+
+  /** Resolves once nothing is in flight (no running handler, no claim awaiting its answer). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const pending: Promise<unknown>[] = [...this.claims, ...[...this.runs].map((run) => run.finished)];
+      if (pending.length === 0) return;
+      await Promise.race(pending);
+    }
+  }
+
+  /** Starts the paced loop (no-op when already running). @throws WorkerStoppedError after stop() */
+  start(): this {
+    if (this.currentState === 'running') return this;
+    if (this.currentState !== 'idle') throw new WorkerStoppedError();
+    this.currentState = 'running';
+    this.logger.info({ options: { ...this.options, pacing: undefined } }, 'worker started');
+    this.loopDone = this.loop();
+    return this;
+  }
+
+  /**
+   * Graceful shutdown: stops claiming, lets running handlers finish for `timeoutMs`, then hands the
+   * rest back with `store.release` (due again at once, so another worker needn't wait for the lease).
+   * Calling again returns the same promise; a shorter `timeoutMs` brings the deadline forward.
+   * The store is not closed.
+   * @throws ValidationError INVALID_OPTION for a bad `timeoutMs`
+   */
+  stop(options: StopOptions = {}): Promise<StopResult> {
+    const timeoutMs = options.timeoutMs === undefined ? this.options.shutdownTimeoutMs : validateNonNegativeMs(options.timeoutMs, 'timeoutMs', MAX_TIMER_MS);
+    if (this.currentState !== 'stopped') {
+      if (this.currentState !== 'stopping') this.logger.info({ timeoutMs }, 'stopping');
+      this.currentState = 'stopping';
+      this.wake.abort();
+      if (timeoutMs === 0) this.deadline.abort();
+      else void this.options.pacing.sleep(timeoutMs, this.stopTimers.signal).then(() => this.stopTimers.signal.aborted || this.deadline.abort());
+    }
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  /**
+   * Stops gracefully on SIGTERM / SIGINT (a second signal hands running tasks back at once).
+   * @returns a function that removes the handlers
+   */
+  installSignalHandlers(options: SignalHandlerOptions = {}): () => void {
+    const signals = options.signals ?? ['SIGTERM', 'SIGINT'];
+    let received = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      received += 1;
+      if (received > 1) {
+        this.logger.warn({ signal }, 'second signal: handing running tasks back now');
+        void this.stop({ timeoutMs: 0 });
+        return;
+      }
+      this.logger.info({ signal }, 'signal received: stopping');
+      this.stop(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs })
+        .then((result) => options.onStopped?.(result, signal))
+        .catch((error: unknown) => this.logger.error({ err: error }, 'shutdown failed'));
+    };
+    for (const signal of signals) process.on(signal, onSignal);
+    return () => {
+      for (const signal of signals) process.off(signal, onSignal);
+    };
+  }
+
+  private isStopping(): boolean {
+    return this.currentState === 'stopping' || this.currentState === 'stopped';
+  }
+
+  private startRun(task: ClaimedTask, claimSentAt: number): void {
+    const handler = Object.hasOwn(this.handlers, task.kind) ? this.handlers[task.kind] : undefined;
+    const run = new TaskRun<Tx>(task, claimSentAt, handler, {
+      store: this.store,
+      options: this.options,
+      events: this.events,
+      reporter: this.reporter,
+      logger: this.logger,
+    });
+    this.runs.add(run);
+    void run.finished.then(() => {
+      this.runs.delete(run);
+      if (this.sleepingFull) this.wake.abort();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { pacing, pollIntervalMs, reclaimEveryMs } = this.options;
+    let nextReclaimAt = pacing.now();
+    while (this.currentState === 'running') {
+      if (pacing.now() >= nextReclaimAt) {
+        await this.guard('reclaim', () => this.reclaim());
+        nextReclaimAt = pacing.now() + reclaimEveryMs;
+      }
+      if (this.isStopping()) break;
+      const asked = this.freeSlots;
+      const claimed = await this.guard('claim', () => this.runOnce());
+      if (this.isStopping()) break;
+      // A full batch means more may be due: claim again at once while slots are free.
+      if (claimed !== null && asked > 0 && claimed.length === asked && this.freeSlots > 0) continue;
+      this.sleepingFull = this.freeSlots === 0;
+      if (this.wake.signal.aborted) this.wake = new AbortController();
+      await pacing.sleep(Math.max(0, Math.min(pollIntervalMs, nextReclaimAt - pacing.now())), this.wake.signal);
+      this.sleepingFull = false;
+    }
+  }
+
+  /** Runs a loop step; a store error is emitted and logged, never thrown. A closed store stops the loop. */
+  private async guard<T>(operation: 'claim' | 'reclaim', step: () => Promise<T>): Promise<T | null> {
+    try {
+      return await step();
+    } catch (error) {
+      this.events.emit('error', { error, operation });
+      this.logger.error({ err: error, operation }, `${operation} failed`);
+      if (PostponeError.isInstance(error) && error.code === 'STORE_CLOSED' && this.currentState === 'running') {
+        this.logger.error('the store is closed; stopping');
+        void this.stop({ timeoutMs: 0 });
+      }
+      return null;
+    }
+  }
+
+  private async shutdown(): Promise<StopResult> {
+    await this.loopDone;
+    await Promise.all([...this.claims]);
+    await Promise.race([this.idle(), whenAborted(this.deadline.signal)]);
+    const running = [...this.runs].filter((run) => run.phase === 'running');
+    await Promise.all(running.map((run) => run.handBack()));
+    await this.idle();
+    this.stopTimers.abort();
+    this.currentState = 'stopped';
+    const result: StopResult = { handedBack: running.length + this.handedBackUnstarted };
+    this.logger.info(result, 'stopped');
+    this.events.emit('stopped', result);
+    return result;
+  }
+}
+
+/**
+ * Creates a worker (not started). `Tx` comes from the store; the payload type of each kind from the
+ * handler map, e.g. `handlers: { 'expire-reservation': async (task: ClaimedTask<{ reservationId: number }>, ctx) => ... }`.
+ * @throws ValidationError INVALID_OPTION / INVALID_KIND for a bad option (nothing started)
+ */
+export function createWorker<Tx, M extends PayloadMap = PayloadMap>(options: WorkerOptions<Tx, M>): Worker<Tx> {
+  return new Worker<Tx>(options as unknown as WorkerOptions<Tx, PayloadMap>);
+}

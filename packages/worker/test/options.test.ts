@@ -1,0 +1,87 @@
+import { ValidationError } from '@postpone/core';
+import { createMemoryStore } from '@postpone/memory';
+import { describe, expect, it } from 'vitest';
+import { createWorker, WORKER_DEFAULTS, type WorkerOptions } from '../src/index.js';
+
+const store = createMemoryStore();
+const handlers = { ping: async () => 'pong' };
+
+function rejection(options: Record<string, unknown>): { code: string; field: string } {
+  try {
+    createWorker({ store, handlers, ...options } as unknown as WorkerOptions<unknown>);
+  } catch (error) {
+    if (!ValidationError.isInstance(error)) throw error;
+    return { code: error.code, field: error.field };
+  }
+  throw new Error(`no error for ${JSON.stringify(options)}`);
+}
+
+describe('worker options', () => {
+  it('fills in the documented defaults', () => {
+    const worker = createWorker({ store, handlers });
+    expect(worker.options).toMatchObject({
+      concurrency: 10,
+      leaseMs: 30_000,
+      renewEveryMs: 10_000,
+      pollIntervalMs: 1_000,
+      reclaimEveryMs: 15_000,
+      backoffBaseMs: 1_000,
+      maxBackoffMs: 3_600_000,
+      shutdownTimeoutMs: 10_000,
+      handlerTimeoutMs: null,
+      abandonGraceMs: 5_000,
+    });
+    expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
+    expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
+    expect(worker.state).toBe('idle');
+  });
+
+  it('derives renewal, reclaim and grace from leaseMs', () => {
+    const worker = createWorker({ store, handlers, leaseMs: 1_000 });
+    expect(worker.options).toMatchObject({ renewEveryMs: 333, reclaimEveryMs: 500, abandonGraceMs: 1_000 });
+  });
+
+  it.each([
+    [{ concurrency: 0 }, 'concurrency'],
+    [{ concurrency: 1.5 }, 'concurrency'],
+    [{ concurrency: 10_001 }, 'concurrency'],
+    [{ leaseMs: -1 }, 'leaseMs'],
+    [{ leaseMs: Number.NaN }, 'leaseMs'],
+    [{ leaseMs: 2 ** 31 }, 'leaseMs'],
+    [{ leaseMs: '1000' }, 'leaseMs'],
+    [{ leaseMs: 1_000, renewEveryMs: 1_000 }, 'renewEveryMs'],
+    [{ renewEveryMs: 0 }, 'renewEveryMs'],
+    [{ pollIntervalMs: 0 }, 'pollIntervalMs'],
+    [{ pollIntervalMs: Number.POSITIVE_INFINITY }, 'pollIntervalMs'],
+    [{ reclaimEveryMs: 0.5 }, 'reclaimEveryMs'],
+    [{ backoffBaseMs: -5 }, 'backoffBaseMs'],
+    [{ maxBackoffMs: 0 }, 'maxBackoffMs'],
+    [{ shutdownTimeoutMs: -1 }, 'shutdownTimeoutMs'],
+    [{ handlerTimeoutMs: 0 }, 'handlerTimeoutMs'],
+    [{ abandonGraceMs: -1 }, 'abandonGraceMs'],
+    [{ id: '' }, 'id'],
+    [{ id: 'a\u0000b' }, 'id'],
+    [{ id: 'x'.repeat(201) }, 'id'],
+    [{ logLevel: 'loud' }, 'logLevel'],
+    [{ logger: {} }, 'logger'],
+    [{ pacing: { now: () => 0 } }, 'pacing'],
+    [{ store: {} }, 'store'],
+    [{ store: null }, 'store'],
+    [{ handlers: {} }, 'handlers'],
+    [{ handlers: [] }, 'handlers'],
+    [{ handlers: { ping: 'not a function' } }, 'handlers["ping"]'],
+  ])('rejects %j with INVALID_OPTION on %s', (options, field) => {
+    expect(rejection(options)).toEqual({ code: 'INVALID_OPTION', field });
+  });
+
+  it('rejects a handler name that is not a valid kind', () => {
+    expect(rejection({ handlers: { '': async () => 1 } })).toEqual({ code: 'INVALID_KIND', field: 'handlers[""]' });
+    expect(rejection({ handlers: { 'a\nb': async () => 1 } })).toEqual({ code: 'INVALID_KIND', field: 'handlers["a\\nb"]' });
+  });
+
+  it('rejects a bad stop timeout', async () => {
+    const worker = createWorker({ store, handlers });
+    expect(() => worker.stop({ timeoutMs: -1 })).toThrow(ValidationError);
+    await worker.stop({ timeoutMs: 0 });
+  });
+});

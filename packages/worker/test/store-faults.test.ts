@@ -1,0 +1,105 @@
+/**
+ * The worker when the store misbehaves: lost connections, a claim answered after stop() began, and
+ * several workers reclaiming at once. In-memory store behind a fault-injecting wrapper.
+ */
+import { ConnectionLostError, TaskState, TestClock } from '@postpone/core';
+import { createMemoryStore } from '@postpone/memory';
+import { describe, expect, it } from 'vitest';
+import { createWorker, ManualPacing, waitForEvent, type WorkerEvents } from '../src/index.js';
+import { faultyStore } from './faulty-store.js';
+import { gate, until } from './harness.js';
+
+describe('worker against a faulty store', () => {
+  it('retries a complete whose connection was lost, and completes once', async () => {
+    const store = createMemoryStore();
+    const errors: WorkerEvents['error'][] = [];
+    const worker = createWorker({
+      store: faultyStore(store, {
+        complete: (n) => {
+          if (n === 1) throw new ConnectionLostError('connection reset (injected)');
+        },
+      }),
+      handlers: { ping: async () => 'pong' },
+    });
+    worker.on('error', (e) => errors.push(e));
+    const { id } = await store.schedule({ kind: 'ping' });
+    const completed = waitForEvent(worker, 'completed');
+    await worker.runOnce();
+    expect((await completed)[0]?.outcome).toBe('DONE');
+    expect(errors.map((e) => e.operation)).toEqual(['complete']);
+    expect(await store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: 'pong' });
+    await worker.stop({ timeoutMs: 0 });
+  });
+
+  it('presumes the lease lost when extend keeps failing until the lease would have run out', async () => {
+    const clock = new TestClock();
+    const store = createMemoryStore({ clock });
+    const pacing = new ManualPacing();
+    const worker = createWorker({
+      store: faultyStore(store, {
+        extend: () => {
+          throw new ConnectionLostError('database unreachable (injected)');
+        },
+      }),
+      pacing,
+      leaseMs: 1_000,
+      renewEveryMs: 300,
+      handlers: { ping: (_task, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped'))) },
+    });
+    const extendErrors: WorkerEvents['error'][] = [];
+    worker.on('error', (e) => e.operation === 'extend' && extendErrors.push(e));
+    let lostAt: number | null = null;
+    worker.on('leaseLost', (e) => (lostAt = e.reason === 'lease-lost' ? pacing.now() : -1));
+    await store.schedule({ kind: 'ping' });
+    await worker.runOnce();
+    // Renewals fail at 300, 600, 800, 900, 950…: retried sooner as the local deadline (claim + 1 000) nears.
+    for (let i = 0; i < 100 && lostAt === null; i++) {
+      await until(() => lostAt !== null || pacing.pendingCount > 0, 'the next renewal timer');
+      pacing.advance(25);
+    }
+    await until(() => lostAt !== null, 'leaseLost');
+    expect(lostAt).toBeGreaterThanOrEqual(1_000);
+    expect(lostAt).toBeLessThanOrEqual(1_025);
+    expect(extendErrors.length).toBeGreaterThanOrEqual(5);
+    await worker.idle();
+    await worker.stop({ timeoutMs: 0 });
+  });
+
+  it('hands back at once the tasks of a claim that returns after stop() began', async () => {
+    const store = createMemoryStore();
+    const slowClaim = gate();
+    const claimStarted = gate();
+    const worker = createWorker({
+      store: faultyStore(store, {
+        claim: async () => {
+          claimStarted.open();
+          await slowClaim.promise;
+        },
+      }),
+      handlers: { ping: async () => 'pong' },
+    });
+    const [a, b] = await store.scheduleMany([{ kind: 'ping' }, { kind: 'ping' }]);
+    const released = waitForEvent(worker, 'released', { count: 2 });
+    const running = worker.runOnce();
+    await claimStarted.promise;
+    const stopped = worker.stop({ timeoutMs: 10_000 });
+    slowClaim.open();
+    expect(await running).toHaveLength(2);
+    expect((await released).map((e) => e.outcome)).toEqual(['SCHEDULED', 'SCHEDULED']);
+    expect(await stopped).toEqual({ handedBack: 2 });
+    for (const t of [a, b]) expect(await store.getTask(t!.id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, lastError: 'released by worker' });
+  });
+
+  it('lets several workers reclaim the same expired leases at once; each task is reclaimed once', async () => {
+    const store = createMemoryStore();
+    const scheduled = await store.scheduleMany(Array.from({ length: 30 }, () => ({ kind: 'ping' })));
+    expect(await store.claim({ owner: 'ghost', limit: 30, leaseMs: 60_000 })).toHaveLength(30);
+    for (const s of scheduled) await store.rawUpdateTask(s.id, { leaseUntil: new Date(Date.now() - 1_000) });
+    const workers = [1, 2, 3].map(() => createWorker({ store, handlers: { ping: async () => 'pong' } }));
+    const results = await Promise.all(workers.flatMap((w) => [w.reclaim(), w.reclaim()]));
+    const ids = results.flat().map((t) => t.id);
+    expect(ids).toHaveLength(30);
+    expect(new Set(ids)).toEqual(new Set(scheduled.map((s) => s.id)));
+    expect((await store.countByState()).SCHEDULED).toBe(30);
+  });
+});
