@@ -1,4 +1,10 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig({ test: sharedTestConfig() });
+// Process-fault cases measure leases of ~1 s on a shared two-core machine: files run one at a time.
+export default defineConfig({
+  test: sharedTestConfig({
+    globalSetup: ['@postpone/embedded/vitest-setup'],
+    fileParallelism: false,
+  }),
+});

@@ -1,0 +1,110 @@
+/**
+ * The messages between a test and its child processes (Node IPC, `child_process.fork`), and the
+ * configuration a child receives in the `POSTPONE_HARNESS_CONFIG` environment variable (JSON).
+ *
+ * Times from the database clock travel as epoch milliseconds (`...AtMs`).
+ */
+
+/** Where a handler can park until the test sends `proceed` (a chosen moment for a fault). */
+export type FaultPoint = 'afterClaim' | 'afterExternal';
+
+/** How the child's handler for `kind` behaves; everything is off unless set. */
+export interface HandlerPlan {
+  /** The task kind handled. */
+  readonly kind: string;
+  /** Points where the handler parks until `proceed`; limited to the listed attempts when given. */
+  readonly park?: readonly { readonly point: FaultPoint; readonly attempts?: readonly number[] }[];
+  /** Block the event loop (busy loop) for this many ms right after the claim. */
+  readonly blockMs?: number;
+  /** Call the fake external service, with the key per task (`task-<id>`) or per attempt (`task-<id>-a<n>`). */
+  readonly external?: { readonly url: string; readonly key: 'task' | 'attempt' };
+  /** Asynchronous work after the external call, in ms. */
+  readonly workMs?: number;
+  /**
+   * Before returning, wait up to this many ms for the handler's signal to abort (lease lost): the
+   * handler then returns anyway, so the late complete reaches the store and is fenced there.
+   */
+  readonly awaitAbortMs?: number;
+  /** Throw on attempts `<= failAttempts` (use a large number to always fail). */
+  readonly failAttempts?: number;
+}
+
+/** Settings of the real worker runtime in the child. */
+export interface WorkerSettings {
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly renewEveryMs: number;
+  readonly pollIntervalMs: number;
+  readonly backoffBaseMs: number;
+  /** Period of the expired-lease reclaim (default: the worker's, `leaseMs / 2`). */
+  readonly reclaimEveryMs?: number;
+  /** How long an aborted handler may take to settle before it is abandoned (default: the worker's). */
+  readonly abandonGraceMs?: number;
+}
+
+/** The broken variants a child may use (negative controls; never part of the product). */
+export interface VariantPlan {
+  /** Replace the store's fenced complete with an UPDATE without attempt and state guards, writing `effect_nounique`. */
+  readonly complete?: 'unfenced';
+}
+
+/** A claim-and-complete loop outside the worker runtime, for the naive-claim control and its twin. */
+export interface ClaimLoopPlan {
+  /** `naive`: SELECT due ids, pause, UPDATE by id (no lock, no state guard). `atomic`: the store's claim. */
+  readonly claim: 'naive' | 'atomic';
+  /** Most ids per round. */
+  readonly limit: number;
+  /** Pause between finding tasks and completing them, in ms (the naive race window). */
+  readonly pauseMs: number;
+  readonly leaseMs: number;
+  /** Pause when a round found nothing, in ms. */
+  readonly idleMs: number;
+}
+
+export interface ChildConfig {
+  /** Worker identity (lease owner, effect worker). */
+  readonly name: string;
+  readonly databaseUrl: string;
+  readonly schema: string;
+  /** Wait for a `start` message before claiming (default false: start at once). */
+  readonly waitForStart?: boolean;
+  /** Size of the child's connection pool (default 4). */
+  readonly poolSize?: number;
+  readonly run:
+    | { readonly mode: 'worker'; readonly worker: WorkerSettings; readonly handler: HandlerPlan; readonly variant?: VariantPlan }
+    | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan };
+}
+
+/** Child → test. */
+export type ChildEvent =
+  | { readonly type: 'ready'; readonly pid: number }
+  | { readonly type: 'started' }
+  | { readonly type: 'claimed'; readonly id: string; readonly attempt: number; readonly claimedAtMs: number; readonly dueAtMs: number; readonly leaseUntilMs: number }
+  | { readonly type: 'handlerStarted'; readonly id: string; readonly attempt: number }
+  | { readonly type: 'renewed'; readonly id: string; readonly attempt: number }
+  /** Every answer of the store's extend (the worker reports only successes as `renewed`). */
+  | { readonly type: 'extended'; readonly id: string; readonly attempt: number; readonly ok: boolean }
+  | { readonly type: 'leaseLost'; readonly id: string; readonly attempt: number; readonly reason: string }
+  | { readonly type: 'externalCalled'; readonly id: string; readonly attempt: number; readonly key: string; readonly applied: boolean }
+  | { readonly type: 'parked'; readonly id: string; readonly attempt: number; readonly point: FaultPoint }
+  | { readonly type: 'committed'; readonly id: string; readonly attempt: number; readonly outcome: string }
+  | { readonly type: 'failed'; readonly id: string; readonly attempt: number; readonly outcome: string; readonly error: string }
+  | { readonly type: 'rejectedStale'; readonly id: string; readonly attempt: number; readonly operation: string }
+  | { readonly type: 'reclaimed'; readonly id: string; readonly attempt: number; readonly outcome: string }
+  | { readonly type: 'error'; readonly message: string }
+  | { readonly type: 'stopped' }
+  /** Added by the test side when the process ends; never sent by the child. */
+  | { readonly type: 'exited'; readonly code: number | null; readonly signal: NodeJS.Signals | null };
+
+export type ChildEventType = ChildEvent['type'];
+
+/** Test → child. */
+export type ChildControl =
+  | { readonly type: 'start' }
+  /** Releases the handler parked at `point` for task `id` (any task / any point when omitted). */
+  | { readonly type: 'proceed'; readonly id?: string; readonly point?: FaultPoint }
+  /** Graceful stop: the child stops claiming, finishes, reports `stopped` and exits 0. */
+  | { readonly type: 'stop' };
+
+/** The environment variable carrying the JSON {@link ChildConfig}. */
+export const CONFIG_ENV = 'POSTPONE_HARNESS_CONFIG';

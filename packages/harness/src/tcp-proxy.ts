@@ -1,0 +1,246 @@
+/**
+ * A TCP proxy on 127.0.0.1 in front of a server (PostgreSQL), able to inject network faults per
+ * connection or for all connections:
+ *
+ * - `pass`: bytes flow both ways.
+ * - `delay`: every chunk is held `delayMs` before it is forwarded (order kept).
+ * - `drop`: the connection is reset (RST to the client, upstream closed); new connections are reset
+ *   on accept.
+ * - `blackhole`: the connection stays open but bytes are read and discarded both ways (a half-open
+ *   peer); new connections are accepted and never reach the server.
+ *
+ * Give each worker process its own proxy to fault "one process's connections".
+ */
+import { createServer, Socket, type Server } from 'node:net';
+
+export type ProxyMode = 'pass' | 'delay' | 'drop' | 'blackhole';
+
+export interface ProxyFault {
+  readonly mode: ProxyMode;
+  /** For `delay`: ms each chunk is held (default 100). */
+  readonly delayMs?: number;
+}
+
+export interface ProxyConnectionInfo {
+  readonly id: number;
+  readonly mode: ProxyMode;
+  /** Bytes forwarded client → server and server → client. */
+  readonly bytesUp: number;
+  readonly bytesDown: number;
+  readonly open: boolean;
+}
+
+export interface TcpProxyOptions {
+  readonly targetHost: string;
+  readonly targetPort: number;
+  /** Listening port on 127.0.0.1 (default 0: chosen by the OS). */
+  readonly port?: number;
+}
+
+/** A one-way pump that forwards chunks after the connection's current delay, in order. */
+class DelayedPipe {
+  private queue: { chunk: Buffer; releaseAt: number }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  bytes = 0;
+
+  constructor(
+    private readonly to: Socket,
+    private readonly fault: () => ProxyFault,
+  ) {}
+
+  push(chunk: Buffer): void {
+    const fault = this.fault();
+    if (fault.mode === 'blackhole' || fault.mode === 'drop') return;
+    const delayMs = fault.mode === 'delay' ? Math.max(0, fault.delayMs ?? 100) : 0;
+    const last = this.queue.at(-1)?.releaseAt ?? 0;
+    this.queue.push({ chunk, releaseAt: Math.max(performance.now() + delayMs, last) });
+    this.pump();
+  }
+
+  clear(): void {
+    this.queue = [];
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private pump(): void {
+    if (this.timer) return;
+    const now = performance.now();
+    while (this.queue.length > 0 && this.queue[0]!.releaseAt <= now) {
+      const { chunk } = this.queue.shift()!;
+      if (this.fault().mode === 'blackhole') continue;
+      if (!this.to.destroyed) {
+        this.to.write(chunk);
+        this.bytes += chunk.length;
+      }
+    }
+    const head = this.queue[0];
+    if (head) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.pump();
+      }, Math.max(0, head.releaseAt - now));
+    }
+  }
+}
+
+class ProxyConnection {
+  fault: ProxyFault;
+  open = true;
+  private readonly upstream: Socket | undefined;
+  private readonly up: DelayedPipe | undefined;
+  private readonly down: DelayedPipe | undefined;
+
+  constructor(
+    readonly id: number,
+    private readonly client: Socket,
+    fault: ProxyFault,
+    target: TcpProxyOptions,
+    onClose: () => void,
+  ) {
+    this.fault = fault;
+    client.setNoDelay(true);
+    client.on('error', () => this.close());
+    client.on('close', () => {
+      this.open = false;
+      onClose();
+    });
+    if (fault.mode === 'drop') {
+      client.resetAndDestroy();
+      this.open = false;
+      return;
+    }
+    if (fault.mode === 'blackhole') {
+      // Accept and swallow: read everything, answer nothing, never reach the server (this
+      // connection stays swallowed even if the fault is lifted later).
+      client.on('data', () => {});
+      return;
+    }
+    const upstream = new Socket();
+    this.upstream = upstream;
+    upstream.setNoDelay(true);
+    this.up = new DelayedPipe(upstream, () => this.fault);
+    this.down = new DelayedPipe(client, () => this.fault);
+    upstream.on('error', () => this.close());
+    upstream.on('close', () => this.close());
+    upstream.on('data', (chunk: Buffer) => this.down?.push(chunk));
+    client.on('data', (chunk: Buffer) => this.up?.push(chunk));
+    upstream.connect(target.targetPort, target.targetHost);
+  }
+
+  setFault(fault: ProxyFault): void {
+    this.fault = fault;
+    if (fault.mode === 'drop') this.reset();
+    else if (fault.mode === 'blackhole') {
+      this.up?.clear();
+      this.down?.clear();
+    }
+  }
+
+  info(): ProxyConnectionInfo {
+    return { id: this.id, mode: this.fault.mode, bytesUp: this.up?.bytes ?? 0, bytesDown: this.down?.bytes ?? 0, open: this.open };
+  }
+
+  /** Sends RST to the client and closes the upstream side. */
+  reset(): void {
+    this.up?.clear();
+    this.down?.clear();
+    if (!this.client.destroyed) this.client.resetAndDestroy();
+    this.upstream?.destroy();
+    this.open = false;
+  }
+
+  close(): void {
+    this.up?.clear();
+    this.down?.clear();
+    this.client.destroy();
+    this.upstream?.destroy();
+    this.open = false;
+  }
+}
+
+export class TcpProxy {
+  private readonly connections = new Map<number, ProxyConnection>();
+  private nextId = 1;
+  private defaultFault: ProxyFault = { mode: 'pass' };
+  private acceptedCount = 0;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly options: TcpProxyOptions,
+    /** The port the proxy listens on (127.0.0.1). */
+    readonly port: number,
+  ) {}
+
+  /**
+   * Starts a proxy listening on 127.0.0.1.
+   * @throws Error when the port cannot be bound
+   */
+  static async start(options: TcpProxyOptions): Promise<TcpProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
+    const proxy = new TcpProxy(server, options, address.port);
+    server.on('connection', (socket) => proxy.accept(socket));
+    return proxy;
+  }
+
+  /** Starts a proxy in front of the server of a `postgres://` URL. */
+  static async forUrl(url: string): Promise<TcpProxy> {
+    const u = new URL(url);
+    return await TcpProxy.start({ targetHost: u.hostname, targetPort: Number(u.port || 5432) });
+  }
+
+  /** `url` with host and port replaced by the proxy's. */
+  rewrite(url: string): string {
+    const u = new URL(url);
+    u.hostname = '127.0.0.1';
+    u.port = String(this.port);
+    return u.toString();
+  }
+
+  /** Sets the fault for every open connection and for connections accepted later. */
+  setFault(fault: ProxyFault): void {
+    this.defaultFault = fault;
+    for (const connection of this.connections.values()) connection.setFault(fault);
+  }
+
+  /**
+   * Sets the fault of one open connection (ids from {@link list}).
+   * @throws Error when no such connection is open
+   */
+  setConnectionFault(id: number, fault: ProxyFault): void {
+    const connection = this.connections.get(id);
+    if (!connection) throw new Error(`no open proxy connection ${id}`);
+    connection.setFault(fault);
+  }
+
+  /** Open connections. */
+  list(): ProxyConnectionInfo[] {
+    return [...this.connections.values()].map((c) => c.info());
+  }
+
+  /** Connections accepted since start. */
+  get accepted(): number {
+    return this.acceptedCount;
+  }
+
+  /** Closes every connection and stops listening. Idempotent. */
+  async close(): Promise<void> {
+    for (const connection of this.connections.values()) connection.close();
+    this.connections.clear();
+    if (!this.server.listening) return;
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(socket: Socket): void {
+    this.acceptedCount++;
+    const id = this.nextId++;
+    const connection = new ProxyConnection(id, socket, this.defaultFault, this.options, () => this.connections.delete(id));
+    if (connection.open) this.connections.set(id, connection);
+  }
+}
