@@ -14,6 +14,8 @@ export const MAX_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 export const MAX_ATTEMPTS_LIMIT = 2_147_483_647;
 /** Default payload size limit: 1 MiB of UTF-8 JSON text. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
+/** Deepest accepted nesting of arrays and objects in a payload or result. */
+export const MAX_JSON_DEPTH = 1_000;
 /** Longest accepted kind, in characters. */
 export const MAX_KIND_LENGTH = 200;
 /** Default attempts per task. */
@@ -52,7 +54,8 @@ export interface ValidationLimits {
   readonly maxPayloadBytes?: number;
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** C0 and C1 control characters and DEL. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 export function validateKind(kind: unknown, field = 'kind'): string {
   if (typeof kind !== 'string') throw new ValidationError('INVALID_KIND', field, `must be a string, got ${describe(kind)}`);
@@ -94,7 +97,7 @@ export function validateMaxAttempts(maxAttempts: unknown, field = 'maxAttempts')
 /**
  * Checks that `value` is JSON that `jsonb` accepts and returns it with its text.
  * Refused: undefined at the top level or in arrays, functions, symbols, bigints, non-finite numbers,
- * cycles, class instances without `toJSON`, strings with `\u0000` (jsonb rejects it, §8.14) or
+ * cycles, nesting deeper than {@link MAX_JSON_DEPTH}, class instances without `toJSON`, strings with `\u0000` (jsonb rejects it, §8.14) or
  * lone UTF-16 surrogates, and text longer than `maxBytes` of UTF-8.
  */
 export function validateJson(
@@ -133,6 +136,7 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
     case 'object': {
       if (value === null) return null;
       if (seen.has(value)) throw new ValidationError(code, path, 'contains a cycle');
+      if (seen.size >= MAX_JSON_DEPTH) throw new ValidationError(code, path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
       const withToJson = value as { toJSON?: unknown };
       if (!viaToJson && typeof withToJson.toJSON === 'function') {
         return toJson((withToJson.toJSON as () => unknown).call(value), path, code, seen, true);
@@ -175,9 +179,12 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts']);
+
 /**
- * Validates one schedule input.
- * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE)
+ * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
+ * rather than ignored, so a typo never makes a task due at once.
+ * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, INVALID_OPTION)
  */
 export function validateSchedule(input: unknown, limits: ValidationLimits = {}, prefix = ''): NormalizedSchedule {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -185,6 +192,11 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   }
   const i = input as Record<string, unknown>;
   const f = (name: string) => (prefix ? `${prefix}.${name}` : name);
+  for (const key of Object.keys(i)) {
+    if (!SCHEDULE_FIELDS.has(key)) {
+      throw new ValidationError('INVALID_OPTION', f(key), `is not a schedule field (expected one of ${[...SCHEDULE_FIELDS].join(', ')})`);
+    }
+  }
   const kind = validateKind(i.kind, f('kind'));
   if (i.delayMs !== undefined && i.runAt !== undefined) {
     throw new ValidationError('INVALID_DELAY', f('delayMs'), 'give delayMs or runAt, not both');

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffMs, DEFAULT_MAX_BACKOFF_MS } from '../src/index.js';
+import { backoffMs, DEFAULT_MAX_BACKOFF_MS, MAX_DELAY_MS } from '../src/index.js';
 
 const anyDouble = fc.oneof(fc.double(), fc.integer({ min: -10, max: 2_000 }), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0, -0));
 
@@ -30,7 +30,7 @@ describe('backoffMs', () => {
         const ms = backoffMs(base, attempt, cap);
         expect(Number.isInteger(ms)).toBe(true);
         expect(ms).toBeGreaterThanOrEqual(0);
-        expect(ms).toBeLessThanOrEqual(Number.isFinite(cap) && cap > 0 ? Math.floor(cap) : 0);
+        expect(ms).toBeLessThanOrEqual(cap > 0 ? Math.min(Math.floor(cap), MAX_DELAY_MS) : 0);
         const defaultCapped = backoffMs(base, attempt);
         expect(Number.isInteger(defaultCapped) && defaultCapped >= 0 && defaultCapped <= DEFAULT_MAX_BACKOFF_MS).toBe(true);
       }),
@@ -57,5 +57,13 @@ describe('backoffMs', () => {
         expect(backoffMs(base, attempt + 1, Number.MAX_SAFE_INTEGER)).toBe(2 * backoffMs(base, attempt, Number.MAX_SAFE_INTEGER));
       }),
     );
+  });
+});
+
+describe('backoff never exceeds what a store accepts', () => {
+  it('caps at MAX_DELAY_MS even when asked for no cap', () => {
+    expect(backoffMs(3e12, 2, Number.MAX_SAFE_INTEGER)).toBe(MAX_DELAY_MS);
+    expect(backoffMs(1_000, 60, Infinity)).toBe(MAX_DELAY_MS);
+    expect(backoffMs(1_000, 3, Infinity)).toBe(4_000);
   });
 });

@@ -10,6 +10,7 @@ import {
   validateAttempt,
   validateDelayMs,
   validateJson,
+  MAX_JSON_DEPTH,
   validateKind,
   validateMaxAttempts,
   validateNonNegativeMs,
@@ -232,5 +233,35 @@ describe('validateSchedule', () => {
       ['b', 5],
     ]);
     expect(validateScheduleMany([])).toEqual([]);
+  });
+});
+
+describe('review fixes: depth, unknown fields, C1 controls', () => {
+  it('refuses a payload nested deeper than MAX_JSON_DEPTH with a typed error', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 3000; i++) deep = [deep];
+    const error = (() => {
+      try {
+        validateSchedule({ kind: 'k', payload: deep });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(ValidationError.isInstance(error)).toBe(true);
+    expect((error as ValidationError).code).toBe('INVALID_PAYLOAD');
+    let ok: unknown = 1;
+    for (let i = 0; i < MAX_JSON_DEPTH - 1; i++) ok = [ok];
+    expect(validateSchedule({ kind: 'k', payload: ok }).payload).toEqual(ok);
+  });
+
+  it('refuses an unknown schedule field instead of ignoring it', () => {
+    expect(() => validateSchedule({ kind: 'k', delay: 5000 })).toThrow(/delay: is not a schedule field/);
+    expect(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', runat: new Date() }])).toThrow(/tasks\[1\]\.runat/);
+  });
+
+  it('refuses C1 control characters in a kind', () => {
+    expect(() => validateKind('a\u0085b')).toThrow(ValidationError);
+    expect(validateKind('a\u00a0b')).toBe('a\u00a0b');
   });
 });

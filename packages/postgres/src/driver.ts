@@ -32,6 +32,9 @@ export interface Driver<Tx> {
   /** Runs one statement in autocommit (its own implicit transaction). */
   readonly query: QueryFn;
 
+  /** True when `value` looks like this driver's native transaction handle (checked before {@link queryIn}). */
+  isTx(value: unknown): value is Tx;
+
   /** Runs one statement on the caller's native transaction handle (a `pg` client, a postgres.js transaction `sql`). */
   queryIn(tx: Tx, text: string, params?: readonly Param[]): Promise<Row[]>;
 

@@ -22,7 +22,14 @@ export const SqlState = Object.freeze({
   CHECK_VIOLATION: '23514',
   /** 23505 unique_violation. */
   UNIQUE_VIOLATION: '23505',
+  /** 42P01 undefined_table: the schema was never migrated. */
+  UNDEFINED_TABLE: '42P01',
 } as const);
+
+/** Extra words for SQLSTATEs whose usual cause is a known mistake. */
+const HINTS: Readonly<Record<string, string>> = {
+  [SqlState.UNDEFINED_TABLE]: ' (hint: call store.migrate() once for this schema)',
+};
 
 const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN, SqlState.CANNOT_CONNECT_NOW]);
 const PAYLOAD_SQLSTATES: ReadonlySet<string> = new Set([SqlState.CHARACTER_NOT_IN_REPERTOIRE, SqlState.UNTRANSLATABLE_CHARACTER]);
@@ -107,7 +114,8 @@ export function translateError(error: unknown, closed = false): PostponeError {
       cause: error,
     });
   }
-  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}`, sqlState, { cause: error });
+  const hint = sqlState === undefined ? '' : (HINTS[sqlState] ?? '');
+  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error });
 }
 
 function messageOf(error: unknown): string {

@@ -135,6 +135,7 @@ export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
   return {
     name: 'pg',
     query: (text, params) => run(pool, text, params),
+    isTx: (value): value is PgTx => typeof (value as { query?: unknown } | null)?.query === 'function',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PgTx) => Promise<T>): Promise<T> {
       const client = await pool.connect();

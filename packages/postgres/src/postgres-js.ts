@@ -49,6 +49,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
   return {
     name: 'postgres',
     query: (text, params) => run(sql, text, params),
+    isTx: (value): value is PostgresJsTx => typeof value === 'function' && typeof (value as { unsafe?: unknown }).unsafe === 'function',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> {
       return (await sql.begin((tx) => fn((text, params) => run(tx, text, params), tx))) as T;

@@ -209,6 +209,10 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
 
   private async insert(tasks: readonly NormalizedSchedule[], tx: Tx | undefined): Promise<ScheduledTask[]> {
+    if (tx !== undefined && !this.driver.isTx(tx)) {
+      const expected = this.driver.name === 'pg' ? 'a pg client inside your open transaction' : 'the transaction sql of sql.begin()';
+      throw new ValidationError('INVALID_OPTION', 'tx', `must be ${expected}`);
+    }
     const json = `[${tasks
       .map(
         (t) =>

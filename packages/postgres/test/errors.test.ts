@@ -139,3 +139,33 @@ describe.each(DRIVERS)('lost connection during a call (%s)', (driver) => {
     expect(await store.extend({ id, attempt: 1, leaseMs: 1_000 })).toBe(true);
   });
 });
+
+describe.each(DRIVERS)('misuse gets a clear error (%s)', (driver) => {
+  it('an unmigrated schema names migrate() in the StoreError', async () => {
+    const kit = makeKit(driver);
+    try {
+      const store = kit.store({ schema: `${admin.schema}_never_migrated` });
+      const error = await caught(() => store.schedule({ kind: 'k' }));
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).sqlState).toBe(SqlState.UNDEFINED_TABLE);
+      expect((error as StoreError).message).toMatch(/call store\.migrate\(\)/);
+    } finally {
+      await kit.close();
+    }
+  });
+
+  it('a tx that is not the driver’s transaction handle is refused before anything is sent', async () => {
+    const kit = makeKit(driver);
+    try {
+      const store = kit.store({ schema: admin.schema });
+      const before = await store.countByState();
+      const error = await caught(() => store.schedule({ kind: 'k' }, { tx: {} }));
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).code).toBe('INVALID_OPTION');
+      expect((error as ValidationError).field).toBe('tx');
+      expect(await store.countByState()).toEqual(before);
+    } finally {
+      await kit.close();
+    }
+  });
+});
