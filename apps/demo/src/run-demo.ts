@@ -1,8 +1,9 @@
 /**
- * The demo, start to end: a database (DATABASE_URL or embedded), a fresh schema, N worker processes,
- * tasks scheduled in one transaction with their reservations, one worker SIGKILLed while it holds
- * tasks, a wait (bounded by the deadline) until every task is terminal, a graceful stop of the rest,
- * and the report. Every exit path kills the children and stops the embedded server.
+ * The demo, start to end: a database (DATABASE_URL or embedded), a fresh schema, N worker processes
+ * (polling or hybrid discovery), tasks scheduled in one transaction with their reservations, one
+ * worker SIGKILLed while it holds tasks (with `--restart`, a new worker process started in its
+ * place), a wait (bounded by the deadline) until every task is terminal, a graceful stop of the
+ * rest, and the report. Every exit path kills the children and stops the embedded server.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { resolveDatabase, dropSchema, uniqueSchemaName, type RunningDatabase } from '@postpone/embedded';
@@ -49,12 +50,13 @@ export async function runDemo(options: DemoOptions, interrupt: AbortSignal, log:
       (message) => events.record(message),
     );
     await fleet.ready(Math.min(READY_TIMEOUT_MS, deadlineAt - Date.now()));
-    log(`${options.workers} worker processes ready (pids ${fleet.members.map((m) => m.child.pid).join(', ')}); schema ${schema}`);
+    log(`${options.workers} worker processes ready (${options.discovery} discovery; pids ${fleet.members.map((m) => m.child.pid).join(', ')}); schema ${schema}`);
 
     const scheduled = await scheduleAll(pool, store, schema, options);
     const scheduledAt = Date.now();
     progress = createProgress(options.tasks, options.progress);
     let killed: KillRecord | null = null;
+    let restarted: FleetMember | null = null;
     let timedOut = false;
     for (;;) {
       if (interrupt.aborted) throw new DemoInterrupted();
@@ -68,16 +70,20 @@ export async function runDemo(options: DemoOptions, interrupt: AbortSignal, log:
         break;
       }
       if (options.kill && killed === null && Date.now() - scheduledAt >= options.killAfterMs) {
-        const victim = busiest(fleet.members);
-        if (victim) killed = await killWorker(fleet, victim, Date.now() - scheduledAt);
+        const victim = await busiest(pool, schema, fleet.members);
+        if (victim) {
+          killed = await killWorker(fleet, victim, pool, schema, Date.now() - scheduledAt);
+          if (options.restart) restarted = restartWorker(fleet, workerConfig(options, db.url, schema, `${victim.member.workerId}-restarted`), log);
+        }
       }
       await delay(WATCH_EVERY_MS, undefined, { signal: interrupt }).catch(() => undefined);
     }
     const runMs = Date.now() - scheduledAt;
     progress.stop();
+    const restart = restarted === null ? null : { workerId: restarted.workerId, pid: restarted.child.pid, ready: restarted.ready };
     await fleet.stop(STOP_TIMEOUT_MS);
     const facts = await readDatabaseFacts(pool, schema, await store.countByState());
-    return buildReport({ options, scheduled, db: facts, events, killed, durationMs: Date.now() - startedAt, runMs, timedOut });
+    return buildReport({ options, scheduled, db: facts, events, killed, restart, durationMs: Date.now() - startedAt, runMs, timedOut });
   } finally {
     progress?.stop();
     fleet?.dispose();
@@ -96,7 +102,9 @@ function workerConfig(o: DemoOptions, url: string, schema: string, workerId: str
     concurrency: o.concurrency,
     leaseMs: o.leaseMs,
     renewMs: o.renewMs,
+    discovery: o.discovery,
     pollMs: o.pollMs,
+    fallbackMs: o.fallbackMs,
     reclaimMs: o.reclaimMs,
     workMinMs: o.workMinMs,
     workMaxMs: o.workMaxMs,
@@ -113,7 +121,7 @@ async function scheduleAll(pool: pg.Pool, store: ReturnType<typeof createPgStore
   const inputs: ScheduleInput<ExpirePayload>[] = Array.from({ length: o.tasks }, (_, i) => ({
     kind: EXPIRE_KIND,
     payload: { reservationId: i + 1 },
-    delayMs: o.spreadMs === 0 ? 0 : Math.floor(Math.random() * o.spreadMs),
+    delayMs: o.firstDueMs + (o.spreadMs === 0 ? 0 : Math.floor(Math.random() * o.spreadMs)),
   }));
   const client = await pool.connect();
   try {
@@ -135,18 +143,38 @@ async function scheduleAll(pool: pg.Pool, store: ReturnType<typeof createPgStore
   }
 }
 
-/** The live worker holding the most tasks (per its events), if any holds one. */
-function busiest(members: readonly FleetMember[]): FleetMember | undefined {
-  let best: FleetMember | undefined;
-  for (const m of members) if (m.exit === null && m.holding.size > 0 && (!best || m.holding.size > best.holding.size)) best = m;
-  return best;
+/** Tasks CLAIMED now (database truth, not the workers' possibly late reports), by lease owner, most first. */
+async function claimedByOwner(pool: pg.Pool, schema: string): Promise<{ owner: string; n: number }[]> {
+  const { rows } = await pool.query<{ owner: string; n: number }>(
+    `select lease_owner as owner, count(*)::int as n from ${schema}.task where state = 'CLAIMED' group by lease_owner order by n desc, lease_owner`,
+  );
+  return rows;
 }
 
-async function killWorker(fleet: Fleet, victim: FleetMember, atMs: number): Promise<KillRecord> {
-  const holding = victim.holding.size;
+/** The live worker holding the most tasks right now, per the database, if any holds one. */
+async function busiest(pool: pg.Pool, schema: string, members: readonly FleetMember[]): Promise<{ member: FleetMember; holding: number } | undefined> {
+  const live = new Map(members.filter((m) => m.exit === null).map((m) => [m.workerId, m]));
+  for (const { owner, n } of await claimedByOwner(pool, schema)) {
+    const member = live.get(owner);
+    if (member) return { member, holding: n };
+  }
+  return undefined;
+}
+
+/** SIGKILLs the victim, then reads how many of its tasks it left unfinished (still CLAIMED by it: the others must reclaim them). */
+async function killWorker(fleet: Fleet, victim: { member: FleetMember; holding: number }, pool: pg.Pool, schema: string, atMs: number): Promise<KillRecord> {
+  const { member, holding } = victim;
   const killedAt = Date.now();
-  const exit = await fleet.kill(victim, KILL_EXIT_TIMEOUT_MS);
-  return { workerId: victim.workerId, pid: victim.child.pid, holding, atMs, killedAt, exitCode: exit?.code ?? null, exitSignal: exit?.signal ?? null };
+  const exit = await fleet.kill(member, KILL_EXIT_TIMEOUT_MS);
+  const unfinished = (await claimedByOwner(pool, schema)).find((r) => r.owner === member.workerId)?.n ?? 0;
+  return { workerId: member.workerId, pid: member.child.pid, holding, unfinished, atMs, killedAt, exitCode: exit?.code ?? null, exitSignal: exit?.signal ?? null };
+}
+
+/** Forks a new worker in place of a killed one; it catches up on its own (the demo does not wait for it). */
+function restartWorker(fleet: Fleet, config: WorkerProcessConfig, log: (line: string) => void): FleetMember {
+  const member = fleet.add(config);
+  log(`restarted as ${config.workerId} (pid ${member.child.pid})`);
+  return member;
 }
 
 function redact(url: string): string {

@@ -1,6 +1,6 @@
 /**
  * What the workers told the demo over IPC: every claim (with the database's due and claim times),
- * every reclaim, lease loss and store error.
+ * every reclaim, lease loss and store error, and every claim query and near-task read discovery sent.
  */
 import type { WorkerMessage } from './messages.js';
 import { type Summary, summarize } from './stats.js';
@@ -21,6 +21,10 @@ export class EventTracker {
   /** When (epoch ms, this process's clock) the first reclaim was reported. */
   firstReclaimAt: number | null = null;
   readonly errors: string[] = [];
+  /** Discovery's store queries, as the workers reported them: claims (empty ones among them) and reads of near tasks. */
+  readonly queries = { claims: 0, emptyClaims: 0, peeks: 0 };
+  /** Claims per worker id. */
+  readonly claimsBy = new Map<string, number>();
 
   record(message: WorkerMessage): void {
     switch (message.type) {
@@ -28,6 +32,7 @@ export class EventTracker {
         const list = this.claims.get(message.taskId) ?? [];
         list.push({ workerId: message.workerId, attempt: message.attempt, dueAtMs: Date.parse(message.dueAt), claimedAtMs: Date.parse(message.claimedAt) });
         this.claims.set(message.taskId, list);
+        this.claimsBy.set(message.workerId, (this.claimsBy.get(message.workerId) ?? 0) + 1);
         break;
       }
       case 'reclaimed':
@@ -39,6 +44,13 @@ export class EventTracker {
         break;
       case 'leaseLost':
         this.leaseLost += 1;
+        break;
+      case 'query':
+        if (message.op === 'peek') this.queries.peeks += 1;
+        else {
+          this.queries.claims += 1;
+          if (message.tasks === 0) this.queries.emptyClaims += 1;
+        }
         break;
       case 'error':
         if (this.errors.length < 20) this.errors.push(`${message.workerId} ${message.operation}: ${message.message}`);

@@ -4,7 +4,7 @@
  * `stop` message, on SIGTERM/SIGINT, or when the parent goes away. Its logs (`--log-level`) go to stdout.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ClaimedTask } from '@postpone/core';
+import type { ClaimedTask, Store } from '@postpone/core';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker, type Worker, type WorkerOptions } from '@postpone/worker';
 import pg from 'pg';
@@ -27,9 +27,29 @@ const pool = new pg.Pool({ connectionString: config.url, max: config.concurrency
 pool.on('error', () => {}); // an idle client's dead connection: the pool drops it
 const store = createPgStore({ pool, schema });
 
+/** The store, with each claim and near-task read reported to the parent (the demo counts discovery's queries). */
+function reportingQueries<Tx>(inner: Store<Tx>): Store<Tx> {
+  return new Proxy(inner, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const bound = value.bind(target) as (...args: unknown[]) => Promise<unknown>;
+      if (prop !== 'claim' && prop !== 'peekDue') return bound;
+      return async (...args: unknown[]) => {
+        const answer = await bound(...args);
+        const tasks = prop === 'claim' ? (answer as unknown[]).length : (answer as { tasks: unknown[] }).tasks.length;
+        send({ type: 'query', workerId, op: prop === 'claim' ? 'claim' : 'peek', tasks });
+        return answer;
+      };
+    },
+  });
+}
+
 const worker: Worker = createWorker({
-  store,
+  store: reportingQueries(store),
   id: workerId,
+  discovery: config.discovery,
+  hybrid: { fallbackPollMs: config.fallbackMs },
   concurrency: config.concurrency,
   leaseMs: config.leaseMs,
   renewEveryMs: config.renewMs,

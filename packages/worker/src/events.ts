@@ -5,8 +5,15 @@
 import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
 import type { AbortReason } from './errors.js';
 
-/** The store operation an event or error refers to. */
-export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask';
+/** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery). */
+export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen';
+
+/**
+ * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
+ * `horizon` (the last read was cut at its limit and time is reaching its end); `gap` (the worker was
+ * paused); `reconnect` (the notification listener lost its connection and listens again).
+ */
+export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect';
 
 export interface WorkerEvents {
   /** One event per task claimed; `task.claimedAt - task.dueAt` is the lateness (store clock). */
@@ -29,6 +36,11 @@ export interface WorkerEvents {
   abandoned: { readonly task: ClaimedTask; readonly reason: AbortReason };
   /** A store call failed (the worker carries on: it retries, polls again, or leaves the task to lease expiry). */
   error: { readonly error: unknown; readonly operation: StoreOperation; readonly task?: ClaimedTask };
+  /**
+   * Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel: `listed` tasks read,
+   * `size` timers held afterwards. Everything already due fires at once.
+   */
+  wheelRebuilt: { readonly reason: RebuildReason; readonly listed: number; readonly size: number };
   /** The worker stopped (after `stop()`, or because the store was closed under it). */
   stopped: { readonly handedBack: number };
 }

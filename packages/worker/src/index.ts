@@ -1,14 +1,27 @@
 /**
  * @postpone/worker — the worker runtime: claims due tasks, runs handlers by kind under a renewed lease,
  * completes (with the handler's own writes in the same transaction) or fails fenced by attempt,
- * retries with backoff, reclaims expired leases, and shuts down gracefully.
+ * retries with backoff, reclaims expired leases, and shuts down gracefully. Due tasks are found by
+ * polling, or by hybrid discovery (a timing wheel of near tasks woken by LISTEN/NOTIFY).
  */
 export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
-export { MAX_CONCURRENCY, WORKER_DEFAULTS, defaultWorkerId, type ResolvedOptions, type WorkerOptions } from './options.js';
+export {
+  HYBRID_DEFAULTS,
+  MAX_CONCURRENCY,
+  WORKER_DEFAULTS,
+  defaultWorkerId,
+  type DiscoveryMode,
+  type HybridOptions,
+  type ResolvedHybridOptions,
+  type ResolvedOptions,
+  type WorkerOptions,
+} from './options.js';
+export type { DiscoveryStats } from './discovery/discovery.js';
 export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
 export {
   TypedEmitter,
   waitForEvent,
+  type RebuildReason,
   type StoreOperation,
   type WaitForEventOptions,
   type WorkerEventName,

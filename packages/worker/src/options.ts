@@ -22,7 +22,11 @@ export const MAX_CONCURRENCY = 10_000;
 /** Largest duration a timer can wait: 2³¹−1 ms (Node.js `setTimeout`, HTML Living Standard timers). */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/** How a worker finds due tasks (see {@link WorkerOptions.discovery}). */
+export type DiscoveryMode = 'poll' | 'hybrid';
+
 export const WORKER_DEFAULTS = Object.freeze({
+  discovery: 'poll' as DiscoveryMode,
   concurrency: 10,
   leaseMs: 30_000,
   pollIntervalMs: 1_000,
@@ -31,6 +35,51 @@ export const WORKER_DEFAULTS = Object.freeze({
   shutdownTimeoutMs: 10_000,
   maxAbandonGraceMs: 5_000,
 });
+
+/**
+ * Defaults of {@link HybridOptions}. A 2 ms tick over 3 levels × 64 slots gives a horizon of
+ * 64³ × 2 ms = 524 288 ms (about 8 min 44 s); the worker loads tasks due within half of it (262 s),
+ * so a task is always in the wheel well before it is due, and a timer fires at most 2 ms late.
+ */
+export const HYBRID_DEFAULTS = Object.freeze({
+  fallbackPollMs: 2_000,
+  tickMs: 2,
+  levels: 3,
+  slotsPerLevel: 64,
+  loadLimit: 1_000,
+  pauseThresholdMs: 1_000,
+});
+
+/** Settings of hybrid discovery (timing wheel + notifications + fallback poll). */
+export interface HybridOptions {
+  /**
+   * Period of the fallback re-read of the store (`peekDue`, no claim): finds what a notification
+   * missed, and every task on a store without notifications (e.g. the in-memory store). Default 2 000.
+   */
+  readonly fallbackPollMs?: number;
+  /** Wheel tick in whole ms: a timer fires at the first tick not before the task's due time. Default 2. */
+  readonly tickMs?: number;
+  /** Wheel levels, 1..6 (default 3). */
+  readonly levels?: number;
+  /** Slots per level, a power of two 2..4 096 (default 64). */
+  readonly slotsPerLevel?: number;
+  /** Most tasks one re-read lists (the `peekDue` limit), 1..10 000 (default 1 000). */
+  readonly loadLimit?: number;
+  /**
+   * A stall of the worker (SIGSTOP, a frozen VM, a blocked event loop) longer than this, on the
+   * monotonic clock, is a gap: the wheel is rebuilt from the store at once. Default 1 000.
+   */
+  readonly pauseThresholdMs?: number;
+}
+
+export interface ResolvedHybridOptions {
+  readonly fallbackPollMs: number;
+  readonly tickMs: number;
+  readonly levels: number;
+  readonly slotsPerLevel: number;
+  readonly loadLimit: number;
+  readonly pauseThresholdMs: number;
+}
 
 export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   /** Where tasks live. The worker never closes it. */
@@ -49,7 +98,20 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly leaseMs?: number;
   /** Renewal period on the monotonic clock, below `leaseMs` (default `floor(leaseMs / 3)`). */
   readonly renewEveryMs?: number;
-  /** Wait between claims when the last claim found fewer tasks than free slots (default 1 000). */
+  /**
+   * How due tasks are found (default `poll`):
+   * - `poll`: claim; when the claim came back short, wait `pollIntervalMs` before the next one.
+   *   Lateness up to one interval; every idle worker claims once per interval.
+   * - `hybrid`: a hierarchical timing wheel of the tasks due within its horizon, read from the store
+   *   (`peekDue`, no claim, no lease) and kept current by the store's notifications when it has
+   *   them (`listen`, e.g. PostgreSQL LISTEN/NOTIFY); the worker claims when a task's timer fires,
+   *   and re-reads the store every `hybrid.fallbackPollMs`, on start, after a lost connection and
+   *   after a pause. Claims are the same atomic claim: the wheel never decides what is claimed.
+   */
+  readonly discovery?: DiscoveryMode;
+  /** Settings of `hybrid` discovery (validated in both modes, used only in hybrid). */
+  readonly hybrid?: HybridOptions;
+  /** Poll mode: wait between claims when the last claim found fewer tasks than free slots (default 1 000). */
   readonly pollIntervalMs?: number;
   /** Period of the expired-lease reclaim in the loop (default `ceil(leaseMs / 2)`). */
   readonly reclaimEveryMs?: number;
@@ -73,6 +135,8 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
 
 export interface ResolvedOptions {
   readonly id: string;
+  readonly discovery: DiscoveryMode;
+  readonly hybrid: ResolvedHybridOptions;
   readonly concurrency: number;
   readonly leaseMs: number;
   readonly renewEveryMs: number;
@@ -121,6 +185,8 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   const leaseMs = optional(options.leaseMs, WORKER_DEFAULTS.leaseMs, (v) => validatePositiveMs(v, 'leaseMs', MAX_TIMER_MS));
   const renewEveryMs = optional(options.renewEveryMs, Math.max(1, Math.floor(leaseMs / 3)), (v) => validatePositiveMs(v, 'renewEveryMs', MAX_TIMER_MS));
   if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
+  const discovery = optional(options.discovery, WORKER_DEFAULTS.discovery, validateDiscovery);
+  const hybrid = resolveHybrid(options.hybrid);
   const pollIntervalMs = optional(options.pollIntervalMs, WORKER_DEFAULTS.pollIntervalMs, (v) => validatePositiveMs(v, 'pollIntervalMs', MAX_TIMER_MS));
   const reclaimEveryMs = optional(options.reclaimEveryMs, Math.ceil(leaseMs / 2), (v) => validatePositiveMs(v, 'reclaimEveryMs', MAX_TIMER_MS));
   const backoffBaseMs = optional(options.backoffBaseMs, WORKER_DEFAULTS.backoffBaseMs, (v) => validateNonNegativeMs(v, 'backoffBaseMs'));
@@ -142,6 +208,8 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   }
   return {
     id,
+    discovery,
+    hybrid,
     concurrency,
     leaseMs,
     renewEveryMs,
@@ -165,6 +233,37 @@ function validateHandlers(handlers: unknown): void {
     validateKind(kind, `handlers[${JSON.stringify(kind)}]`);
     if (typeof (handlers as Record<string, unknown>)[kind] !== 'function') throw invalid(`handlers[${JSON.stringify(kind)}]`, 'must be a function');
   }
+}
+
+function validateDiscovery(mode: unknown): DiscoveryMode {
+  if (mode !== 'poll' && mode !== 'hybrid') throw invalid('discovery', `must be 'poll' or 'hybrid', got ${JSON.stringify(mode)}`);
+  return mode;
+}
+
+const MAX_WHEEL_LEVELS = 6;
+const MAX_WHEEL_SLOTS = 4_096;
+/** Largest wheel, in ticks: 2^40 (the wheel itself allows 2^52). */
+const MAX_WHEEL_BITS = 40;
+
+function resolveHybrid(options: unknown): ResolvedHybridOptions {
+  if (options === undefined) return HYBRID_DEFAULTS;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('hybrid', 'must be an object');
+  const o = options as HybridOptions;
+  const d = HYBRID_DEFAULTS;
+  const fallbackPollMs = optional(o.fallbackPollMs, d.fallbackPollMs, (v) => validatePositiveMs(v, 'hybrid.fallbackPollMs', MAX_TIMER_MS));
+  const tickMs = optional(o.tickMs, d.tickMs, (v) => validatePositiveMs(v, 'hybrid.tickMs', 1_000));
+  const levels = optional(o.levels, d.levels, (v) => validatePositiveInt(v, 'hybrid.levels', MAX_WHEEL_LEVELS));
+  const slotsPerLevel = optional(o.slotsPerLevel, d.slotsPerLevel, (v) => validatePositiveInt(v, 'hybrid.slotsPerLevel', MAX_WHEEL_SLOTS));
+  if (slotsPerLevel < 2 || !Number.isInteger(Math.log2(slotsPerLevel))) throw invalid('hybrid.slotsPerLevel', `must be a power of two 2..${MAX_WHEEL_SLOTS}, got ${slotsPerLevel}`);
+  if (Math.log2(slotsPerLevel) * levels > MAX_WHEEL_BITS) throw invalid('hybrid.levels', `slotsPerLevel^levels must not exceed 2^${MAX_WHEEL_BITS}, got ${slotsPerLevel}^${levels}`);
+  const loadLimit = optional(o.loadLimit, d.loadLimit, (v) => validatePositiveInt(v, 'hybrid.loadLimit', MAX_CONCURRENCY));
+  const pauseThresholdMs = optional(o.pauseThresholdMs, d.pauseThresholdMs, (v) => validatePositiveMs(v, 'hybrid.pauseThresholdMs', MAX_TIMER_MS));
+  // The worker loads tasks due within half the horizon; that must reach past the next fallback re-read.
+  const lookAheadMs = Math.floor((tickMs * slotsPerLevel ** levels) / 2);
+  if (lookAheadMs <= fallbackPollMs) {
+    throw invalid('hybrid.tickMs', `the wheel horizon (tickMs × slotsPerLevel^levels = ${2 * lookAheadMs} ms) must exceed 2 × fallbackPollMs (${fallbackPollMs})`);
+  }
+  return { fallbackPollMs, tickMs, levels, slotsPerLevel, loadLimit, pauseThresholdMs };
 }
 
 function validateWorkerId(id: unknown): string {

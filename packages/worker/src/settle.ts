@@ -37,3 +37,20 @@ export async function raceTimer<T>(pacing: Pacing, promise: Promise<T>, ms: numb
     stop?.removeEventListener('abort', onStop);
   }
 }
+
+/**
+ * A signal that aborts as soon as any of `signals` does. Call `dispose` when done with it, so the
+ * long-lived inputs (e.g. the worker's stop signal) do not collect listeners.
+ */
+export function anySignal(signals: readonly AbortSignal[]): { readonly signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort();
+  for (const s of signals) {
+    if (s.aborted) {
+      controller.abort();
+      return { signal: controller.signal, dispose: () => {} };
+    }
+  }
+  for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
+  return { signal: controller.signal, dispose: () => signals.forEach((s) => s.removeEventListener('abort', onAbort)) };
+}

@@ -3,8 +3,9 @@
  * expired leases, and shuts down gracefully.
  *
  * Two ways to drive it: `runOnce()` (one claim, handlers started, no waiting — tests step it) and
- * `start()` (the paced loop: reclaim every `reclaimEveryMs`, claim, sleep `pollIntervalMs` when the
- * last claim came back short; wake early when a slot frees while full). Pacing is injectable.
+ * `start()` (the paced loop: reclaim every `reclaimEveryMs`; claim when discovery says a task may be
+ * due — polling: every `pollIntervalMs`; hybrid: when a timer of its wheel fires; claim again at once
+ * after a full batch, and when a slot frees while full). Pacing is injectable.
  */
 import {
   type ClaimedTask,
@@ -16,8 +17,10 @@ import {
 } from '@postpone/core';
 import type { Logger } from 'pino';
 import { AttemptReporter } from './attempt-reporter.js';
+import { createDiscovery } from './discovery/create.js';
+import type { Discovery, DiscoveryStats } from './discovery/discovery.js';
 import { WorkerStoppedError } from './errors.js';
-import { TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
+import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
 import type { Handler, HandlerMap, PayloadMap } from './handler.js';
 import { workerLogger } from './logger.js';
 import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
@@ -53,6 +56,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly handlers: Readonly<Record<string, Handler<Json, Tx>>>;
   private readonly events: TypedEmitter;
   private readonly reporter: AttemptReporter<Tx>;
+  private readonly discoverer: Discovery;
   private readonly runs = new Set<TaskRun<Tx>>();
   private readonly claims = new Set<Promise<unknown>>();
   private reserved = 0;
@@ -75,6 +79,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.logger = workerLogger(this.id, options.logger, this.options.logLevel);
     this.events = new TypedEmitter((error, event) => this.logger.error({ err: error, event }, 'event listener threw'));
     this.reporter = new AttemptReporter(this.store, this.options, this.events, this.logger);
+    this.discoverer = createDiscovery(this.options, {
+      store: this.store as Store<unknown>,
+      pacing: this.options.pacing,
+      events: this.events,
+      logger: this.logger,
+      report: (error, operation) => this.reportStoreError(error, operation),
+    });
   }
 
   get state(): WorkerState {
@@ -84,6 +95,11 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   /** Attempts whose handler is running or whose end is being reported (abandoned handlers are not counted). */
   get inFlight(): number {
     return this.runs.size;
+  }
+
+  /** What discovery did so far: mode, timers in the wheel, fired, rebuilds by reason, notices. */
+  get discovery(): DiscoveryStats {
+    return this.discoverer.stats();
   }
 
   /** Slots a claim may fill now. */
@@ -234,43 +250,54 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   private async loop(): Promise<void> {
-    const { pacing, pollIntervalMs, reclaimEveryMs } = this.options;
+    const { pacing, reclaimEveryMs } = this.options;
     let nextReclaimAt = pacing.now();
+    await this.discoverer.start();
     while (this.currentState === 'running') {
       if (pacing.now() >= nextReclaimAt) {
         await this.guard('reclaim', () => this.reclaim());
         nextReclaimAt = pacing.now() + reclaimEveryMs;
       }
       if (this.isStopping()) break;
-      const asked = this.freeSlots;
-      const claimed = await this.guard('claim', () => this.runOnce());
-      if (this.isStopping()) break;
-      // A full batch means more may be due: claim again at once while slots are free.
-      if (claimed !== null && asked > 0 && claimed.length === asked && this.freeSlots > 0) continue;
+      if (this.freeSlots > 0 && this.discoverer.wantsClaim()) {
+        const asked = this.freeSlots;
+        const token = this.discoverer.claimStarted();
+        const claimed = await this.guard('claim', () => this.runOnce());
+        this.discoverer.claimFinished(token, asked, claimed);
+        if (this.isStopping()) break;
+        // A full batch means more may be due: claim again at once while slots are free.
+        if (claimed !== null && claimed.length === asked && this.freeSlots > 0) continue;
+      }
       this.sleepingFull = this.freeSlots === 0;
       if (this.wake.signal.aborted) this.wake = new AbortController();
-      await pacing.sleep(Math.max(0, Math.min(pollIntervalMs, nextReclaimAt - pacing.now())), this.wake.signal);
+      await this.discoverer.wait(Math.max(0, nextReclaimAt - pacing.now()), this.wake.signal, this.sleepingFull);
       this.sleepingFull = false;
     }
   }
 
-  /** Runs a loop step; a store error is emitted and logged, never thrown. A closed store stops the loop. */
+  /** Runs a loop step; a store error is reported, never thrown. */
   private async guard<T>(operation: 'claim' | 'reclaim', step: () => Promise<T>): Promise<T | null> {
     try {
       return await step();
     } catch (error) {
-      this.events.emit('error', { error, operation });
-      this.logger.error({ err: error, operation }, `${operation} failed`);
-      if (PostponeError.isInstance(error) && error.code === 'STORE_CLOSED' && this.currentState === 'running') {
-        this.logger.error('the store is closed; stopping');
-        void this.stop({ timeoutMs: 0 });
-      }
+      this.reportStoreError(error, operation);
       return null;
+    }
+  }
+
+  /** Emits and logs a failed store call of the loop or of discovery; a closed store stops the worker. */
+  private reportStoreError(error: unknown, operation: StoreOperation): void {
+    this.events.emit('error', { error, operation });
+    this.logger.error({ err: error, operation }, `${operation} failed`);
+    if (PostponeError.isInstance(error) && error.code === 'STORE_CLOSED' && this.currentState === 'running') {
+      this.logger.error('the store is closed; stopping');
+      void this.stop({ timeoutMs: 0 });
     }
   }
 
   private async shutdown(): Promise<StopResult> {
     await this.loopDone;
+    await this.discoverer.stop();
     await Promise.all([...this.claims]);
     await Promise.race([this.idle(), whenAborted(this.deadline.signal)]);
     const running = [...this.runs].filter((run) => run.phase === 'running');

@@ -19,6 +19,8 @@ export interface Booking {
 export interface Harness<Tx> {
   readonly name: string;
   readonly store: Store<Tx>;
+  /** The PostgreSQL schema of the store's tables (not for the in-memory store). */
+  readonly schema?: string;
   /** Inserts the booking of a task (primary key task id) through the completing transaction. */
   writeBooking(tx: Tx, booking: Booking): Promise<void>;
   /** Committed bookings. */
@@ -57,6 +59,7 @@ async function pgSeams<Tx>(name: string, store: Store<Tx>, schema: string, pool:
   return {
     name,
     store,
+    schema,
     writeBooking: write,
     bookings: async () =>
       (await pool.query<{ task_id: string; attempt: number }>(`select task_id::text, attempt from ${schema}.booking order by task_id`)).rows.map((r) => ({

@@ -1,7 +1,7 @@
 import { ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { describe, expect, it } from 'vitest';
-import { createWorker, WORKER_DEFAULTS, type WorkerOptions } from '../src/index.js';
+import { createWorker, HYBRID_DEFAULTS, WORKER_DEFAULTS, type WorkerOptions } from '../src/index.js';
 
 const store = createMemoryStore();
 const handlers = { ping: async () => 'pong' };
@@ -34,6 +34,15 @@ describe('worker options', () => {
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
     expect(worker.state).toBe('idle');
+  });
+
+  it('polls by default; hybrid discovery has its own documented defaults', () => {
+    expect(createWorker({ store, handlers }).options.discovery).toBe('poll');
+    const worker = createWorker({ store, handlers, discovery: 'hybrid', hybrid: { fallbackPollMs: 5_000 } });
+    expect(worker.options.discovery).toBe('hybrid');
+    expect(worker.options.hybrid).toEqual({ ...HYBRID_DEFAULTS, fallbackPollMs: 5_000 });
+    expect(HYBRID_DEFAULTS).toEqual({ fallbackPollMs: 2_000, tickMs: 2, levels: 3, slotsPerLevel: 64, loadLimit: 1_000, pauseThresholdMs: 1_000 });
+    expect(worker.discovery).toMatchObject({ mode: 'hybrid', wheelSize: 0, fired: 0, listening: false });
   });
 
   it('derives renewal, reclaim and grace from leaseMs', () => {
@@ -70,6 +79,18 @@ describe('worker options', () => {
     [{ handlers: {} }, 'handlers'],
     [{ handlers: [] }, 'handlers'],
     [{ handlers: { ping: 'not a function' } }, 'handlers["ping"]'],
+    [{ discovery: 'wheel' }, 'discovery'],
+    [{ hybrid: 5 }, 'hybrid'],
+    [{ hybrid: { fallbackPollMs: 0 } }, 'hybrid.fallbackPollMs'],
+    [{ hybrid: { tickMs: 0.5 } }, 'hybrid.tickMs'],
+    [{ hybrid: { slotsPerLevel: 48 } }, 'hybrid.slotsPerLevel'],
+    [{ hybrid: { slotsPerLevel: 1 } }, 'hybrid.slotsPerLevel'],
+    [{ hybrid: { levels: 0 } }, 'hybrid.levels'],
+    [{ hybrid: { levels: 6, slotsPerLevel: 4_096 } }, 'hybrid.levels'],
+    [{ hybrid: { loadLimit: 10_001 } }, 'hybrid.loadLimit'],
+    [{ hybrid: { pauseThresholdMs: -1 } }, 'hybrid.pauseThresholdMs'],
+    // A 1 ms tick over 2 × 64 slots reaches 4 096 ms: loads reach 2 048 ms, not past a 5 s fallback.
+    [{ hybrid: { tickMs: 1, levels: 2, fallbackPollMs: 5_000 } }, 'hybrid.tickMs'],
   ])('rejects %j with INVALID_OPTION on %s', (options, field) => {
     expect(rejection(options)).toEqual({ code: 'INVALID_OPTION', field });
   });

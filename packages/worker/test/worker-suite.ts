@@ -20,12 +20,15 @@ function whenAborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 }
 
-export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>): void {
+/**
+ * @param defaults options every worker of the suite gets (e.g. hybrid discovery); a test's own options win
+ */
+export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, defaults: Partial<WorkerOptions<Tx, Payloads>> = {}): void {
   let h: Harness<Tx>;
   const workers: Worker<Tx>[] = [];
 
   function worker(options: Omit<WorkerOptions<Tx, Payloads>, 'store'> & Partial<Pick<WorkerOptions<Tx, Payloads>, 'store'>>): Worker<Tx> {
-    const w = createWorker<Tx, Payloads>({ store: h.store, pollIntervalMs: 5, backoffBaseMs: 1, ...options });
+    const w = createWorker<Tx, Payloads>({ store: h.store, pollIntervalMs: 5, backoffBaseMs: 1, ...defaults, ...options });
     workers.push(w);
     return w;
   }

@@ -1,0 +1,67 @@
+/**
+ * How a worker finds due tasks. The worker's loop (`../worker.ts`) owns claiming, reclaiming and
+ * shutdown; a Discovery only answers "should I claim now?" and "how long may I wait?":
+ *
+ * ```
+ * loop: reclaim when due
+ *       if a slot is free and wantsClaim(): token = claimStarted(); claim; claimFinished(token, ...)
+ *       wait(until the next reclaim, wake = a slot freed or stop, full = no slot free)
+ * ```
+ *
+ * Two implementations: {@link PollDiscovery} (claim every `pollIntervalMs`) and
+ * {@link HybridDiscovery} (a timing wheel of near tasks, woken by notifications, with a fallback
+ * re-read). Either way the claim is the store's atomic claim, so discovery never decides correctness:
+ * a wrong answer costs an empty claim or some lateness, never a task.
+ */
+import type { ClaimedTask, Store } from '@postpone/core';
+import type { Logger } from 'pino';
+import type { RebuildReason, StoreOperation, TypedEmitter } from '../events.js';
+import type { DiscoveryMode } from '../options.js';
+import type { Pacing } from '../pacing.js';
+
+/** A snapshot of what discovery did, for tests, logs and reports. */
+export interface DiscoveryStats {
+  readonly mode: DiscoveryMode;
+  /** Timers in the wheel now (hybrid; 0 when polling). */
+  readonly wheelSize: number;
+  /** Timers that fired (each makes a claim owed). */
+  readonly fired: number;
+  /** Re-reads of the store into the wheel, by reason. */
+  readonly rebuilds: Readonly<Record<RebuildReason, number>>;
+  /** Notifications received (a task scheduled, or a waiting task cancelled). */
+  readonly notices: number;
+  /** Whether a notification listener is registered. */
+  readonly listening: boolean;
+}
+
+export interface Discovery {
+  readonly mode: DiscoveryMode;
+  /** Begins (hybrid: listens, then loads the wheel). Never throws: store errors are reported. */
+  start(): Promise<void>;
+  /** Whether a claim now may find a task this worker has not tried for (poll: always). */
+  wantsClaim(): boolean;
+  /** A claim is being sent; pass the token to {@link claimFinished}. */
+  claimStarted(): number;
+  /** The claim's answer: the tasks (asked for `asked`), or null when it failed. */
+  claimFinished(token: number, asked: number, claimed: readonly ClaimedTask[] | null): void;
+  /**
+   * Waits until a claim may be wanted, at most `maxMs`, or until `wake` aborts (a slot freed while
+   * full, or stop). With `full` (no slot free) only `wake` or `maxMs` end the wait.
+   */
+  wait(maxMs: number, wake: AbortSignal, full: boolean): Promise<void>;
+  stats(): DiscoveryStats;
+  /** Stops timers and listening; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** What discovery may use of the worker. */
+export interface DiscoveryDeps {
+  readonly store: Store<unknown>;
+  readonly pacing: Pacing;
+  readonly events: TypedEmitter;
+  readonly logger: Logger;
+  /** Reports a failed store call: emitted as an `error` event and logged (a closed store stops the worker). */
+  readonly report: (error: unknown, operation: StoreOperation) => void;
+}
+
+export const NO_REBUILDS: Readonly<Record<RebuildReason, number>> = Object.freeze({ start: 0, fallback: 0, horizon: 0, gap: 0, reconnect: 0 });

@@ -1,0 +1,151 @@
+/**
+ * The pure parts of hybrid discovery: the database clock estimate and the task wheel's placement and
+ * merge rules. No store, no timers.
+ */
+import { describe, expect, it } from 'vitest';
+import { DatabaseClock } from '../src/discovery/database-clock.js';
+import { readNotice } from '../src/discovery/notices.js';
+import { TaskWheel } from '../src/discovery/task-wheel.js';
+
+describe('DatabaseClock', () => {
+  it('takes the lower bound of each sample (now − receivedAt) and keeps the tightest', () => {
+    const clock = new DatabaseClock();
+    expect(clock.known).toBe(false);
+    expect(() => clock.toMonotonic(0)).toThrow(/no sample/);
+    // The database read 1 000 500 somewhere between monotonic 100 and 110: offset in [1 000 390, 1 000 400].
+    clock.sample(1_000_500, 100, 110);
+    expect(clock.offsetMs).toBe(1_000_390);
+    // A faster round trip narrows it: [1 000 396, 1 000 398].
+    clock.sample(1_000_598, 200, 202);
+    expect(clock.offsetMs).toBe(1_000_396);
+    // A slow one does not widen it.
+    clock.sample(1_000_700, 300, 350);
+    expect(clock.offsetMs).toBe(1_000_396);
+    expect(clock.toMonotonic(1_001_000)).toBe(604);
+    expect(clock.toDatabase(604)).toBe(1_001_000);
+  });
+
+  it('drops older samples when a sample proves the database clock stepped back', () => {
+    const clock = new DatabaseClock();
+    clock.sample(10_000, 0, 2);
+    expect(clock.offsetMs).toBe(9_998);
+    // Upper bound 5 000 − 100 = 4 900 < 9 998: the clocks moved apart by about 5 s.
+    clock.sample(5_000, 100, 104);
+    expect(clock.offsetMs).toBe(4_896);
+  });
+
+  it('remembers only the last `keep` samples', () => {
+    const clock = new DatabaseClock(2);
+    clock.sample(1_000, 0, 0); // an exact sample: offset 1 000
+    clock.sample(1_105, 100, 110); // [995, 1 005]: consistent with 1 000
+    expect(clock.offsetMs).toBe(1_000);
+    clock.sample(1_205, 200, 210); // [995, 1 005] again: the exact sample has aged out
+    expect(clock.offsetMs).toBe(995);
+  });
+});
+
+describe('readNotice', () => {
+  it('accepts the store notices and ignores anything else', () => {
+    expect(readNotice({ op: 'scheduled', id: '7', dueAt: new Date(5) })).toEqual({ op: 'scheduled', id: '7', dueAtMs: 5 });
+    expect(readNotice({ op: 'cancelled', id: '7', dueAt: new Date(5) })).toEqual({ op: 'cancelled', id: '7' });
+    for (const junk of [null, 'x', { op: 'claimed', id: '1', dueAt: new Date(0) }, { op: 'scheduled', id: '', dueAt: new Date(0) }, { op: 'scheduled', id: '1', dueAt: new Date(Number.NaN) }, { op: 'scheduled', id: '1', dueAt: 5 }]) {
+      expect(readNotice(junk)).toBeNull();
+    }
+  });
+});
+
+describe('TaskWheel', () => {
+  function wheel(now: { t: number }, fired: string[]) {
+    return new TaskWheel({ tickMs: 4, levels: 3, slotsPerLevel: 64, now: () => now.t, onFire: (id) => fired.push(id) });
+  }
+
+  it('fires a timer at the first tick not before its time, moves it when placed again, and forgets removed ones', () => {
+    const now = { t: 1_000 };
+    const fired: string[] = [];
+    const w = wheel(now, fired);
+    expect(w.place('a', 0, 1_009)).toBe(true); // tick ceil(9 / 4) = 3 → 1 012
+    expect(w.place('b', 0, 1_020)).toBe(true);
+    expect(w.place('c', 0, 1_030)).toBe(true);
+    expect(w.nextFireAt()).toBe(1_012);
+    expect(w.place('b', 0, 1_008)).toBe(true); // moved earlier
+    expect(w.remove('c')).toBe(true);
+    expect(w.remove('c')).toBe(false);
+    now.t = 1_011;
+    expect(w.advance()).toBe(1); // b at 1 008
+    expect(fired).toEqual(['b']);
+    now.t = 1_012;
+    w.advance();
+    now.t = 5_000;
+    w.advance();
+    expect(fired).toEqual(['b', 'a']);
+    expect(w.size).toBe(0);
+    expect(w.nextFireAt()).toBeUndefined();
+  });
+
+  it('fires a time already past at the next advance', () => {
+    const now = { t: 500 };
+    const fired: string[] = [];
+    const w = wheel(now, fired);
+    now.t = 900;
+    w.place('late', 0, 100);
+    expect(w.nextFireAt()).toBeLessThanOrEqual(900);
+    w.advance();
+    expect(fired).toEqual(['late']);
+  });
+
+  it('refuses a time beyond its horizon (after catching up with now)', () => {
+    const now = { t: 0 };
+    const w = wheel(now, []);
+    expect(w.horizonMs).toBe(64 ** 3 * 4);
+    expect(w.place('far', 0, w.horizonMs + 10)).toBe(false);
+    expect(w.has('far')).toBe(false);
+    // The wheel has not been advanced for a long time: placing catches it up first.
+    now.t = 10 * w.horizonMs;
+    expect(w.place('near', 0, now.t + 1_000)).toBe(true);
+  });
+
+  it('merges a load: drops timers it no longer lists inside its window, keeps what came during it', () => {
+    const now = { t: 0 };
+    const fired: string[] = [];
+    const w = wheel(now, fired);
+    const fireTime = (dueAtMs: number) => dueAtMs;
+    w.place('claimed-elsewhere', 100, 100);
+    w.place('beyond-window', 900, 900);
+    const token = w.beginLoad();
+    w.place('noticed-during-load', 150, 150); // a notification newer than the read
+    w.remove('cancelled-during-load'); // a cancel newer than the read
+    w.place('moved-during-load', 300, 300);
+    const result = w.finishLoad(
+      token,
+      [
+        { id: 'listed', dueAtMs: 200 },
+        { id: 'cancelled-during-load', dueAtMs: 250 },
+        { id: 'moved-during-load', dueAtMs: 120 }, // the read predates the move: the notification wins
+      ],
+      { throughMs: 500, inclusive: true },
+      fireTime,
+    );
+    expect(result).toEqual({ placed: 1, dropped: 1 });
+    expect(['claimed-elsewhere', 'beyond-window', 'noticed-during-load', 'cancelled-during-load', 'moved-during-load', 'listed'].filter((id) => w.has(id))).toEqual([
+      'beyond-window',
+      'noticed-during-load',
+      'moved-during-load',
+      'listed',
+    ]);
+    now.t = 250;
+    w.advance();
+    expect(fired).toEqual(['noticed-during-load', 'listed']);
+  });
+
+  it('a cut load (at its limit) proves nothing about tasks due at or after its last due time', () => {
+    const now = { t: 0 };
+    const w = wheel(now, []);
+    w.place('same-ms-as-last', 300, 300);
+    w.place('earlier-missing', 100, 100);
+    const token = w.beginLoad();
+    w.finishLoad(token, [{ id: 'last', dueAtMs: 300 }], { throughMs: 300, inclusive: false }, (ms) => ms);
+    expect(w.has('same-ms-as-last')).toBe(true);
+    expect(w.has('earlier-missing')).toBe(false);
+    expect(w.has('last')).toBe(true);
+  });
+});
