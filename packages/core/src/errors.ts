@@ -23,7 +23,9 @@ export type PostponeErrorCode =
   | 'STORE_CLOSED'
   | 'CONNECTION_LOST'
   | 'STORE_ERROR'
-  | 'MIGRATION_ERROR';
+  | 'MIGRATION_ERROR'
+  | 'TASK_ABORTED'
+  | 'WORKER_STOPPED';
 
 export class PostponeError extends Error {
   readonly [MARKER] = true;

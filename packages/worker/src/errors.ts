@@ -1,7 +1,8 @@
 /**
- * The worker's own errors: why a handler's signal aborted, and misuse of a stopped worker.
- * Store and validation errors are core's (`ValidationError`, `StoreClosedError`, ...).
+ * The worker's own errors: why a handler's signal aborted, and misuse of a stopped worker. Both are
+ * core `PostponeError`s. Store and validation errors are core's (`ValidationError`, `StoreClosedError`, ...).
  */
+import { PostponeError } from '@postpone/core';
 
 /**
  * Why the worker aborted a handler's `AbortSignal`. The signal's `reason` is a {@link TaskAbortedError}.
@@ -23,21 +24,19 @@ const MESSAGES: Readonly<Record<AbortReason, string>> = {
 };
 
 /** The `reason` of an aborted handler signal. `reason` tells the cases apart. */
-export class TaskAbortedError extends Error {
-  readonly code = 'TASK_ABORTED';
+export class TaskAbortedError extends PostponeError {
   readonly reason: AbortReason;
   constructor(reason: AbortReason, detail?: string) {
-    super(detail ? `${MESSAGES[reason]} (${detail})` : MESSAGES[reason]);
+    super('TASK_ABORTED', detail ? `${MESSAGES[reason]} (${detail})` : MESSAGES[reason]);
     this.name = 'TaskAbortedError';
     this.reason = reason;
   }
 }
 
 /** `start()` on a worker that was stopped: a worker runs once; create a new one. */
-export class WorkerStoppedError extends Error {
-  readonly code = 'WORKER_STOPPED';
+export class WorkerStoppedError extends PostponeError {
   constructor(message = 'this worker was stopped; create a new worker to run again') {
-    super(message);
+    super('WORKER_STOPPED', message);
     this.name = 'WorkerStoppedError';
   }
 }

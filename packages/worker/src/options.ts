@@ -12,6 +12,7 @@ import {
   validateNonNegativeMs,
   validatePositiveInt,
   validatePositiveMs,
+  MAX_DELAY_MS,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
 import type { HandlerMap, PayloadMap } from './handler.js';
@@ -171,8 +172,22 @@ export function defaultWorkerId(): string {
  * Validates every option and fills in the defaults.
  * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`), INVALID_KIND for a bad handler name
  */
+const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
+  'backoffBaseMs', 'maxBackoffMs', 'shutdownTimeoutMs', 'handlerTimeoutMs', 'abandonGraceMs', 'logger', 'logLevel', 'pacing',
+]);
+const HYBRID_OPTION_NAMES: ReadonlySet<string> = new Set(['fallbackPollMs', 'tickMs', 'levels', 'slotsPerLevel', 'loadLimit', 'pauseThresholdMs']);
+
+/** Refuses option names it does not know (say `concurency`), so a typo is never silently a default. */
+function rejectUnknown(options: object, known: ReadonlySet<string>, prefix: string): void {
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) throw invalid(`${prefix}${key}`, `is not an option (expected one of ${[...known].join(', ')})`);
+  }
+}
+
 export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<Tx, M>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
+  rejectUnknown(options, WORKER_OPTION_NAMES, '');
   const store = options.store as unknown;
   if (typeof store !== 'object' || store === null) throw invalid('store', 'must be a Store');
   for (const method of STORE_METHODS) {
@@ -190,7 +205,7 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   const pollIntervalMs = optional(options.pollIntervalMs, WORKER_DEFAULTS.pollIntervalMs, (v) => validatePositiveMs(v, 'pollIntervalMs', MAX_TIMER_MS));
   const reclaimEveryMs = optional(options.reclaimEveryMs, Math.ceil(leaseMs / 2), (v) => validatePositiveMs(v, 'reclaimEveryMs', MAX_TIMER_MS));
   const backoffBaseMs = optional(options.backoffBaseMs, WORKER_DEFAULTS.backoffBaseMs, (v) => validateNonNegativeMs(v, 'backoffBaseMs'));
-  const maxBackoffMs = optional(options.maxBackoffMs, WORKER_DEFAULTS.maxBackoffMs, (v) => validatePositiveMs(v, 'maxBackoffMs', Number.MAX_SAFE_INTEGER));
+  const maxBackoffMs = optional(options.maxBackoffMs, WORKER_DEFAULTS.maxBackoffMs, (v) => validatePositiveMs(v, 'maxBackoffMs', MAX_DELAY_MS));
   const shutdownTimeoutMs = optional(options.shutdownTimeoutMs, WORKER_DEFAULTS.shutdownTimeoutMs, (v) => validateNonNegativeMs(v, 'shutdownTimeoutMs', MAX_TIMER_MS));
   const handlerTimeoutMs = options.handlerTimeoutMs === undefined ? null : validatePositiveMs(options.handlerTimeoutMs, 'handlerTimeoutMs', MAX_TIMER_MS);
   const abandonGraceMs = optional(options.abandonGraceMs, Math.min(leaseMs, WORKER_DEFAULTS.maxAbandonGraceMs), (v) =>
@@ -248,6 +263,7 @@ const MAX_WHEEL_BITS = 40;
 function resolveHybrid(options: unknown): ResolvedHybridOptions {
   if (options === undefined) return HYBRID_DEFAULTS;
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('hybrid', 'must be an object');
+  rejectUnknown(options, HYBRID_OPTION_NAMES, 'hybrid.');
   const o = options as HybridOptions;
   const d = HYBRID_DEFAULTS;
   const fallbackPollMs = optional(o.fallbackPollMs, d.fallbackPollMs, (v) => validatePositiveMs(v, 'hybrid.fallbackPollMs', MAX_TIMER_MS));

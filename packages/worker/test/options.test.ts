@@ -1,7 +1,7 @@
-import { ValidationError } from '@postpone/core';
+import { MAX_DELAY_MS, PostponeError, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { describe, expect, it } from 'vitest';
-import { createWorker, HYBRID_DEFAULTS, WORKER_DEFAULTS, type WorkerOptions } from '../src/index.js';
+import { createWorker, HYBRID_DEFAULTS, TaskAbortedError, WORKER_DEFAULTS, WorkerStoppedError, type WorkerOptions } from '../src/index.js';
 
 const store = createMemoryStore();
 const handlers = { ping: async () => 'pong' };
@@ -104,5 +104,24 @@ describe('worker options', () => {
     const worker = createWorker({ store, handlers });
     expect(() => worker.stop({ timeoutMs: -1 })).toThrow(ValidationError);
     await worker.stop({ timeoutMs: 0 });
+  });
+});
+
+describe('option names and error classes', () => {
+  it('refuses an option name it does not know instead of using a default', () => {
+    expect(rejection({ concurency: 5 })).toEqual({ code: 'INVALID_OPTION', field: 'concurency' });
+    expect(rejection({ hybrid: { fallbackPoll: 100 } })).toEqual({ code: 'INVALID_OPTION', field: 'hybrid.fallbackPoll' });
+  });
+
+  it('refuses a maxBackoffMs beyond what a store accepts (100 years)', () => {
+    expect(rejection({ maxBackoffMs: Number.MAX_SAFE_INTEGER })).toEqual({ code: 'INVALID_OPTION', field: 'maxBackoffMs' });
+    expect(createWorker({ store, handlers, maxBackoffMs: MAX_DELAY_MS }).options.maxBackoffMs).toBe(MAX_DELAY_MS);
+  });
+
+  it('TaskAbortedError and WorkerStoppedError are PostponeErrors with codes', () => {
+    const aborted = new TaskAbortedError('timeout');
+    const stopped = new WorkerStoppedError();
+    expect(PostponeError.isInstance(aborted) && aborted.code === 'TASK_ABORTED' && aborted.reason === 'timeout').toBe(true);
+    expect(PostponeError.isInstance(stopped) && stopped.code === 'WORKER_STOPPED').toBe(true);
   });
 });
