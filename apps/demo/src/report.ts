@@ -209,7 +209,7 @@ export function formatReport(r: DemoReport): string {
     row('reservations expired', r.db.reservationsExpired, `(expired twice: ${r.db.reservationsExpiredTwice})`),
     row('claims', r.db.claims, `(claim events received: ${r.claimEvents})`),
     row('tasks claimed more than once', r.db.tasksClaimedMoreThanOnce),
-    row('reclaimed', r.reclaimed, [reclaimedBy && `(${reclaimedBy})`, r.reclaimAfterKillMs !== null && `first ${ms(r.reclaimAfterKillMs)} after the kill (lease ${o.leaseMs} ms)`].filter(Boolean).join(' ')),
+    row('reclaimed', r.reclaimed, [reclaimedBy && `(${reclaimedBy})`, r.reclaimAfterKillMs !== null && `first ${ms(r.reclaimAfterKillMs)} after the kill (lease ${o.leaseMs} ms from the last renewal, which came before the kill)`].filter(Boolean).join(' ')),
     r.killed
       ? row('killed', r.killed.workerId, `pid ${r.killed.pid}, ${r.killed.exitSignal ?? `exit ${r.killed.exitCode}`}, holding ${r.killed.holding} task(s) (${r.killed.unfinished} unfinished at death), ${(r.killed.atMs / 1000).toFixed(1)} s after scheduling`)
       : row('killed', 'none'),
