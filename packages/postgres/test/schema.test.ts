@@ -72,7 +72,7 @@ describe('task table', () => {
       [admin.schema, 'task'],
     );
     const byName = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]));
-    expect(byName.task_due_idx).toMatch(/USING btree \(due_at\) WHERE \(state = 'SCHEDULED'::text\)$/);
+    expect(byName.task_due_idx).toMatch(/USING btree \(due_at, id\) WHERE \(state = 'SCHEDULED'::text\)$/);
     expect(byName.task_lease_idx).toMatch(/USING btree \(lease_until\) WHERE \(state = 'CLAIMED'::text\)$/);
   });
 
