@@ -1,0 +1,110 @@
+/**
+ * `pnpm bench`: the bench's command line. Starts an embedded PostgreSQL (or uses `DATABASE_URL`),
+ * runs the selected sections with a progress bar on stderr, writes `evidence/bench/report.md`, its
+ * charts and `results.json`, and prints the report's path.
+ */
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { evidenceDir } from '@postpone/evidence';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './config.js';
+import { startBenchDatabase } from './db/server.js';
+import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
+import { createProgress } from './report/progress.js';
+import { writeReport } from './report/write.js';
+import type { BenchResults } from './results.js';
+import { runBench } from './run-bench.js';
+
+const list = (value: string): string[] =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 20) throw new InvalidArgumentError('must be an integer 1..20');
+  return n;
+}
+
+function systems(value: string): SystemName[] {
+  const names = list(value);
+  for (const n of names) if (!(SYSTEM_NAMES as readonly string[]).includes(n)) throw new InvalidArgumentError(`unknown system "${n}"; known: ${SYSTEM_NAMES.join(', ')}`);
+  return names as SystemName[];
+}
+
+interface CliOptions {
+  readonly quick?: boolean;
+  readonly only?: string[];
+  readonly skip?: string[];
+  readonly systems?: SystemName[];
+  readonly rounds?: number;
+  readonly out?: string;
+  readonly progress: boolean;
+  readonly list?: boolean;
+  readonly render?: string;
+}
+
+const program = new Command()
+  .name('postpone-bench')
+  .description('Postpone benchmarks: the seed measurements, cost curves, and pg-boss / graphile-worker side by side. Embedded PostgreSQL unless DATABASE_URL is set.')
+  .option('--quick', 'smaller sizes, one round (a smoke run of a few minutes)')
+  .option('--only <sections>', `comma-separated sections or groups to run (groups: ${Object.keys(SECTION_GROUPS).join(', ')})`, list)
+  .option('--skip <sections>', 'comma-separated sections or groups to leave out', list)
+  .addOption(new Option('--systems <names>', `comma-separated systems in the side-by-side sections (default: ${SYSTEM_NAMES.join(',')})`).argParser(systems))
+  .option('--rounds <n>', 'rounds of A B A B alternation (default: 3, quick: 1)', positiveInt)
+  .option('--out <dir>', 'report folder (default: <repo>/evidence/bench)')
+  .option('--no-progress', 'no progress bar')
+  .option('--list', 'list the sections and exit')
+  .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)');
+
+async function main(argv: string[]): Promise<number> {
+  // `pnpm --filter … start -- --quick` passes the `--` through; drop it so the flags parse.
+  const args = argv.slice(2).filter((a, i) => !(a === '--' && i === 0));
+  const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
+  if (opts.list) {
+    console.log(`sections: ${SECTIONS.join(', ')}`);
+    for (const [group, sections] of Object.entries(SECTION_GROUPS)) console.log(`  ${group}: ${sections.join(', ')}`);
+    return 0;
+  }
+  const out = opts.out ? resolve(opts.out) : join(evidenceDir(), 'bench');
+  if (opts.render) {
+    const results = JSON.parse(readFileSync(resolve(opts.render), 'utf8')) as BenchResults;
+    console.log(`report: ${await writeReport(results, out)}`);
+    return 0;
+  }
+  const base = opts.quick ? QUICK : FULL;
+  const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;
+  const sections = selectSections(opts.only, opts.skip);
+  const progress = createProgress(opts.progress);
+  const db = await startBenchDatabase();
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    progress.stop();
+    process.stderr.write(`\n${signal}: stopping the database\n`);
+    void db.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const results = await runBench({ db, mode: opts.quick ? 'quick' : 'full', sizes, sections, systems: opts.systems ?? [...SYSTEM_NAMES], progress });
+    progress.stop();
+    const report = await writeReport(results, out);
+    console.log(`report: ${report}`);
+    for (const note of results.meta.notes) console.log(`note: ${note}`);
+    return results.meta.notes.some((n) => n.startsWith('section')) ? 1 : 0;
+  } finally {
+    progress.stop();
+    await db.stop();
+  }
+}
+
+main(process.argv).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,101 @@
+/**
+ * Postpone in the bench: the `pg` store (`@postpone/postgres/pg`) and the worker runtime
+ * (`@postpone/worker`), one worker per process with `concurrency` 10, a no-op handler. Every task
+ * completes through the store's fenced complete, which writes the effect row in the same transaction
+ * (SPEC.md §1.3–§1.4), so the bench measures the product with its guarantees on.
+ */
+import { statements } from '@postpone/postgres';
+import { createPgStore } from '@postpone/postgres/pg';
+import { createWorker, HYBRID_DEFAULTS, WORKER_DEFAULTS, type WorkerOptions } from '@postpone/worker';
+import type pg from 'pg';
+import { BENCH_TASK, type ChildConfig } from '../protocol.js';
+import { latenessOf, type BenchTaskSpec, type PreparedWorker, type SystemAdmin } from './system.js';
+
+/** Schema of the bench's Postpone tables (the store's default). */
+export const POSTPONE_SCHEMA = 'postpone';
+/** Rows per `scheduleMany` call when enqueuing (one statement each). */
+const ENQUEUE_CHUNK = 10_000;
+
+type WorkerSettings = Pick<WorkerOptions<unknown>, 'discovery' | 'pollIntervalMs' | 'hybrid'>;
+
+const SETTINGS: Record<string, WorkerSettings> = {
+  default: {},
+  tuned: { discovery: 'poll', pollIntervalMs: 50 },
+  hybrid: { discovery: 'hybrid' },
+};
+
+const defaults =
+  WORKER_DEFAULTS.discovery === 'hybrid'
+    ? `hybrid discovery, fallback re-read every \`hybrid.fallbackPollMs\` ${HYBRID_DEFAULTS.fallbackPollMs} ms`
+    : `polling every \`pollIntervalMs\` ${WORKER_DEFAULTS.pollIntervalMs} ms`;
+
+export const postponeAdmin: SystemAdmin = {
+  system: 'postpone',
+  settings: [
+    { name: 'default', description: `\`createWorker\` with \`concurrency\` 10 and the defaults: ${defaults}, \`leaseMs\` ${WORKER_DEFAULTS.leaseMs}` },
+    { name: 'tuned', description: '`concurrency` 10, `discovery` `poll`, polling every `pollIntervalMs` 50 ms' },
+    {
+      name: 'hybrid',
+      description: `\`concurrency\` 10, \`discovery\` \`hybrid\` with its defaults: a timing wheel (${HYBRID_DEFAULTS.tickMs} ms tick, ${HYBRID_DEFAULTS.levels} × ${HYBRID_DEFAULTS.slotsPerLevel} slots) loaded from the store, woken by LISTEN/NOTIFY, fallback re-read every \`hybrid.fallbackPollMs\` ${HYBRID_DEFAULTS.fallbackPollMs} ms`,
+    },
+  ],
+  async migrate(url) {
+    const store = createPgStore({ connectionString: url });
+    try {
+      await store.migrate();
+    } finally {
+      await store.close();
+    }
+  },
+  async enqueue(url, tasks: readonly BenchTaskSpec[]) {
+    const store = createPgStore({ connectionString: url });
+    try {
+      for (let i = 0; i < tasks.length; i += ENQUEUE_CHUNK) {
+        await store.scheduleMany(
+          tasks.slice(i, i + ENQUEUE_CHUNK).map((t) =>
+            t.dueMs === undefined ? { kind: BENCH_TASK, payload: {} } : { kind: BENCH_TASK, payload: { dueMs: t.dueMs }, runAt: new Date(t.dueMs) },
+          ),
+        );
+      }
+    } finally {
+      await store.close();
+    }
+  },
+  async remaining(client: pg.Client) {
+    const { rows } = await client.query<{ state: string; n: number }>(statements(POSTPONE_SCHEMA).taskCountByState);
+    return rows.filter((r) => r.state !== 'DONE').reduce((sum, r) => sum + Number(r.n), 0);
+  },
+};
+
+/** Creates the store and opens one connection in `prepare`; creates and starts the worker on `start`. */
+export async function preparePostponeWorker(config: ChildConfig): Promise<PreparedWorker> {
+  const settings = SETTINGS[config.setting];
+  if (!settings) throw new Error(`unknown postpone setting ${config.setting}`);
+  const store = createPgStore({ connectionString: config.connectionString, schema: POSTPONE_SCHEMA });
+  await store.now();
+  return {
+    async start(onRan) {
+      const worker = createWorker({
+        store,
+        id: config.workerId,
+        concurrency: config.concurrency,
+        ...settings,
+        handlers: {
+          [BENCH_TASK]: async (task) => {
+            onRan(latenessOf(task.payload));
+          },
+        },
+      });
+      worker.start();
+      return {
+        async stop() {
+          try {
+            await worker.stop({ timeoutMs: 5_000 });
+          } finally {
+            await store.close();
+          }
+        },
+      };
+    },
+  };
+}

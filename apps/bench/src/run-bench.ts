@@ -1,0 +1,230 @@
+/**
+ * Runs the selected sections in order against one PostgreSQL server and collects their results.
+ * Seed and curve sections run in databases of their own; the side-by-side sections give every run
+ * a fresh database (see `peers/run-databases.ts`). A section that fails is noted and the bench goes
+ * on with the next one.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import type { RunningDatabase } from '@postpone/embedded';
+import { type BenchSizes, type Section } from './config.js';
+import { measureBacklogCurve } from './curves/backlog.js';
+import { measureHistoryCurve } from './curves/history.js';
+import { measureProcessesCurve } from './curves/processes.js';
+import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
+import { withClient } from './db/admin.js';
+import { createDatabase, dropDatabase, freshDatabaseName } from './db/databases.js';
+import { openStatementCounter } from './db/statements.js';
+import { alternate } from './peers/alternate.js';
+import { runCeiling } from './peers/ceiling.js';
+import type { Contender, RunContext } from './peers/contender.js';
+import { runIdle } from './peers/idle.js';
+import { runLateness } from './peers/lateness.js';
+import type { SystemName } from './peers/protocol.js';
+import { RunDatabases } from './peers/run-databases.js';
+import { loadAdmin } from './peers/systems/registry.js';
+import { runThroughput } from './peers/throughput.js';
+import type { Progress } from './report/progress.js';
+import type { BenchResults } from './results.js';
+import { measurePartialDueIndex } from './seed/partial-index.js';
+import { measurePollTradeoff } from './seed/poll-interval.js';
+
+export interface BenchOptions {
+  readonly db: RunningDatabase;
+  readonly mode: 'full' | 'quick';
+  readonly sizes: BenchSizes;
+  readonly sections: readonly Section[];
+  readonly systems: readonly SystemName[];
+  readonly progress: Progress;
+}
+
+function versionOf(name: string): string {
+  try {
+    const require = createRequire(import.meta.url);
+    return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Progress steps each section contributes (one per measured run). */
+function stepsOf(section: Section, s: BenchSizes, contenders: number): number {
+  switch (section) {
+    case 'partial-index':
+      return 1;
+    case 'poll':
+      return 2;
+    case 'history':
+      return s.history.sizes.length;
+    case 'backlog':
+      return s.backlog.sizes.length;
+    case 'processes':
+      return s.processes.counts.length;
+    case 'timers':
+      return s.timers.sizes.length * s.rounds;
+    case 'throughput':
+      return s.throughput.processes.length * contenders * s.rounds;
+    case 'ceiling':
+      return s.rounds;
+    case 'lateness':
+    case 'idle':
+      return contenders * s.rounds;
+  }
+}
+
+/** Runs `fn` in a fresh database of its own on the server, dropped afterwards. */
+async function inOwnDatabase<T>(adminUrl: string, label: string, fn: (url: string) => Promise<T>): Promise<T> {
+  const name = freshDatabaseName(`bench_${label}`);
+  const url = await createDatabase(adminUrl, name);
+  try {
+    return await fn(url);
+  } finally {
+    await dropDatabase(adminUrl, name);
+  }
+}
+
+export async function runBench(options: BenchOptions): Promise<BenchResults> {
+  const { db, sizes: s, progress } = options;
+  const adminUrl = db.url;
+  const startedMs = Date.now();
+  const counter = await openStatementCounter(adminUrl);
+  const postgres = await withClient(adminUrl, async (c) => (await c.query<{ v: string }>('select version() as v')).rows[0]?.v ?? 'unknown');
+  const admins = await Promise.all(options.systems.map((name) => loadAdmin(name)));
+  const contenders: Contender[] = admins.flatMap((admin) => admin.settings.map((setting) => ({ admin, setting: setting.name })));
+  const cpus = os.cpus();
+  const results: BenchResults = {
+    meta: {
+      startedAt: new Date(startedMs).toISOString(),
+      finishedAt: '',
+      durationS: 0,
+      mode: options.mode,
+      sections: options.sections,
+      sizes: s,
+      node: process.version,
+      postgres,
+      cpu: cpus[0]?.model ?? 'unknown',
+      cores: cpus.length,
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      database: db.embedded ? 'embedded' : 'DATABASE_URL',
+      statementSource: counter.source,
+      versions: Object.fromEntries(['pg-boss', 'graphile-worker', 'heap-js', 'pg'].map((n) => [n, versionOf(n)])),
+      loadAverage: { start: os.loadavg()[0] ?? Number.NaN, end: Number.NaN },
+      notes: [],
+    },
+    settings: admins.map((a) => ({ system: a.system, settings: a.settings })),
+  };
+  const databases = new RunDatabases(adminUrl);
+  const ctx: RunContext = { adminUrl, databases, counter, progress };
+  progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length), 0));
+  const label = (what: string) => progress.label(what);
+  const step = (what: string) => progress.step(what);
+  const peerHooks = (what: string) => ({
+    before: (l: string, round: number) => label(`peers: ${what}, ${l}, round ${round}`),
+    after: (l: string, round: number) => step(`peers: ${what}, ${l}, round ${round} done`),
+  });
+
+  const sectionRunners: Record<Section, () => Promise<void>> = {
+    'partial-index': async () => {
+      label('seed: partial due index EXPLAIN');
+      results.partialIndex = await inOwnDatabase(adminUrl, 'pdi', (url) => measurePartialDueIndex({ url, schema: 'postpone', ...s.partialIndex }));
+      step('seed: partial due index done');
+    },
+    poll: async () => {
+      label(`seed: polling ${s.poll.fastMs} ms vs ${s.poll.slowMs} ms`);
+      results.poll = await inOwnDatabase(adminUrl, 'poll', (url) =>
+        measurePollTradeoff({ url, schemaPrefix: 'poll', fastMs: s.poll.fastMs, slowMs: s.poll.slowMs, load: { tasks: s.poll.tasks, spreadMs: s.poll.spreadMs } }),
+      );
+      step('seed: polling');
+      step('seed: polling done');
+    },
+    history: async () => {
+      label(`curves: idle claim vs history ${s.history.sizes[0]}`);
+      results.history = await inOwnDatabase(adminUrl, 'history', (url) =>
+        measureHistoryCurve({ url, schemaPrefix: 'history', ...s.history, onBuilt: (size) => step(`curves: history ${size} rows built`) }),
+      );
+    },
+    backlog: async () => {
+      label('curves: claim vs backlog');
+      results.backlog = await measureBacklogCurve(ctx, {
+        ...s.backlog,
+        processes: 1,
+        setting: 'tuned',
+        onPoint: (p) => step(`curves: backlog ${p.backlog} done`),
+      });
+    },
+    processes: async () => {
+      label('curves: throughput vs worker processes');
+      results.processes = await measureProcessesCurve(ctx, { ...s.processes, setting: 'tuned', onPoint: (p) => step(`curves: ${p.processes} processes done`) });
+    },
+    timers: async () => {
+      results.timers = [];
+      for (const timers of s.timers.sizes) {
+        const input = timerQueueInput(timers, { spanTicks: s.timers.spanTicks });
+        const row = { timers, wheel: [] as ReturnType<typeof runWheel>[], heap: [] as ReturnType<typeof runHeap>[] };
+        for (let round = 1; round <= s.rounds; round++) {
+          label(`curves: wheel vs heap, ${timers} timers, round ${round}`);
+          row.wheel.push(runWheel(input));
+          row.heap.push(runHeap(input));
+          step(`curves: timers ${timers} round ${round} done`);
+        }
+        results.timers.push(row);
+      }
+    },
+    throughput: async () => {
+      results.throughput = [];
+      for (const processes of s.throughput.processes) {
+        const rows = await alternate(
+          contenders,
+          s.rounds,
+          (c) => runThroughput(ctx, c, { tasks: s.throughput.tasks, processes, concurrency: s.throughput.concurrency, capMs: s.throughput.capMs }),
+          peerHooks(`throughput ${processes} process${processes === 1 ? '' : 'es'}`),
+        );
+        results.throughput.push({ processes, contenders: rows });
+      }
+    },
+    ceiling: async () => {
+      results.ceiling = [];
+      for (let round = 1; round <= s.rounds; round++) {
+        label(`peers: ceiling round ${round}`);
+        results.ceiling.push(await runCeiling(ctx, s.ceiling));
+        step(`peers: ceiling round ${round} done`);
+      }
+    },
+    lateness: async () => {
+      results.lateness = await alternate(
+        contenders,
+        s.rounds,
+        (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }),
+        peerHooks('lateness'),
+      );
+    },
+    idle: async () => {
+      results.idle = await alternate(
+        contenders,
+        s.rounds,
+        (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }),
+        peerHooks('idle'),
+      );
+    },
+  };
+
+  try {
+    for (const section of options.sections) {
+      try {
+        await sectionRunners[section]();
+      } catch (error) {
+        const message = `section ${section} failed: ${error instanceof Error ? error.message : String(error)}`;
+        results.meta.notes.push(message);
+        progress.log(message);
+      }
+    }
+  } finally {
+    await databases.dropTemplates().catch(() => undefined);
+  }
+  results.meta.loadAverage.end = os.loadavg()[0] ?? Number.NaN;
+  results.meta.finishedAt = new Date().toISOString();
+  results.meta.durationS = Math.round((Date.now() - startedMs) / 1000);
+  return results;
+}
+

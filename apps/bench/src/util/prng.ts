@@ -1,0 +1,14 @@
+/**
+ * A small seeded PRNG (mulberry32, Tommy Ettinger's public-domain generator), so that every
+ * structure compared gets exactly the same inputs and every run the same data.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
