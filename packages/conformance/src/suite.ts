@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
+import { completeManyCases } from './cases-complete-many.js';
 import { constraintCases } from './cases-constraint.js';
 import { failCases } from './cases-fail.js';
 import { leaseCases } from './cases-lease.js';
@@ -23,6 +24,7 @@ export const CONFORMANCE_CASES = [
   claimCases,
   leaseCases,
   completeCases,
+  completeManyCases,
   failCases,
   releaseCases,
   staleCases,

@@ -41,6 +41,7 @@ describe('conformance helpers', () => {
       'claimCases',
       'leaseCases',
       'completeCases',
+      'completeManyCases',
       'failCases',
       'releaseCases',
       'staleCases',

@@ -22,3 +22,4 @@ export * from './validate.js';
 export * from './transition.js';
 export * from './store.js';
 export * from './params.js';
+export * from './complete-many.js';

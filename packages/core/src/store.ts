@@ -6,6 +6,7 @@
  * same transaction: a `pg` client for the node-postgres store, a transaction `sql` for postgres.js,
  * a {@link MemoryTx}-like object for the in-memory store.
  */
+import type { CompleteManyItem } from './complete-many.js';
 import type { Json } from './json.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
 import type { ClaimedTask, Effect, Task, TaskId } from './task.js';
@@ -118,6 +119,16 @@ export interface Store<Tx = unknown> {
 
   /** Completes the current attempt, fenced; writes the effect row and `work` in the same transaction. */
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;
+
+  /**
+   * Completes many attempts at once, each exactly as {@link complete} without `work`: DONE plus its
+   * effect row only when its fenced UPDATE hits; CANCELLED_BEFORE_COMMIT when cancel was requested;
+   * DONE again for an attempt already DONE; REJECTED_STALE otherwise (unknown id included).
+   * Every item is validated first (`validateCompleteMany`); an empty batch returns [] without I/O.
+   * @returns one outcome per item, in input order
+   * @throws ValidationError naming `items[i].field` (nothing changed), StoreClosedError, ConnectionLostError, StoreError
+   */
+  completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]>;
 
   /** Reports a failed attempt, fenced: SCHEDULED after backoff, DEAD when exhausted, CANCELLED if requested. */
   fail(params: FailParams): Promise<FailResult>;

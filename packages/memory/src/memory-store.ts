@@ -9,6 +9,7 @@ import {
   type ClaimParams,
   type Clock,
   type Command,
+  type CompleteManyItem,
   type CompleteOutcome,
   type CompleteParams,
   type Effect,
@@ -40,6 +41,7 @@ import {
   DEFAULT_MAX_PAYLOAD_BYTES,
   parseTaskId,
   validateAttempt,
+  validateCompleteMany,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -151,6 +153,30 @@ export class MemoryStore implements Store<MemoryTx> {
       }
       this.#db.commit(ws);
       return outcome.outcome;
+    });
+  }
+
+  /**
+   * Every item through `transition('complete')` in ONE write set, holding the row locks of all the
+   * items (taken in id order, like the PostgreSQL store): DONE items get their effect row; all commit
+   * together. @returns outcomes in input order
+   */
+  async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+    this.#assertOpen();
+    const valid = validateCompleteMany(items, this.#maxPayloadBytes);
+    if (valid.length === 0) return [];
+    const ids = valid.map((i) => i.id).sort(compareIds);
+    return this.#locks.runAll(ids, () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const outcomes = valid.map(({ id, attempt, owner, result }) => {
+        const outcome = resultOf(this.#stage(ws, id, { type: 'complete', attempt, result }, nowMs), 'complete');
+        if (outcome.writeEffect) ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
+        return outcome.outcome;
+      });
+      this.#db.commit(ws);
+      return outcomes;
     });
   }
 

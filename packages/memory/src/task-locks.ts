@@ -15,19 +15,33 @@ export class TaskLocks {
 
   /** Runs `fn` holding the lock of `id`, after every earlier holder released it. */
   async run<T>(id: TaskId, fn: () => T | Promise<T>): Promise<T> {
-    const previous = this.#tails.get(id) ?? Promise.resolve();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const tail = previous.then(() => released);
-    this.#tails.set(id, tail);
+    return this.runAll([id], fn);
+  }
+
+  /**
+   * Runs `fn` holding the locks of all `ids`, taken one by one in the given order (callers pass
+   * them sorted, so two batches never wait on each other in a cycle).
+   */
+  async runAll<T>(ids: readonly TaskId[], fn: () => T | Promise<T>): Promise<T> {
+    const held: { id: TaskId; tail: Promise<void>; release: () => void }[] = [];
     try {
-      await previous;
+      for (const id of ids) {
+        const previous = this.#tails.get(id) ?? Promise.resolve();
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        const tail = previous.then(() => released);
+        this.#tails.set(id, tail);
+        held.push({ id, tail, release });
+        await previous;
+      }
       return await fn();
     } finally {
-      release();
-      if (this.#tails.get(id) === tail) this.#tails.delete(id);
+      for (const { id, tail, release } of held) {
+        release();
+        if (this.#tails.get(id) === tail) this.#tails.delete(id);
+      }
     }
   }
 }

@@ -177,7 +177,10 @@ select i.id::text as id, ${ms('i.due_at')} as dueatms, ${notice('scheduled', '$3
      * exactly once (§7.8.3): as an IN-subquery the planner may choose a nested-loop semi join that
      * re-runs the locking subquery per outer row, and each re-run skips the rows this statement already
      * updated and locks further ones, so more than `limit` rows get updated (observed on PostgreSQL 17
-     * with reclaim: limit 2, three rows).
+     * with reclaim: limit 2, three rows). The UPDATE finds the picked rows through
+     * `t.id = any(array(select …))`, an InitPlan run once whose array the primary key resolves: joining
+     * the CTE instead let the planner pick a Hash Join that scanned every waiting task through
+     * `task_due_idx` once the table held a million rows (seen in apps/bench).
      */
     taskClaim: `with picked as materialized (
   select s.id
@@ -194,8 +197,7 @@ update ${task} t
        lease_owner = $2::text,
        lease_until = ${CLOCK} + ${millis('$3')},
        updated_at = ${NOW}
-  from picked p
- where t.id = p.id
+ where t.id = any(array(select p.id from picked p))
    and t.state = ${S}
 returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
           t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
@@ -232,6 +234,53 @@ returning id::text as id`,
    and state = ${C}
    and not cancel_requested
 returning id::text as id`,
+
+    /**
+     * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
+     * twice) → `{ ord }` rows: the 1-based input positions whose task this statement moved to DONE.
+     *
+     * The fenced complete of {@link taskCompleteFenced} for a whole batch, with the effect row of
+     * every hit, in ONE statement (all commit together). Rows are found by `id = any(array(...))`,
+     * which pins primary-key lookups whatever the table size (a join with the recordset may become a
+     * Hash Join over a scan of `task`). The `locked` pick takes the row locks in id
+     * order (with ORDER BY, FOR UPDATE locks rows as the sort returns them, PostgreSQL 17 SELECT "The
+     * Locking Clause"), so two concurrent batches never wait on each other in a cycle; under READ
+     * COMMITTED a row changed meanwhile is re-checked on its newest version (§13.2.1) and skipped when
+     * the fence no longer holds. The data-modifying CTEs see the same snapshot and the effect INSERT
+     * reads only the rows the UPDATE returned (§7.8.4). Items it missed are resolved one by one, as
+     * complete does after a miss.
+     */
+    taskCompleteManyFenced: `with input as (
+  select x.id, x.attempt, x.owner, coalesce(x.result, 'null'::jsonb) as result, x.ord
+    from rows from (jsonb_to_recordset($2::text::jsonb) as (id bigint, attempt integer, owner text, result jsonb))
+         with ordinality as x(id, attempt, owner, result, ord)
+), locked as materialized (
+  select s.id
+    from ${task} s
+   where s.id = any(array(select i.id from input i))
+     and s.state = ${C}
+     and not s.cancel_requested
+   order by s.id
+   for update
+), done as (
+  update ${task} t
+     set state = ${DONE},
+         result = i.result,
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+    from input i
+   where t.id = any(array(select l.id from locked l))
+     and i.id = t.id
+     and t.attempt = i.attempt
+     and t.state = ${C}
+     and not t.cancel_requested
+  returning t.id, i.attempt, i.owner, i.ord
+), effects as (
+  insert into ${effect} (task_id, attempt, worker, created_at)
+  select d.id, d.attempt, d.owner, ${NOW} from done d
+)
+select d.ord::int as ord from done d`,
 
     /** `$1` now, `$2` task id, `$3` attempt, `$4` worker. The effect row; primary key `task_id` allows one per task. */
     effectInsert: `insert into ${effect} (task_id, attempt, worker, created_at)
@@ -348,8 +397,7 @@ select c.state as state,
          lease_until = null,
          last_error = ${literal(LEASE_EXPIRED_ERROR)},
          updated_at = ${NOW}
-    from picked p
-   where t.id = p.id
+   where t.id = any(array(select p.id from picked p))
      and t.state = ${C}
      and t.lease_until < ${NOW}
   returning t.id, t.attempt, t.state, t.due_at

@@ -3,14 +3,16 @@
  *
  * Every guard lives in the SQL of `./sql.ts` and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
- * one statement in autocommit, except complete (one transaction) and cancel (one UPDATE, then a read
- * of a terminal state when it hit nothing).
+ * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
+ * per-item resolution of the items it missed) and cancel (one UPDATE, then a read of a terminal state
+ * when it hit nothing).
  */
 import {
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
   type Clock,
+  type CompleteManyItem,
   type CompleteOutcome,
   type CompleteParams,
   DEFAULT_MAX_PAYLOAD_BYTES,
@@ -41,6 +43,7 @@ import {
   TaskState,
   parseTaskId,
   validateAttempt,
+  validateCompleteMany,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -54,7 +57,7 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import type { Driver, ListenOptions, Param, Row, Unlisten } from './driver.js';
+import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
 import { translateError } from './errors.js';
 import { migrations } from './migrations.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice } from './notice.js';
@@ -326,19 +329,56 @@ export class PostgresStore<Tx> implements Store<Tx> {
           }
           return 'DONE';
         }
-        const cancelled = await query(s.taskCancelRequestedToCancelled, [now, id, attempt]);
-        if (cancelled.length === 1) return 'CANCELLED_BEFORE_COMMIT';
-        const [row] = await query(s.taskGetForOutcome, [id]);
-        if (row && row.attempt === attempt) {
-          if (row.state === TaskState.DONE) return 'DONE';
-          if (row.state === TaskState.CANCELLED && row.cancelrequested === true) return 'CANCELLED_BEFORE_COMMIT';
-        }
-        return 'REJECTED_STALE';
+        return await this.missedCompleteOutcome(query, now, id, attempt);
       });
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error) throw error;
       throw translateError(error, this.closed);
     }
+  }
+
+  /**
+   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced UPDATE to DONE of every
+   * item whose attempt is current, and their effect rows, committing together; row locks taken in id
+   * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
+   * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
+   * again for a committed attempt, else `REJECTED_STALE`).
+   * @returns outcomes in input order; [] for an empty batch (nothing sent)
+   * @throws ValidationError naming `items[i].field` before anything is sent
+   */
+  async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+    this.assertOpen();
+    const valid = validateCompleteMany(items, this.maxPayloadBytes);
+    if (valid.length === 0) return [];
+    const json = `[${valid
+      .map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`)
+      .join(',')}]`;
+    return await this.call(async () => {
+      const now = this.nowParam();
+      const hit = new Set((await this.driver.query(this.sql.taskCompleteManyFenced, [now, json])).map((r) => Number(r.ord) - 1));
+      const outcomes: CompleteOutcome[] = [];
+      for (const [idx, item] of valid.entries()) {
+        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, item.id, item.attempt));
+      }
+      return outcomes;
+    });
+  }
+
+  /**
+   * What a complete whose fenced UPDATE hit nothing reports: CLAIMED + same attempt + cancel
+   * requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt
+   * → `DONE` (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
+   * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
+   */
+  private async missedCompleteOutcome(query: QueryFn, now: string | null, id: TaskId, attempt: number): Promise<CompleteOutcome> {
+    const cancelled = await query(this.sql.taskCancelRequestedToCancelled, [now, id, attempt]);
+    if (cancelled.length === 1) return 'CANCELLED_BEFORE_COMMIT';
+    const [row] = await query(this.sql.taskGetForOutcome, [id]);
+    if (row && row.attempt === attempt) {
+      if (row.state === TaskState.DONE) return 'DONE';
+      if (row.state === TaskState.CANCELLED && row.cancelrequested === true) return 'CANCELLED_BEFORE_COMMIT';
+    }
+    return 'REJECTED_STALE';
   }
 
   /**

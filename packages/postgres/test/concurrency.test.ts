@@ -106,3 +106,27 @@ describe('concurrent reclaimExpired', () => {
     expect(errors).toEqual([{ last_error: 'lease expired', n: 240 }]);
   });
 });
+
+describe('concurrent completeMany', () => {
+  const kits = (['pg', 'postgres', 'pg', 'postgres'] as const).map((d) => makeKit(d));
+  afterAll(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await admin.truncate();
+  });
+
+  it('four connections complete the same 200 attempts in different orders: no deadlock, each DONE once with one effect', async () => {
+    const stores = kits.map((k) => k.store({ schema: admin.schema }));
+    const first = stores[0] as PostgresStore<any>;
+    await first.scheduleMany(Array.from({ length: 200 }, (_, i) => ({ kind: 'job', payload: { i } })));
+    const claimed = await first.claim({ owner: 'w', limit: 1_000, leaseMs: 60_000 });
+    expect(claimed.length).toBe(200);
+    const items = claimed.map((c) => ({ id: c.id, attempt: c.attempt, owner: 'w' }));
+    // Ascending, descending, and two interleavings: row locks are taken in id order whatever the input order.
+    const orders = [items, [...items].reverse(), items.filter((_, i) => i % 2 === 0).concat(items.filter((_, i) => i % 2 === 1).reverse()), [...items.slice(100), ...items.slice(0, 100)]];
+    const outcomes = await Promise.all(stores.map((store, w) => store.completeMany(orders[w] as typeof items)));
+    for (const list of outcomes) expect(new Set(list)).toEqual(new Set(['DONE']));
+    expect(await first.countByState()).toMatchObject({ DONE: 200, CLAIMED: 0 });
+    const effects = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('effect')}`);
+    expect(effects).toEqual([{ n: 200 }]);
+  });
+});

@@ -27,6 +27,8 @@ type Cmd =
   | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string }
   | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
   | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
+  /** Items naming the same task twice keep the first (completeMany refuses a repeated id). */
+  | { readonly op: 'completeMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec; result: Json }[]; readonly owner: string }
   | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number }
   | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
   | { readonly op: 'cancel'; readonly ref: Ref }
@@ -46,6 +48,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }), owner }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('fail' as const), ref, attempt, backoffMs: fc.integer({ min: 0, max: 2_000 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
@@ -59,13 +62,21 @@ function idOf(r: Ref, count: number): string {
 }
 
 /** A command with its task id and attempt resolved, so both stores get the very same call. */
-type Resolved = Cmd & { readonly id: string; readonly at: number };
+type Resolved = Cmd & { readonly id: string; readonly at: number; readonly batch: readonly { id: string; at: number; result: Json }[] };
+
+async function resolveAttempt(model: Store<any>, id: string, spec: AttemptSpec): Promise<number> {
+  return spec === 'current' ? Math.max(1, (await model.getTask(id))?.attempt ?? 1) : spec;
+}
 
 async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Resolved> {
   const id = 'ref' in cmd ? idOf(cmd.ref, count) : '';
-  const spec = 'attempt' in cmd ? cmd.attempt : 1;
-  const at = spec === 'current' ? Math.max(1, (await model.getTask(id))?.attempt ?? 1) : spec;
-  return { ...cmd, id, at };
+  const at = await resolveAttempt(model, id, 'attempt' in cmd ? cmd.attempt : 1);
+  const batch: { id: string; at: number; result: Json }[] = [];
+  for (const item of cmd.op === 'completeMany' ? cmd.items : []) {
+    const itemId = idOf(item.ref, count);
+    if (!batch.some((b) => b.id === itemId)) batch.push({ id: itemId, at: await resolveAttempt(model, itemId, item.attempt), result: item.result });
+  }
+  return { ...cmd, id, at, batch };
 }
 
 /** Applies one command; returns a comparable outcome (lists sorted by id). */
@@ -85,6 +96,8 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
       return await store.extend({ id: cmd.id, attempt: cmd.at, leaseMs: cmd.leaseMs });
     case 'complete':
       return await store.complete({ id: cmd.id, attempt: cmd.at, owner: cmd.owner, result: cmd.result });
+    case 'completeMany':
+      return await store.completeMany(cmd.batch.map((b) => ({ id: b.id, attempt: b.at, owner: cmd.owner, result: b.result })));
     case 'fail':
       return await store.fail({ id: cmd.id, attempt: cmd.at, error: `failed at ${clock.now()}`, backoffMs: cmd.backoffMs });
     case 'release':
@@ -103,6 +116,7 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
 
 /** A label of what a command did, for the coverage line printed at the end. */
 function describeOutcome(cmd: Cmd, outcome: unknown): string {
+  if (cmd.op === 'completeMany') return `completeMany:${[...new Set(outcome as string[])].sort().join('+')}`;
   if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
   if (cmd.op === 'fail') return `fail:${(outcome as { outcome: string }).outcome}`;

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { TypedEmitter } from './events.js';
 import type { CompletionWrite } from './handler.js';
 import type { ResolvedOptions } from './options.js';
+import { CompletionBatcher } from './completion-batcher.js';
 import { callStore } from './store-call.js';
 
 /** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
@@ -15,15 +16,31 @@ export interface WriteFailed {
 }
 
 export class AttemptReporter<Tx> {
+  /** Null when `completeBatchSize` is 1: every completion is its own `store.complete`. */
+  private readonly batcher: CompletionBatcher<Tx> | null;
+
   constructor(
     private readonly store: Store<Tx>,
     private readonly options: ResolvedOptions,
     private readonly events: TypedEmitter,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.batcher =
+      options.completeBatchSize === 1
+        ? null
+        : new CompletionBatcher({
+            store,
+            owner: options.id,
+            batchSize: options.completeBatchSize,
+            batchDelayMs: options.completeBatchDelayMs,
+            pacing: options.pacing,
+            events,
+          });
+  }
 
   /**
-   * Fenced complete with the handler's completion writes in the same transaction.
+   * Fenced complete with the handler's completion writes in the same transaction; without writes,
+   * queued to the completion batcher (one `completeMany` for many tasks) unless batching is off.
    * @returns the store's outcome; `{ writeError }` when a completion write threw (nothing committed);
    *          null when the store could not be reached (the lease will expire and the task be reclaimed)
    */
@@ -44,7 +61,10 @@ export class AttemptReporter<Tx> {
           };
     let outcome: CompleteOutcome;
     try {
-      outcome = await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), () => failure.writeFailed === null);
+      outcome =
+        work === undefined && this.batcher !== null
+          ? await this.batcher.complete(task, result)
+          : await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), () => failure.writeFailed === null);
     } catch (error) {
       if (failure.writeFailed) return failure.writeFailed;
       this.logger.error({ err: error, taskId: task.id, attempt: task.attempt }, 'complete failed; the lease will expire and the task be reclaimed');

@@ -12,6 +12,7 @@ import {
   validateNonNegativeMs,
   validatePositiveInt,
   validatePositiveMs,
+  MAX_COMPLETE_MANY,
   MAX_DELAY_MS,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
@@ -35,7 +36,12 @@ export const WORKER_DEFAULTS = Object.freeze({
   maxBackoffMs: DEFAULT_MAX_BACKOFF_MS,
   shutdownTimeoutMs: 10_000,
   maxAbandonGraceMs: 5_000,
+  completeBatchSize: 50,
+  completeBatchDelayMs: 0,
 });
+
+/** Largest completion batch (the store's `completeMany` limit, core `MAX_COMPLETE_MANY`). */
+export const MAX_COMPLETE_BATCH_SIZE = MAX_COMPLETE_MANY;
 
 /**
  * Defaults of {@link HybridOptions}. A 2 ms tick over 3 levels × 64 slots gives a horizon of
@@ -126,6 +132,22 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly handlerTimeoutMs?: number;
   /** After a handler's signal aborts, how long to wait for it to settle before freeing its slot (default `min(leaseMs, 5 000)`). */
   readonly abandonGraceMs?: number;
+  /**
+   * Most completions sent in one `store.completeMany`, 1..10 000 (default 50). A handler that settles
+   * without `onCompleteTx` writes has its fenced complete queued; the queue is sent when it holds this
+   * many, or `completeBatchDelayMs` after its first entry. Each task keeps its own outcome, events and
+   * effect row; its slot frees when the batch is acknowledged. A handler with `onCompleteTx` writes is
+   * always completed alone with `store.complete` (its writes need their own transaction). 1 turns
+   * batching off: every completion uses `store.complete`, as before.
+   */
+  readonly completeBatchSize?: number;
+  /**
+   * How long the first queued completion waits for others, in ms of the worker's pacing (default 0:
+   * the queue is sent on the next macrotask, `setImmediate`, so completions that settle in the same
+   * turn of the event loop share a batch). The lease is not renewed after the handler settled, so it
+   * must be below `leaseMs − renewEveryMs`: the lease left at that moment.
+   */
+  readonly completeBatchDelayMs?: number;
   /** A pino logger to log through (a child bound to the worker id is used). */
   readonly logger?: Logger;
   /** Log level: of the built-in logger (default `silent`), or of the child of `logger`. */
@@ -148,6 +170,8 @@ export interface ResolvedOptions {
   readonly shutdownTimeoutMs: number;
   readonly handlerTimeoutMs: number | null;
   readonly abandonGraceMs: number;
+  readonly completeBatchSize: number;
+  readonly completeBatchDelayMs: number;
   readonly logLevel: LevelWithSilent | undefined;
   readonly pacing: Pacing;
 }
@@ -174,7 +198,8 @@ export function defaultWorkerId(): string {
  */
 const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
   'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
-  'backoffBaseMs', 'maxBackoffMs', 'shutdownTimeoutMs', 'handlerTimeoutMs', 'abandonGraceMs', 'logger', 'logLevel', 'pacing',
+  'backoffBaseMs', 'maxBackoffMs', 'shutdownTimeoutMs', 'handlerTimeoutMs', 'abandonGraceMs', 'completeBatchSize', 'completeBatchDelayMs',
+  'logger', 'logLevel', 'pacing',
 ]);
 const HYBRID_OPTION_NAMES: ReadonlySet<string> = new Set(['fallbackPollMs', 'tickMs', 'levels', 'slotsPerLevel', 'loadLimit', 'pauseThresholdMs']);
 
@@ -211,6 +236,18 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   const abandonGraceMs = optional(options.abandonGraceMs, Math.min(leaseMs, WORKER_DEFAULTS.maxAbandonGraceMs), (v) =>
     validateNonNegativeMs(v, 'abandonGraceMs', MAX_TIMER_MS),
   );
+  const completeBatchSize = optional(options.completeBatchSize, WORKER_DEFAULTS.completeBatchSize, (v) =>
+    validatePositiveInt(v, 'completeBatchSize', MAX_COMPLETE_BATCH_SIZE),
+  );
+  if (completeBatchSize > 1 && typeof (store as Record<string, unknown>).completeMany !== 'function') {
+    throw invalid('store', 'must be a Store (no completeMany() method); or set completeBatchSize: 1');
+  }
+  const completeBatchDelayMs = optional(options.completeBatchDelayMs, WORKER_DEFAULTS.completeBatchDelayMs, (v) =>
+    validateNonNegativeMs(v, 'completeBatchDelayMs', MAX_TIMER_MS),
+  );
+  if (completeBatchDelayMs >= leaseMs - renewEveryMs) {
+    throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${leaseMs - renewEveryMs}) so a queued completion cannot outlive its lease, got ${completeBatchDelayMs}`);
+  }
   if (options.logger !== undefined && (typeof options.logger !== 'object' || options.logger === null || typeof options.logger.child !== 'function')) {
     throw invalid('logger', 'must be a pino Logger');
   }
@@ -235,6 +272,8 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
     shutdownTimeoutMs,
     handlerTimeoutMs,
     abandonGraceMs,
+    completeBatchSize,
+    completeBatchDelayMs,
     logLevel: options.logLevel,
     pacing,
   };

@@ -1,6 +1,6 @@
 import type { Store } from '@postpone/core';
 
-type Method = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaimExpired' | 'getTask';
+type Method = 'claim' | 'extend' | 'complete' | 'completeMany' | 'fail' | 'release' | 'reclaimExpired' | 'getTask';
 
 /**
  * Wraps a real store; `before[method]` runs before each call of that method and may throw (a fault)

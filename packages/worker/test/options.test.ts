@@ -30,6 +30,8 @@ describe('worker options', () => {
       shutdownTimeoutMs: 10_000,
       handlerTimeoutMs: null,
       abandonGraceMs: 5_000,
+      completeBatchSize: 50,
+      completeBatchDelayMs: 0,
     });
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
@@ -68,6 +70,13 @@ describe('worker options', () => {
     [{ shutdownTimeoutMs: -1 }, 'shutdownTimeoutMs'],
     [{ handlerTimeoutMs: 0 }, 'handlerTimeoutMs'],
     [{ abandonGraceMs: -1 }, 'abandonGraceMs'],
+    [{ completeBatchSize: 0 }, 'completeBatchSize'],
+    [{ completeBatchSize: 10_001 }, 'completeBatchSize'],
+    [{ completeBatchSize: 2.5 }, 'completeBatchSize'],
+    [{ completeBatchDelayMs: -1 }, 'completeBatchDelayMs'],
+    // leaseMs 1 000, renewEveryMs 333: a queued completion may wait less than the 667 ms left.
+    [{ leaseMs: 1_000, completeBatchDelayMs: 667 }, 'completeBatchDelayMs'],
+    [{ store: { ...Object.fromEntries(['claim', 'extend', 'complete', 'fail', 'release', 'reclaimExpired', 'getTask'].map((m) => [m, () => {}])) } }, 'store'],
     [{ id: '' }, 'id'],
     [{ id: 'a\u0000b' }, 'id'],
     [{ id: 'x'.repeat(201) }, 'id'],

@@ -10,16 +10,20 @@ import { faultyStore } from './faulty-store.js';
 import { gate, until } from './harness.js';
 
 describe('worker against a faulty store', () => {
-  it('retries a complete whose connection was lost, and completes once', async () => {
+  it.each([
+    ['complete', 1],
+    ['completeMany', 50],
+  ] as const)('retries a %s whose connection was lost, and completes once', async (method, completeBatchSize) => {
     const store = createMemoryStore();
     const errors: WorkerEvents['error'][] = [];
     const worker = createWorker({
       store: faultyStore(store, {
-        complete: (n) => {
+        [method]: (n: number) => {
           if (n === 1) throw new ConnectionLostError('connection reset (injected)');
         },
       }),
       handlers: { ping: async () => 'pong' },
+      completeBatchSize,
     });
     worker.on('error', (e) => errors.push(e));
     const { id } = await store.schedule({ kind: 'ping' });

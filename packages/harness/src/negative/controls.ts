@@ -3,7 +3,7 @@
  * claim, an unfenced complete, and the effect table without a unique key. Harness only.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CompleteOutcome, CompleteParams, Store } from '@postpone/core';
+import type { CompleteManyItem, CompleteOutcome, CompleteParams, Store } from '@postpone/core';
 import type pg from 'pg';
 import { overrideStore } from '../store-override.js';
 import { negativeStatements, type NegativeStatements } from './sql.js';
@@ -98,11 +98,17 @@ export class NegativeControls {
 
 /**
  * `store` with `complete` replaced by {@link NegativeControls.unfencedComplete} (the `work` hook is
- * not run); every other method is the store's own.
+ * not run), and `completeMany` by the same unfenced complete per item, in order (the worker batches
+ * completions of handlers without same-transaction writes); every other method is the store's own.
  */
 export function withUnfencedComplete<Tx>(store: Store<Tx>, controls: NegativeControls): Store<Tx> {
   return overrideStore(store, {
     complete: (params: CompleteParams<Tx>) =>
       controls.unfencedComplete({ id: params.id, attempt: params.attempt, owner: params.owner, result: params.result }),
+    completeMany: async (items: readonly CompleteManyItem[]) => {
+      const outcomes: CompleteOutcome[] = [];
+      for (const item of items) outcomes.push(await controls.unfencedComplete({ id: item.id, attempt: item.attempt, owner: item.owner, result: item.result }));
+      return outcomes;
+    },
   });
 }

@@ -1,0 +1,96 @@
+/**
+ * Batches fenced completes: completions of handlers without same-transaction writes are queued and
+ * sent together with one `store.completeMany` (one statement in the PostgreSQL store instead of a
+ * four-round-trip transaction per task). Each task still gets its own fenced outcome and effect row.
+ *
+ * A batch is sent when it holds `completeBatchSize` items, or `completeBatchDelayMs` after its first
+ * item (0: on the next macrotask, `setImmediate`, so completions that settle in the same turn of the
+ * event loop share a batch). A lost connection retries the whole batch (`callStore`): safe, a retried
+ * completeMany answers DONE again for the attempts it committed. When the store refuses the batch
+ * as invalid input (say a result above the store's own size limit), every item is sent alone with
+ * `complete`, so one bad item never holds the others back.
+ */
+import { type ClaimedTask, type CompleteOutcome, type Json, type Store, ValidationError } from '@postpone/core';
+import type { TypedEmitter } from './events.js';
+import type { Pacing } from './pacing.js';
+import { callStore } from './store-call.js';
+
+export interface CompletionBatcherDeps<Tx> {
+  readonly store: Store<Tx>;
+  /** Worker identity, written to each effect row. */
+  readonly owner: string;
+  readonly batchSize: number;
+  readonly batchDelayMs: number;
+  readonly pacing: Pacing;
+  readonly events: TypedEmitter;
+}
+
+interface Pending {
+  readonly task: ClaimedTask;
+  readonly result: Json;
+  readonly resolve: (outcome: CompleteOutcome) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+export class CompletionBatcher<Tx> {
+  private queue: Pending[] = [];
+  private armed = false;
+
+  constructor(private readonly deps: CompletionBatcherDeps<Tx>) {}
+
+  /**
+   * Queues the fenced complete of `task` with `result`.
+   * @returns the store's outcome for this task once its batch was acknowledged
+   * @throws the store's error (after the retries of a lost connection); the task stays CLAIMED
+   */
+  complete(task: ClaimedTask, result: Json): Promise<CompleteOutcome> {
+    return new Promise<CompleteOutcome>((resolve, reject) => {
+      this.queue.push({ task, result, resolve, reject });
+      if (this.queue.length >= this.deps.batchSize) this.flush();
+      else this.arm();
+    });
+  }
+
+  private arm(): void {
+    if (this.armed) return;
+    this.armed = true;
+    const fire = () => {
+      this.armed = false;
+      this.flush();
+    };
+    if (this.deps.batchDelayMs === 0) setImmediate(fire);
+    else void this.deps.pacing.sleep(this.deps.batchDelayMs).then(fire);
+  }
+
+  /** Sends what is queued now (nothing when empty); later completions start a new batch. */
+  private flush(): void {
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    void this.send(batch);
+  }
+
+  private async send(batch: readonly Pending[]): Promise<void> {
+    const { store, owner } = this.deps;
+    const deps = { pacing: this.deps.pacing, events: this.deps.events };
+    const items = batch.map((p) => ({ id: p.task.id, attempt: p.task.attempt, owner, result: p.result }));
+    try {
+      const outcomes = await callStore(deps, 'complete', batch.length === 1 ? batch[0]?.task : undefined, () => store.completeMany(items));
+      batch.forEach((p, i) => p.resolve(outcomes[i] as CompleteOutcome));
+    } catch (error) {
+      if (!ValidationError.isInstance(error)) {
+        for (const p of batch) p.reject(error);
+        return;
+      }
+      await Promise.all(
+        batch.map(async (p, i) => {
+          try {
+            p.resolve(await callStore(deps, 'complete', p.task, () => store.complete(items[i] as (typeof items)[number])));
+          } catch (itemError) {
+            p.reject(itemError);
+          }
+        }),
+      );
+    }
+  }
+}

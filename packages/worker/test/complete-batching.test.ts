@@ -1,0 +1,176 @@
+/**
+ * Completion batching: handlers without same-transaction writes are completed together with one
+ * `store.completeMany`; each task still gets its own fenced outcome, events and effect row; a task
+ * with `onCompleteTx` writes keeps its own `store.complete`. Real stores behind a counting proxy.
+ */
+import { createMemoryStore } from '@postpone/memory';
+import { CancelOutcome, type ClaimedTask, type CompleteOutcome, type Store, TaskState } from '@postpone/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorker, ManualPacing, type Worker } from '../src/index.js';
+import { gate, type Harness, memoryHarness, pgHarness, postgresJsHarness, until } from './harness.js';
+
+interface CompleteCalls {
+  complete: number;
+  completeMany: number;
+  /** Items of each completeMany call, in call order. */
+  batchSizes: number[];
+}
+
+/** A thin proxy over the real store that counts complete and completeMany calls. */
+function countCompletes<Tx>(store: Store<Tx>): { store: Store<Tx>; calls: CompleteCalls } {
+  const calls: CompleteCalls = { complete: 0, completeMany: 0, batchSizes: [] };
+  const proxy = new Proxy(store, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const bound = value.bind(target) as (...args: unknown[]) => unknown;
+      if (prop === 'complete') {
+        return (...args: unknown[]) => {
+          calls.complete += 1;
+          return bound(...args);
+        };
+      }
+      if (prop === 'completeMany') {
+        return (items: readonly unknown[]) => {
+          calls.completeMany += 1;
+          calls.batchSizes.push(items.length);
+          return bound(items);
+        };
+      }
+      return bound;
+    },
+  });
+  return { store: proxy, calls };
+}
+
+const N = 12;
+
+describe.each([
+  ['memory', memoryHarness],
+  ['pg', pgHarness],
+  ['postgres-js', postgresJsHarness],
+] as const)('completion batching (%s)', (_name, makeHarness) => {
+  let h: Harness<any> | undefined;
+  let worker: Worker<any> | undefined;
+  afterEach(async () => {
+    await worker?.stop({ timeoutMs: 0 });
+    await h?.close();
+    worker = undefined;
+    h = undefined;
+  });
+
+  async function scheduleN(store: Store<any>, kind: string, n: number): Promise<string[]> {
+    return (await store.scheduleMany(Array.from({ length: n }, (_, i) => ({ kind, payload: { i } })))).map((t) => t.id);
+  }
+
+  it(`${N} quick handlers are completed with ONE completeMany, each DONE with its result and one effect`, async () => {
+    h = await makeHarness();
+    const counted = countCompletes(h.store);
+    const outcomes = new Map<string, CompleteOutcome>();
+    worker = createWorker({ store: counted.store, concurrency: N, pacing: new ManualPacing(), handlers: { quick: async (task: ClaimedTask<{ i: number }>) => ({ n: task.payload.i }) } });
+    worker.on('completed', ({ task, outcome }) => outcomes.set(task.id, outcome));
+    const ids = await scheduleN(h.store, 'quick', N);
+    expect((await worker.runOnce()).length).toBe(N);
+    await worker.idle();
+    expect(counted.calls).toEqual({ complete: 0, completeMany: 1, batchSizes: [N] });
+    expect([...outcomes.values()]).toEqual(Array(N).fill('DONE'));
+    for (const [i, id] of ids.entries()) {
+      expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: { n: i }, leaseOwner: null });
+      expect(await h.store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: worker.id });
+    }
+  });
+
+  it('completeBatchSize splits the queue into batches of at most that many', async () => {
+    h = await makeHarness();
+    const counted = countCompletes(h.store);
+    worker = createWorker({ store: counted.store, concurrency: 10, completeBatchSize: 4, pacing: new ManualPacing(), handlers: { quick: async () => 'ok' } });
+    await scheduleN(h.store, 'quick', 10);
+    await worker.runOnce();
+    await worker.idle();
+    expect(counted.calls.complete).toBe(0);
+    expect(counted.calls.batchSizes).toEqual([4, 4, 2]);
+    expect(await h.store.countByState()).toMatchObject({ DONE: 10 });
+  });
+
+  it('a mixed batch: a stale attempt is REJECTED_STALE, a cancel-requested one CANCELLED, the others DONE — one completeMany', async () => {
+    h = await makeHarness();
+    const counted = countCompletes(h.store);
+    const release = gate();
+    const outcomes = new Map<string, CompleteOutcome>();
+    const stale: string[] = [];
+    worker = createWorker({ store: counted.store, concurrency: 4, pacing: new ManualPacing(), handlers: { held: async () => release.promise.then(() => 'ok') } });
+    worker.on('completed', ({ task, outcome }) => outcomes.set(task.id, outcome));
+    worker.on('rejectedStale', ({ task, operation }) => stale.push(`${task.id}:${operation}`));
+    const [lost, cancelled, a, b] = (await scheduleN(h.store, 'held', 4)) as [string, string, string, string];
+    expect((await worker.runOnce()).length).toBe(4);
+    // Another worker takes `lost` over after its lease expired; `cancelled` gets a cancel request.
+    await h.expireLease(lost);
+    expect((await h.store.reclaimExpired()).map((r) => r.id)).toEqual([lost]);
+    expect((await h.store.claim({ owner: 'other-worker', limit: 1, leaseMs: 60_000 })).map((t) => [t.id, t.attempt])).toEqual([[lost, 2]]);
+    expect(await h.store.cancel(cancelled)).toBe(CancelOutcome.REQUESTED);
+    release.open();
+    await until(() => outcomes.size === 4, 'four completions');
+    await worker.idle();
+    expect(counted.calls).toEqual({ complete: 0, completeMany: 1, batchSizes: [4] });
+    expect(Object.fromEntries(outcomes)).toEqual({ [lost]: 'REJECTED_STALE', [cancelled]: 'CANCELLED_BEFORE_COMMIT', [a]: 'DONE', [b]: 'DONE' });
+    expect(stale).toEqual([`${lost}:complete`]);
+    expect(await h.store.getTask(lost)).toMatchObject({ state: TaskState.CLAIMED, attempt: 2, leaseOwner: 'other-worker' });
+    expect(await h.store.getTask(cancelled)).toMatchObject({ state: TaskState.CANCELLED });
+    for (const id of [lost, cancelled]) expect(await h.store.getEffect(id)).toBeNull();
+    for (const id of [a, b]) expect(await h.store.getEffect(id)).toMatchObject({ attempt: 1, worker: worker.id });
+  });
+
+  it('a handler with onCompleteTx writes keeps its own complete (same transaction); the others share a completeMany', async () => {
+    h = await makeHarness();
+    const harness = h;
+    const counted = countCompletes(harness.store);
+    worker = createWorker({
+      store: counted.store,
+      concurrency: 4,
+      pacing: new ManualPacing(),
+      handlers: {
+        plain: async () => 'plain',
+        booked: async (task, ctx) => {
+          ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
+          return 'booked';
+        },
+      },
+    });
+    const plain = await scheduleN(harness.store, 'plain', 3);
+    const [booked] = (await scheduleN(harness.store, 'booked', 1)) as [string];
+    await worker.runOnce();
+    await worker.idle();
+    expect(counted.calls).toEqual({ complete: 1, completeMany: 1, batchSizes: [3] });
+    expect(await harness.bookings()).toEqual([{ taskId: booked, attempt: 1 }]);
+    for (const id of [...plain, booked]) {
+      expect((await harness.store.getTask(id))?.state).toBe(TaskState.DONE);
+      expect(await harness.store.getEffect(id)).toMatchObject({ attempt: 1 });
+    }
+  });
+
+  it('completeBatchSize 1 turns batching off: every completion is its own complete', async () => {
+    h = await makeHarness();
+    const counted = countCompletes(h.store);
+    worker = createWorker({ store: counted.store, concurrency: 3, completeBatchSize: 1, pacing: new ManualPacing(), handlers: { quick: async () => 'ok' } });
+    await scheduleN(h.store, 'quick', 3);
+    await worker.runOnce();
+    await worker.idle();
+    expect(counted.calls).toEqual({ complete: 3, completeMany: 0, batchSizes: [] });
+    expect(await h.store.countByState()).toMatchObject({ DONE: 3 });
+  });
+});
+
+describe('completion batching: a batch the store refuses as invalid', () => {
+  it('is sent again item by item, so a result over the store\'s size limit holds back only its own task', async () => {
+    const store = createMemoryStore({ maxPayloadBytes: 100 });
+    const counted = countCompletes(store);
+    const worker = createWorker({ store: counted.store, concurrency: 3, pacing: new ManualPacing(), handlers: { sized: async (task: ClaimedTask<{ size: number }>) => 'x'.repeat(task.payload.size) } });
+    const ids = (await store.scheduleMany([10, 500, 20].map((size) => ({ kind: 'sized', payload: { size } })))).map((t) => t.id);
+    await worker.runOnce();
+    await worker.idle();
+    expect(counted.calls).toEqual({ complete: 3, completeMany: 1, batchSizes: [3] });
+    expect(await Promise.all(ids.map(async (id) => (await store.getTask(id))?.state))).toEqual([TaskState.DONE, TaskState.CLAIMED, TaskState.DONE]);
+    await worker.stop({ timeoutMs: 0 });
+    await store.close();
+  });
+});
