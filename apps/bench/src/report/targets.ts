@@ -31,14 +31,14 @@ function throughputTarget(r: BenchResults): TargetStatus {
   const ceiling = r.ceiling ? ceilingSummary(r.ceiling).median : Number.NaN;
   const parts = [
     `missed by ${times(1.5 / x)} (needs ${num(1.5 * peer.tasksPerSecond.median)} tasks/s)`,
-    `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (BEGIN, fenced UPDATE, effect INSERT, COMMIT for each task, plus its share of the claim), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
+    `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (its share of one claim and of one batched fenced completion, \`completeMany\`: the fenced UPDATE and the effect rows in one statement), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
   ];
   if (r.backlog?.some((p) => p.explain.sorts)) {
     parts.push('each claim also sorts every due task that shares the batch\'s due time (see the backlog curve), so claims get slower as the backlog grows');
   }
   if (Number.isFinite(ceiling)) {
     parts.push(
-      `the one-task-per-transaction ceiling on this machine is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer), so no worker that commits one fenced completion per transaction can reach the target here; it needs completions batched several tasks per transaction (a fenced \`completeMany\` in the store and a completion batcher in the worker: neither exists yet)`,
+      `the one-task-per-transaction ceiling on this machine is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer); Postpone's worker batches fenced completions (\`completeMany\`), but a batch holds at most the tasks finishing together in one process (≤ its concurrency, 10 here), and each claim asks only for the free slots (no local queue or prefetch, unlike graphile-worker's \`localQueue\`), so claims and completions stay one round trip per ≤ 10 tasks: claim prefetch and larger batches are the next levers`,
     );
   }
   return { target, state: 'missed', measured, limits: parts.join('; ') };
