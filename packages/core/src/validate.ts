@@ -275,3 +275,30 @@ function describe(v: unknown): string {
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
   return Array.isArray(v) ? 'an array' : `a ${typeof v}`;
 }
+
+/**
+ * Refuses fields an options object does not know (say `schem` for `schema`, `txn` for `tx`), so a
+ * typo is never silently a default.
+ * @throws ValidationError INVALID_OPTION naming `<prefix><field>`
+ */
+export function rejectUnknownFields(value: object, known: readonly string[], prefix = ''): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new ValidationError('INVALID_OPTION', `${prefix}${key}`, `is not an option here (expected one of ${known.join(', ')})`);
+    }
+  }
+}
+
+/**
+ * Checks the options of schedule / scheduleMany: `undefined`, or an object whose only field is `tx`.
+ * Whether `tx` is really the store's transaction handle is the store's check.
+ * @throws ValidationError INVALID_OPTION
+ */
+export function validateScheduleOptions(options: unknown): { readonly tx?: unknown } {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError('INVALID_OPTION', 'options', `must be an object such as { tx }, got ${describe(options)}`);
+  }
+  rejectUnknownFields(options, ['tx'], 'options.');
+  return options as { readonly tx?: unknown };
+}

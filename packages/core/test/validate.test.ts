@@ -11,6 +11,8 @@ import {
   validateDelayMs,
   validateJson,
   MAX_JSON_DEPTH,
+  rejectUnknownFields,
+  validateScheduleOptions,
   validateKind,
   validateMaxAttempts,
   validateNonNegativeMs,
@@ -263,5 +265,19 @@ describe('review fixes: depth, unknown fields, C1 controls', () => {
   it('refuses C1 control characters in a kind', () => {
     expect(() => validateKind('a\u0085b')).toThrow(ValidationError);
     expect(validateKind('a\u00a0b')).toBe('a\u00a0b');
+  });
+});
+
+describe('options objects', () => {
+  it('validateScheduleOptions takes undefined or { tx } and refuses anything else', () => {
+    expect(validateScheduleOptions(undefined)).toEqual({});
+    expect(validateScheduleOptions({ tx: 1 })).toEqual({ tx: 1 });
+    expect(() => validateScheduleOptions({ txn: 1 })).toThrow(/options\.txn: is not an option/);
+    expect(() => validateScheduleOptions('tx')).toThrow(ValidationError);
+  });
+
+  it('rejectUnknownFields names the first unknown field with its prefix', () => {
+    expect(() => rejectUnknownFields({ a: 1, b: 2 }, ['a'], 'opts.')).toThrow(/opts\.b: is not an option here \(expected one of a\)/);
+    expect(() => rejectUnknownFields({ a: 1 }, ['a'])).not.toThrow();
   });
 });

@@ -48,6 +48,8 @@ import {
   validatePositiveMs,
   validateSchedule,
   validateScheduleMany,
+  validateScheduleOptions,
+  rejectUnknownFields,
   ValidationError,
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
@@ -78,6 +80,8 @@ export class MemoryStore implements Store<MemoryTx> {
 
   /** @throws ValidationError INVALID_OPTION for a clock without `now()` or a bad `maxPayloadBytes` */
   constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
+    rejectUnknownFields(options, ['clock', 'maxPayloadBytes']);
     const clock = options.clock ?? systemClock;
     if (typeof clock?.now !== 'function') throw new ValidationError('INVALID_OPTION', 'clock', 'must have a now() method');
     this.#clock = clock;
@@ -88,15 +92,17 @@ export class MemoryStore implements Store<MemoryTx> {
     this.#assertOpen();
   }
 
-  async schedule(input: ScheduleInput, options: ScheduleOptions<MemoryTx> = {}): Promise<ScheduledTask> {
+  async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
     this.#assertOpen();
-    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], options.tx);
+    const { tx } = validateScheduleOptions(options);
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], tx as MemoryTx | undefined);
     return scheduled as ScheduledTask;
   }
 
-  async scheduleMany(inputs: readonly ScheduleInput[], options: ScheduleOptions<MemoryTx> = {}): Promise<ScheduledTask[]> {
+  async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask[]> {
     this.#assertOpen();
-    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), options.tx);
+    const { tx } = validateScheduleOptions(options);
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), tx as MemoryTx | undefined);
   }
 
   async cancel(id: TaskId): Promise<CancelOutcome> {

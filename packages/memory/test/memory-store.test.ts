@@ -151,3 +151,12 @@ describe('close', () => {
     }
   });
 });
+
+describe('unknown options are refused', () => {
+  it('createMemoryStore and schedule refuse a misspelled option', async () => {
+    expect(() => createMemoryStore({ clok: 1 } as never)).toThrow(/clok: is not an option/);
+    const store = createMemoryStore();
+    await expect(store.schedule({ kind: 'k' }, { txn: {} } as never)).rejects.toThrow(/options\.txn: is not an option/);
+    expect((await store.countByState()).SCHEDULED).toBe(0);
+  });
+});

@@ -7,10 +7,10 @@
  * await store.migrate();
  * ```
  */
-import { ValidationError } from '@postpone/core';
+import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import pg from 'pg';
 import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
-import { PostgresStore, type PostgresStoreOptions } from './store.js';
+import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES } from './store.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
 export type PgTx = pg.PoolClient;
@@ -135,7 +135,9 @@ export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
   return {
     name: 'pg',
     query: (text, params) => run(pool, text, params),
-    isTx: (value): value is PgTx => typeof (value as { query?: unknown } | null)?.query === 'function',
+    // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
+    isTx: (value): value is PgTx =>
+      typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount !== 'number',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PgTx) => Promise<T>): Promise<T> {
       const client = await pool.connect();
@@ -182,6 +184,8 @@ export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
  * @throws ValidationError INVALID_OPTION unless exactly one of `pool` and `connectionString` is given
  */
 export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
+  rejectUnknownFields(options, [...STORE_OPTION_NAMES, 'pool', 'connectionString', 'poolConfig']);
   if ((options.pool === undefined) === (options.connectionString === undefined)) {
     throw new ValidationError('INVALID_OPTION', 'pool', 'give exactly one of pool and connectionString');
   }

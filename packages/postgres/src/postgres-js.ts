@@ -7,10 +7,10 @@
  * await store.migrate();
  * ```
  */
-import { ValidationError } from '@postpone/core';
+import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import type { Driver, Param, QueryFn, Row, Unlisten } from './driver.js';
-import { PostgresStore, type PostgresStoreOptions } from './store.js';
+import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES } from './store.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
 export type PostgresJsTx = postgres.TransactionSql;
@@ -49,7 +49,11 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
   return {
     name: 'postgres',
     query: (text, params) => run(sql, text, params),
-    isTx: (value): value is PostgresJsTx => typeof value === 'function' && typeof (value as { unsafe?: unknown }).unsafe === 'function',
+    // Only the sql of sql.begin() has savepoint(); the top-level sql would run outside the transaction.
+    isTx: (value): value is PostgresJsTx =>
+      typeof value === 'function' &&
+      typeof (value as { unsafe?: unknown }).unsafe === 'function' &&
+      typeof (value as { savepoint?: unknown }).savepoint === 'function',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> {
       return (await sql.begin((tx) => fn((text, params) => run(tx, text, params), tx))) as T;
@@ -89,6 +93,8 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
  * @throws ValidationError INVALID_OPTION unless exactly one of `sql` and `connectionString` is given
  */
 export function createPostgresJsStore(options: PostgresJsStoreOptions): PostgresStore<PostgresJsTx> {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
+  rejectUnknownFields(options, [...STORE_OPTION_NAMES, 'sql', 'connectionString', 'connectionOptions']);
   if ((options.sql === undefined) === (options.connectionString === undefined)) {
     throw new ValidationError('INVALID_OPTION', 'sql', 'give exactly one of sql and connectionString');
   }

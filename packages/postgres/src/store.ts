@@ -50,6 +50,7 @@ import {
   validatePositiveMs,
   validateSchedule,
   validateScheduleMany,
+  validateScheduleOptions,
   ValidationError,
   DEFAULT_BATCH_LIMIT,
   errorText,
@@ -84,6 +85,9 @@ export interface PostgresStoreOptions {
   /** LISTEN/NOTIFY channel (default `postpone_<schema>`, cut to 63 bytes). */
   readonly notifyChannel?: string;
 }
+
+/** The options every PostgreSQL store factory takes, beside its driver's own. */
+export const STORE_OPTION_NAMES: readonly string[] = ['schema', 'clock', 'maxPayloadBytes', 'notifyChannel'];
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -192,8 +196,9 @@ export class PostgresStore<Tx> implements Store<Tx> {
   /** Schedules one task (see {@link scheduleMany}). @throws ValidationError naming the field (`kind`, `delayMs`…) */
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask> {
     this.assertOpen();
+    const { tx } = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes });
-    const [scheduled] = await this.insert([task], options?.tx);
+    const [scheduled] = await this.insert([task], tx);
     return scheduled as ScheduledTask;
   }
 
@@ -206,14 +211,15 @@ export class PostgresStore<Tx> implements Store<Tx> {
    */
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]> {
     this.assertOpen();
+    const { tx } = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes });
     if (tasks.length === 0) return [];
-    return await this.insert(tasks, options?.tx);
+    return await this.insert(tasks, tx);
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: Tx | undefined): Promise<ScheduledTask[]> {
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown): Promise<ScheduledTask[]> {
     if (tx !== undefined && !this.driver.isTx(tx)) {
-      const expected = this.driver.name === 'pg' ? 'a pg client inside your open transaction' : 'the transaction sql of sql.begin()';
+      const expected = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
       throw new ValidationError('INVALID_OPTION', 'tx', `must be ${expected}`);
     }
     const json = `[${tasks

@@ -7,6 +7,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresStore, SqlState, translateError } from '../src/index.js';
+import { createPgStore } from '../src/pg.js';
+import { createPostgresJsStore } from '../src/postgres-js.js';
 import { Admin, DRIVERS, makeKit, waitFor } from './support/kits.js';
 
 const admin = Admin.create('errors');
@@ -166,6 +168,46 @@ describe.each(DRIVERS)('misuse gets a clear error (%s)', (driver) => {
       expect(await store.countByState()).toEqual(before);
     } finally {
       await kit.close();
+    }
+  });
+});
+
+describe('options that would silently leave the caller’s transaction are refused', () => {
+  it('pg: the pool as tx, an unknown option key, an unknown factory option', async () => {
+    const pool = new pg.Pool({ connectionString: admin.url, max: 2 });
+    pool.on('error', () => {});
+    const store = createPgStore({ pool, schema: admin.schema });
+    try {
+      const before = await store.countByState();
+      for (const options of [{ tx: pool }, { txn: {} }, { transaction: {} }] as const) {
+        const error = await caught(() => store.schedule({ kind: 'k' }, options as never));
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).code).toBe('INVALID_OPTION');
+      }
+      expect(await store.countByState()).toEqual(before);
+      expect(() => createPgStore({ pool, schem: 'other' } as never)).toThrow(/schem: is not an option/);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it('postgres.js: the top-level sql as tx is refused; the sql of sql.begin() is taken', async () => {
+    const sql = postgres(admin.url, { max: 2, onnotice: () => {} });
+    const store = createPostgresJsStore({ sql, schema: admin.schema });
+    try {
+      const error = await caught(() => store.schedule({ kind: 'k' }, { tx: sql as never }));
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).field).toBe('tx');
+      let id = '';
+      await sql.begin(async (tx) => {
+        id = (await store.schedule({ kind: 'k' }, { tx })).id;
+      });
+      expect((await store.getTask(id))?.state).toBe('SCHEDULED');
+      expect(() => createPostgresJsStore({ sql, maxPayloadByte: 10 } as never)).toThrow(/maxPayloadByte: is not an option/);
+    } finally {
+      await store.close();
+      await sql.end({ timeout: 1 });
     }
   });
 });

@@ -14,6 +14,7 @@ import {
   validatePositiveMs,
   MAX_COMPLETE_MANY,
   MAX_DELAY_MS,
+  rejectUnknownFields,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
 import type { HandlerMap, PayloadMap } from './handler.js';
@@ -203,16 +204,10 @@ const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
 ]);
 const HYBRID_OPTION_NAMES: ReadonlySet<string> = new Set(['fallbackPollMs', 'tickMs', 'levels', 'slotsPerLevel', 'loadLimit', 'pauseThresholdMs']);
 
-/** Refuses option names it does not know (say `concurency`), so a typo is never silently a default. */
-function rejectUnknown(options: object, known: ReadonlySet<string>, prefix: string): void {
-  for (const key of Object.keys(options)) {
-    if (!known.has(key)) throw invalid(`${prefix}${key}`, `is not an option (expected one of ${[...known].join(', ')})`);
-  }
-}
 
 export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<Tx, M>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
-  rejectUnknown(options, WORKER_OPTION_NAMES, '');
+  rejectUnknownFields(options, [...WORKER_OPTION_NAMES]);
   const store = options.store as unknown;
   if (typeof store !== 'object' || store === null) throw invalid('store', 'must be a Store');
   for (const method of STORE_METHODS) {
@@ -302,7 +297,7 @@ const MAX_WHEEL_BITS = 40;
 function resolveHybrid(options: unknown): ResolvedHybridOptions {
   if (options === undefined) return HYBRID_DEFAULTS;
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('hybrid', 'must be an object');
-  rejectUnknown(options, HYBRID_OPTION_NAMES, 'hybrid.');
+  rejectUnknownFields(options, [...HYBRID_OPTION_NAMES], 'hybrid.');
   const o = options as HybridOptions;
   const d = HYBRID_DEFAULTS;
   const fallbackPollMs = optional(o.fallbackPollMs, d.fallbackPollMs, (v) => validatePositiveMs(v, 'hybrid.fallbackPollMs', MAX_TIMER_MS));
