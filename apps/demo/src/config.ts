@@ -49,21 +49,15 @@ export interface DemoOptions {
   readonly keepSchema: boolean;
 }
 
-/** What a worker process needs to know. */
-export interface WorkerProcessConfig {
+/** What a worker process needs to know: its identity and database, plus the worker knobs of the demo. */
+export interface WorkerProcessConfig
+  extends Pick<
+    DemoOptions,
+    'concurrency' | 'leaseMs' | 'renewMs' | 'discovery' | 'pollMs' | 'fallbackMs' | 'reclaimMs' | 'workMinMs' | 'workMaxMs' | 'logLevel'
+  > {
   readonly url: string;
   readonly schema: string;
   readonly workerId: string;
-  readonly concurrency: number;
-  readonly leaseMs: number;
-  readonly renewMs: number;
-  readonly discovery: DiscoveryMode;
-  readonly pollMs: number;
-  readonly fallbackMs: number;
-  readonly reclaimMs: number;
-  readonly workMinMs: number;
-  readonly workMaxMs: number;
-  readonly logLevel: string;
 }
 
 export const WORKER_CONFIG_ENV = 'POSTPONE_DEMO_WORKER';

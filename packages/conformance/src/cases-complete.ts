@@ -2,12 +2,27 @@
  * complete: CLAIMED → DONE fenced by attempt, one effect row in the same transaction as DONE, the
  * handler's `work(tx)` committed with it or not at all (SPEC.md §1.3, §1.4, §2).
  */
-import { CancelOutcome, CompleteOutcome, TaskState } from '@postpone/core';
+import { CancelOutcome, CompleteOutcome, type TaskId, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import type { HarnessRef } from './harness.js';
 import { captureError, mustGetTask, scheduleAndClaim } from './helpers.js';
 
 export function completeCases(h: HarnessRef): void {
+  /** complete() by `w1` whose work(tx) writes the task's marker; counts how often work ran. */
+  async function completeWithMarker(id: TaskId, attempt: number): Promise<{ outcome: CompleteOutcome; calls: number }> {
+    let calls = 0;
+    const outcome = await h().store.complete({
+      id,
+      attempt,
+      owner: 'w1',
+      work: async (tx) => {
+        calls++;
+        await h().writeMarker(tx, id);
+      },
+    });
+    return { outcome, calls };
+  }
+
   describe('complete', () => {
     it('moves the current attempt to DONE with its result and exactly one effect row', async () => {
       const { store, clock } = h();
@@ -65,16 +80,7 @@ export function completeCases(h: HarnessRef): void {
     it('commits the work writes together with DONE', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
-      let calls = 0;
-      const outcome = await store.complete({
-        id: c.id,
-        attempt: c.attempt,
-        owner: 'w1',
-        work: async (tx) => {
-          calls++;
-          await h().writeMarker(tx, c.id);
-        },
-      });
+      const { outcome, calls } = await completeWithMarker(c.id, c.attempt);
       expect(outcome).toBe(CompleteOutcome.DONE);
       expect(calls).toBe(1);
       expect(await h().readMarker(c.id)).toBe(true);
@@ -85,16 +91,7 @@ export function completeCases(h: HarnessRef): void {
     it('a stale complete never calls work', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
-      let calls = 0;
-      const outcome = await store.complete({
-        id: c.id,
-        attempt: c.attempt + 1,
-        owner: 'w1',
-        work: async (tx) => {
-          calls++;
-          await h().writeMarker(tx, c.id);
-        },
-      });
+      const { outcome, calls } = await completeWithMarker(c.id, c.attempt + 1);
       expect(outcome).toBe(CompleteOutcome.REJECTED_STALE);
       expect(calls).toBe(0);
       expect(await h().readMarker(c.id)).toBe(false);
@@ -106,16 +103,7 @@ export function completeCases(h: HarnessRef): void {
       const { store } = h();
       const c = await scheduleAndClaim(store);
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
-      let calls = 0;
-      const outcome = await store.complete({
-        id: c.id,
-        attempt: c.attempt,
-        owner: 'w1',
-        work: async (tx) => {
-          calls++;
-          await h().writeMarker(tx, c.id);
-        },
-      });
+      const { outcome, calls } = await completeWithMarker(c.id, c.attempt);
       expect(outcome).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
       expect(calls).toBe(0);
       expect(await h().readMarker(c.id)).toBe(false);

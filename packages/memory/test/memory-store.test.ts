@@ -1,15 +1,8 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES, PostponeError, StoreError, TaskState, TestClock, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
+import { captureError } from '@postpone/conformance';
 import { createMemoryStore, leaseCheckHolds, MemoryStore, SqlState } from '../src/index.js';
 
-async function rejection(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('createMemoryStore', () => {
   it('is named memory and gives increasing decimal ids from "1", never reused after a rollback', async () => {
@@ -53,10 +46,10 @@ describe('createMemoryStore', () => {
   it('honours maxPayloadBytes for payloads and results', async () => {
     const store = createMemoryStore({ clock: new TestClock(), maxPayloadBytes: 16 });
     await store.schedule({ kind: 'k', payload: 'x'.repeat(14) });
-    const tooLarge = await rejection(() => store.schedule({ kind: 'k', payload: 'x'.repeat(15) }));
+    const tooLarge = await captureError(() => store.schedule({ kind: 'k', payload: 'x'.repeat(15) }));
     expect(ValidationError.isInstance(tooLarge) && tooLarge.code === 'PAYLOAD_TOO_LARGE').toBe(true);
     const [c] = await store.claim({ owner: 'w1', limit: 1, leaseMs: 1_000 });
-    const badResult = await rejection(() => store.complete({ id: c!.id, attempt: 1, owner: 'w1', result: 'y'.repeat(15) }));
+    const badResult = await captureError(() => store.complete({ id: c!.id, attempt: 1, owner: 'w1', result: 'y'.repeat(15) }));
     expect(ValidationError.isInstance(badResult) && badResult.code === 'INVALID_RESULT').toBe(true);
     expect(await store.countByState()).toMatchObject({ SCHEDULED: 0, CLAIMED: 1 });
     expect(createMemoryStore().name).toBe('memory');
@@ -91,7 +84,7 @@ describe('createMemoryStore', () => {
     const store = createMemoryStore({ clock: new TestClock() });
     const { id } = await store.schedule({ kind: 'k', maxAttempts: 3 });
     await store.claim({ owner: 'w1', limit: 1, leaseMs: 1_000 });
-    const bad = await rejection(() => store.fail({ id, attempt: 1, error: 42 as unknown as string, backoffMs: 0 }));
+    const bad = await captureError(() => store.fail({ id, attempt: 1, error: 42 as unknown as string, backoffMs: 0 }));
     expect(ValidationError.isInstance(bad) && bad.field === 'error').toBe(true);
     await store.fail({ id, attempt: 1, error: 'a\u0000b', backoffMs: 0 });
     expect((await store.getTask(id))?.lastError).toBe('a\ufffdb');
@@ -101,7 +94,7 @@ describe('createMemoryStore', () => {
     const store = createMemoryStore({ clock: new TestClock() });
     await store.schedule({ kind: 'k' });
     for (const owner of ['', 'o'.repeat(201), 'a\u0000b']) {
-      const error = await rejection(() => store.claim({ owner, limit: 1, leaseMs: 1_000 }));
+      const error = await captureError(() => store.claim({ owner, limit: 1, leaseMs: 1_000 }));
       expect(ValidationError.isInstance(error) && error.field === 'owner').toBe(true);
     }
     expect(await store.countByState()).toMatchObject({ SCHEDULED: 1, CLAIMED: 0 });
@@ -113,7 +106,7 @@ describe('rawUpdateTask (the lease CHECK)', () => {
     const store = createMemoryStore({ clock: new TestClock() });
     const { id } = await store.schedule({ kind: 'k' });
     const before = await store.getTask(id);
-    const error = await rejection(() => store.rawUpdateTask(id, { state: TaskState.CLAIMED }));
+    const error = await captureError(() => store.rawUpdateTask(id, { state: TaskState.CLAIMED }));
     expect(PostponeError.isInstance(error)).toBe(true);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe(SqlState.CHECK_VIOLATION);
@@ -146,7 +139,7 @@ describe('close', () => {
     const store = createMemoryStore();
     await store.close();
     for (const call of [() => store.transaction(async () => 1), () => store.table('t'), () => store.rawUpdateTask('1', {})]) {
-      const error = await rejection(call);
+      const error = await captureError(call);
       expect(PostponeError.isInstance(error) && error.code === 'STORE_CLOSED').toBe(true);
     }
   });

@@ -1,15 +1,8 @@
 import { PostponeError, StoreError, TaskState, TestClock, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
+import { captureError } from '@postpone/conformance';
 import { createMemoryStore, MemoryTx, SqlState } from '../src/index.js';
 
-async function rejection(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 function expectStoreError(error: unknown, sqlState: string): void {
   expect(PostponeError.isInstance(error)).toBe(true);
@@ -37,7 +30,7 @@ describe('MemoryTx and store.transaction', () => {
     const store = createMemoryStore({ clock: new TestClock() });
     const boom = new Error('boom');
     let taskId = '';
-    const error = await rejection(() =>
+    const error = await captureError(() =>
       store.transaction(async (tx) => {
         tx.insert('orders', 'o1', { status: 'open' });
         taskId = (await store.schedule({ kind: 'close-order' }, { tx })).id;
@@ -53,9 +46,9 @@ describe('MemoryTx and store.transaction', () => {
     const store = createMemoryStore();
     await store.transaction(async (tx) => tx.insert('t', 'k', 1));
     await store.transaction(async (tx) => {
-      expectStoreError(await rejection(() => tx.insert('t', 'k', 2)), SqlState.UNIQUE_VIOLATION);
+      expectStoreError(await captureError(() => tx.insert('t', 'k', 2)), SqlState.UNIQUE_VIOLATION);
       tx.insert('t', 'k2', 2);
-      expectStoreError(await rejection(() => tx.insert('t', 'k2', 3)), SqlState.UNIQUE_VIOLATION);
+      expectStoreError(await captureError(() => tx.insert('t', 'k2', 3)), SqlState.UNIQUE_VIOLATION);
     });
     expect([...store.table('t')]).toEqual([
       ['k', 1],
@@ -77,7 +70,7 @@ describe('MemoryTx and store.transaction', () => {
     });
     await store.transaction(async (tx) => tx.insert('t', 'k', 'fast'));
     release();
-    expectStoreError(await rejection(() => slow), SqlState.UNIQUE_VIOLATION);
+    expectStoreError(await captureError(() => slow), SqlState.UNIQUE_VIOLATION);
     expect([...store.table('t')]).toEqual([['k', 'fast']]);
     expect(await store.getTask(slowTaskId)).toBeNull();
   });
@@ -90,8 +83,8 @@ describe('MemoryTx and store.transaction', () => {
     });
     const tx = kept as MemoryTx;
     expect(tx.isOpen).toBe(false);
-    expectStoreError(await rejection(() => tx.insert('t', 'k', 1)), SqlState.INVALID_TRANSACTION_STATE);
-    expectStoreError(await rejection(() => store.schedule({ kind: 'k' }, { tx })), SqlState.INVALID_TRANSACTION_STATE);
+    expectStoreError(await captureError(() => tx.insert('t', 'k', 1)), SqlState.INVALID_TRANSACTION_STATE);
+    expectStoreError(await captureError(() => store.schedule({ kind: 'k' }, { tx })), SqlState.INVALID_TRANSACTION_STATE);
     expect(await store.countByState()).toMatchObject({ SCHEDULED: 0 });
   });
 
@@ -99,10 +92,10 @@ describe('MemoryTx and store.transaction', () => {
     const store = createMemoryStore();
     const other = createMemoryStore();
     await other.transaction(async (foreign) => {
-      const error = await rejection(() => store.schedule({ kind: 'k' }, { tx: foreign }));
+      const error = await captureError(() => store.schedule({ kind: 'k' }, { tx: foreign }));
       expect(ValidationError.isInstance(error) && error.code === 'INVALID_OPTION' && error.field === 'tx').toBe(true);
     });
-    const error = await rejection(() => store.scheduleMany([{ kind: 'k' }], { tx: {} as MemoryTx }));
+    const error = await captureError(() => store.scheduleMany([{ kind: 'k' }], { tx: {} as MemoryTx }));
     expect(ValidationError.isInstance(error) && error.field === 'tx').toBe(true);
     expect(await store.countByState()).toMatchObject({ SCHEDULED: 0 });
   });
@@ -120,9 +113,9 @@ describe('MemoryTx and store.transaction', () => {
   it('table and key names must be non-empty strings', async () => {
     const store = createMemoryStore();
     await store.transaction(async (tx) => {
-      const error = await rejection(() => tx.insert('', 'k', 1));
+      const error = await captureError(() => tx.insert('', 'k', 1));
       expect(ValidationError.isInstance(error) && error.field === 'table').toBe(true);
-      const error2 = await rejection(() => tx.get('t', 7 as unknown as string));
+      const error2 = await captureError(() => tx.get('t', 7 as unknown as string));
       expect(ValidationError.isInstance(error2) && error2.field === 'key').toBe(true);
     });
   });
@@ -153,7 +146,7 @@ describe('complete({ work }) with a MemoryTx', () => {
     const { id } = await store.schedule({ kind: 'k' });
     const [c] = await store.claim({ owner: 'w1', limit: 1, leaseMs: 1_000 });
     const before = await store.getTask(id);
-    const error = await rejection(() =>
+    const error = await captureError(() =>
       store.complete({ id, attempt: c!.attempt, owner: 'w1', work: async (tx) => tx.insert('ledger', 'entry-1', 'again') }),
     );
     expectStoreError(error, SqlState.UNIQUE_VIOLATION);

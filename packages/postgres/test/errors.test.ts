@@ -6,6 +6,7 @@ import { ConnectionLostError, StoreClosedError, StoreError, TestClock, Validatio
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureError } from '@postpone/conformance';
 import { type PostgresStore, SqlState, translateError } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
@@ -19,14 +20,6 @@ beforeAll(async () => {
 });
 afterAll(() => admin.drop());
 
-async function caught(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** One raw statement through each driver, returning what it threw. */
 const RAW: Record<(typeof DRIVERS)[number], (text: string, params: unknown[]) => Promise<unknown>> = {
@@ -34,7 +27,7 @@ const RAW: Record<(typeof DRIVERS)[number], (text: string, params: unknown[]) =>
     const client = new pg.Client({ connectionString: admin.url });
     await client.connect();
     try {
-      return await caught(() => client.query(text, params));
+      return await captureError(() => client.query(text, params));
     } finally {
       await client.end();
     }
@@ -42,7 +35,7 @@ const RAW: Record<(typeof DRIVERS)[number], (text: string, params: unknown[]) =>
   async postgres(text, params) {
     const sql = postgres(admin.url, { max: 1, onnotice: () => {} });
     try {
-      return await caught(() => sql.unsafe(text, params as string[]));
+      return await captureError(() => sql.unsafe(text, params as string[]));
     } finally {
       // postgres.js 3.4.9: end() after a connection died mid-query waits for its timeout (porsager/postgres#1097).
       await sql.end({ timeout: 1 });
@@ -82,13 +75,13 @@ describe('translateError with ended clients', () => {
   it('pg pool ended → StoreClosedError', async () => {
     const pool = new pg.Pool({ connectionString: admin.url });
     await pool.end();
-    expect(translateError(await caught(() => pool.query('select 1')))).toBeInstanceOf(StoreClosedError);
+    expect(translateError(await captureError(() => pool.query('select 1')))).toBeInstanceOf(StoreClosedError);
   });
 
   it('postgres.js sql ended → StoreClosedError', async () => {
     const sql = postgres(admin.url, { max: 1 });
     await sql.end();
-    expect(translateError(await caught(() => sql.unsafe('select 1')))).toBeInstanceOf(StoreClosedError);
+    expect(translateError(await captureError(() => sql.unsafe('select 1')))).toBeInstanceOf(StoreClosedError);
   });
 
   it('a store whose pool the owner ended throws StoreClosedError', async () => {
@@ -96,7 +89,7 @@ describe('translateError with ended clients', () => {
     const { createPgStore } = await import('../src/pg.js');
     const store = createPgStore({ pool, schema: admin.schema });
     await pool.end();
-    expect(await caught(() => store.countByState())).toBeInstanceOf(StoreClosedError);
+    expect(await captureError(() => store.countByState())).toBeInstanceOf(StoreClosedError);
   });
 });
 
@@ -119,7 +112,7 @@ describe.each(DRIVERS)('lost connection during a call (%s)', (driver) => {
     try {
       await locker.query('begin');
       await locker.query(`select id from ${admin.t('task')} where id = $1 for update`, [id]);
-      const pending = caught(() => store.extend({ id, attempt: 1, leaseMs: 1_000 }));
+      const pending = captureError(() => store.extend({ id, attempt: 1, leaseMs: 1_000 }));
       // The extend's backend is the one blocked by our lock.
       const lockerPid = (await locker.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid;
       let pid: number | undefined;
@@ -147,7 +140,7 @@ describe.each(DRIVERS)('misuse gets a clear error (%s)', (driver) => {
     const kit = makeKit(driver);
     try {
       const store = kit.store({ schema: `${admin.schema}_never_migrated` });
-      const error = await caught(() => store.schedule({ kind: 'k' }));
+      const error = await captureError(() => store.schedule({ kind: 'k' }));
       expect(error).toBeInstanceOf(StoreError);
       expect((error as StoreError).sqlState).toBe(SqlState.UNDEFINED_TABLE);
       expect((error as StoreError).message).toMatch(/call store\.migrate\(\)/);
@@ -161,7 +154,7 @@ describe.each(DRIVERS)('misuse gets a clear error (%s)', (driver) => {
     try {
       const store = kit.store({ schema: admin.schema });
       const before = await store.countByState();
-      const error = await caught(() => store.schedule({ kind: 'k' }, { tx: {} }));
+      const error = await captureError(() => store.schedule({ kind: 'k' }, { tx: {} }));
       expect(error).toBeInstanceOf(ValidationError);
       expect((error as ValidationError).code).toBe('INVALID_OPTION');
       expect((error as ValidationError).field).toBe('tx');
@@ -180,7 +173,7 @@ describe('options that would silently leave the caller’s transaction are refus
     try {
       const before = await store.countByState();
       for (const options of [{ tx: pool }, { txn: {} }, { transaction: {} }] as const) {
-        const error = await caught(() => store.schedule({ kind: 'k' }, options as never));
+        const error = await captureError(() => store.schedule({ kind: 'k' }, options as never));
         expect(error).toBeInstanceOf(ValidationError);
         expect((error as ValidationError).code).toBe('INVALID_OPTION');
       }
@@ -196,7 +189,7 @@ describe('options that would silently leave the caller’s transaction are refus
     const sql = postgres(admin.url, { max: 2, onnotice: () => {} });
     const store = createPostgresJsStore({ sql, schema: admin.schema });
     try {
-      const error = await caught(() => store.schedule({ kind: 'k' }, { tx: sql as never }));
+      const error = await captureError(() => store.schedule({ kind: 'k' }, { tx: sql as never }));
       expect(error).toBeInstanceOf(ValidationError);
       expect((error as ValidationError).field).toBe('tx');
       let id = '';

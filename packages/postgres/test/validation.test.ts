@@ -13,20 +13,13 @@ import {
   type ValidationCode,
 } from '@postpone/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { captureError } from '@postpone/conformance';
 import type { PostgresStore } from '../src/index.js';
 import { Admin, DRIVERS, makeKit } from './support/kits.js';
 
 const admin = Admin.create('validation');
 afterAll(() => admin.drop());
 
-async function caught(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to fail');
-}
 
 function cyclic(): unknown {
   const a: Record<string, unknown> = { name: 'a' };
@@ -75,7 +68,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
   });
 
   it.each(BAD_SCHEDULES)('schedule: %s → ValidationError, nothing inserted', async (_label, input, code, field) => {
-    const error = await caught(() => store.schedule(input as unknown as ScheduleInput));
+    const error = await captureError(() => store.schedule(input as unknown as ScheduleInput));
     expect(ValidationError.isInstance(error), String(error)).toBe(true);
     expect((error as ValidationError).code).toBe(code);
     expect((error as ValidationError).field).toBe(field);
@@ -84,7 +77,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
 
   it.each(BAD_SCHEDULES)('scheduleMany with one bad task (%s) inserts nothing', async (_label, input, code, field) => {
     const tasks = [{ kind: 'ok' }, { kind: 'ok', delayMs: 5 }, input, { kind: 'ok' }] as unknown as ScheduleInput[];
-    const error = await caught(() => store.scheduleMany(tasks));
+    const error = await captureError(() => store.scheduleMany(tasks));
     expect(ValidationError.isInstance(error), String(error)).toBe(true);
     expect((error as ValidationError).code).toBe(code);
     expect((error as ValidationError).field).toBe(`tasks[2].${field}`);
@@ -114,7 +107,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
       () => store.release({ id: id as string, attempt: 1 }),
     ];
     for (const call of calls) {
-      const error = await caught(call);
+      const error = await captureError(call);
       expect(ValidationError.isInstance(error), String(error)).toBe(true);
       expect((error as ValidationError).code).toBe('INVALID_TASK_ID');
     }
@@ -130,7 +123,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     ['empty owner', { owner: '', limit: 1, leaseMs: 1_000 }, 'owner'],
   ])('claim with %s → INVALID_OPTION, nothing claimed', async (_label, params, field) => {
     await store.schedule({ kind: 'k' });
-    const error = await caught(() => store.claim(params));
+    const error = await captureError(() => store.claim(params));
     expect(ValidationError.isInstance(error), String(error)).toBe(true);
     expect((error as ValidationError).code).toBe('INVALID_OPTION');
     expect((error as ValidationError).field).toBe(field);
@@ -140,7 +133,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
   it('complete with a result that is not JSON → INVALID_RESULT, the task stays CLAIMED', async () => {
     const { id } = await store.schedule({ kind: 'k' });
     const [claimed] = await store.claim({ owner: 'w', limit: 1, leaseMs: 1_000 });
-    const error = await caught(() => store.complete({ id, attempt: claimed?.attempt ?? 0, owner: 'w', result: { n: 1n } }));
+    const error = await captureError(() => store.complete({ id, attempt: claimed?.attempt ?? 0, owner: 'w', result: { n: 1n } }));
     expect((error as ValidationError).code).toBe('INVALID_RESULT');
     expect((await store.getTask(id))?.state).toBe('CLAIMED');
     expect(await store.getEffect(id)).toBeNull();
@@ -149,7 +142,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
   it('fail with negative backoff → INVALID_OPTION; the task stays CLAIMED', async () => {
     const { id } = await store.schedule({ kind: 'k' });
     await store.claim({ owner: 'w', limit: 1, leaseMs: 1_000 });
-    const error = await caught(() => store.fail({ id, attempt: 1, error: 'e', backoffMs: -5 }));
+    const error = await captureError(() => store.fail({ id, attempt: 1, error: 'e', backoffMs: -5 }));
     expect((error as ValidationError).code).toBe('INVALID_OPTION');
     expect((error as ValidationError).field).toBe('backoffMs');
     expect((await store.getTask(id))?.state).toBe('CLAIMED');
@@ -188,7 +181,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
       () => closing.listen(() => {}),
     ];
     for (const call of calls) {
-      const error = await caught(call);
+      const error = await captureError(call);
       expect(error).toBeInstanceOf(StoreClosedError);
       expect((error as PostponeError).code).toBe('STORE_CLOSED');
     }
@@ -204,11 +197,11 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     const deadKit = makeKit(driver, url.toString());
     const dead = deadKit.store({ schema: admin.schema });
     try {
-      const error = await caught(() => dead.schedule({ kind: 'k' }));
+      const error = await captureError(() => dead.schedule({ kind: 'k' }));
       expect(error).toBeInstanceOf(ConnectionLostError);
       expect((error as PostponeError).code).toBe('CONNECTION_LOST');
-      expect(await caught(() => dead.claim({ owner: 'w', limit: 1, leaseMs: 1_000 }))).toBeInstanceOf(ConnectionLostError);
-      expect(await caught(() => dead.listen(() => {}))).toBeInstanceOf(ConnectionLostError);
+      expect(await captureError(() => dead.claim({ owner: 'w', limit: 1, leaseMs: 1_000 }))).toBeInstanceOf(ConnectionLostError);
+      expect(await captureError(() => dead.listen(() => {}))).toBeInstanceOf(ConnectionLostError);
     } finally {
       await dead.close();
       await deadKit.close();
