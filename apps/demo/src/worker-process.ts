@@ -4,7 +4,7 @@
  * `stop` message, on SIGTERM/SIGINT, or when the parent goes away. Its logs (`--log-level`) go to stdout.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ClaimedTask, Store } from '@postpone/core';
+import { type ClaimedTask, overrideStore, type Store } from '@postpone/core';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker, type Worker, type WorkerOptions } from '@postpone/worker';
 import pg from 'pg';
@@ -29,18 +29,17 @@ const store = createPgStore({ pool, schema });
 
 /** The store, with each claim and near-task read reported to the parent (the demo counts discovery's queries). */
 function reportingQueries<Tx>(inner: Store<Tx>): Store<Tx> {
-  return new Proxy(inner, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const bound = value.bind(target) as (...args: unknown[]) => Promise<unknown>;
-      if (prop !== 'claim' && prop !== 'peekDue') return bound;
-      return async (...args: unknown[]) => {
-        const answer = await bound(...args);
-        const tasks = prop === 'claim' ? (answer as unknown[]).length : (answer as { tasks: unknown[] }).tasks.length;
-        send({ type: 'query', workerId, op: prop === 'claim' ? 'claim' : 'peek', tasks });
-        return answer;
-      };
+  const report = (op: 'claim' | 'peek', tasks: number) => send({ type: 'query', workerId, op, tasks });
+  return overrideStore(inner, {
+    claim: async (params) => {
+      const tasks = await inner.claim(params);
+      report('claim', tasks.length);
+      return tasks;
+    },
+    peekDue: async (params) => {
+      const answer = await inner.peekDue(params);
+      report('peek', answer.tasks.length);
+      return answer;
     },
   });
 }

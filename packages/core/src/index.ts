@@ -23,3 +23,4 @@ export * from './transition.js';
 export * from './store.js';
 export * from './params.js';
 export * from './complete-many.js';
+export * from './override-store.js';

@@ -20,7 +20,6 @@ export * from './tcp-proxy.js';
 export * from './external-service.js';
 export * from './negative/sql.js';
 export * from './negative/controls.js';
-export * from './store-override.js';
 export * from './db-inspect.js';
 export * from './claims.js';
 export * from './settings.js';

@@ -4,7 +4,7 @@
  * with `onCompleteTx` writes keeps its own `store.complete`. Real stores behind a counting proxy.
  */
 import { createMemoryStore } from '@postpone/memory';
-import { CancelOutcome, type ClaimedTask, type CompleteOutcome, type Store, TaskState } from '@postpone/core';
+import { CancelOutcome, type ClaimedTask, type CompleteOutcome, overrideStore, type Store, TaskState } from '@postpone/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, ManualPacing, type Worker } from '../src/index.js';
 import { gate, type Harness, memoryHarness, pgHarness, postgresJsHarness, until } from './harness.js';
@@ -19,25 +19,15 @@ interface CompleteCalls {
 /** A thin proxy over the real store that counts complete and completeMany calls. */
 function countCompletes<Tx>(store: Store<Tx>): { store: Store<Tx>; calls: CompleteCalls } {
   const calls: CompleteCalls = { complete: 0, completeMany: 0, batchSizes: [] };
-  const proxy = new Proxy(store, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const bound = value.bind(target) as (...args: unknown[]) => unknown;
-      if (prop === 'complete') {
-        return (...args: unknown[]) => {
-          calls.complete += 1;
-          return bound(...args);
-        };
-      }
-      if (prop === 'completeMany') {
-        return (items: readonly unknown[]) => {
-          calls.completeMany += 1;
-          calls.batchSizes.push(items.length);
-          return bound(items);
-        };
-      }
-      return bound;
+  const proxy = overrideStore(store, {
+    complete: (params) => {
+      calls.complete += 1;
+      return store.complete(params);
+    },
+    completeMany: (items) => {
+      calls.completeMany += 1;
+      calls.batchSizes.push(items.length);
+      return store.completeMany(items);
     },
   });
   return { store: proxy, calls };

@@ -2,7 +2,7 @@
  * The worker with both clocks under the test's control: the store's clock (TestClock, in the
  * in-memory store) and the worker's monotonic pacing (ManualPacing). Nothing here waits on real time.
  */
-import { TaskState, TestClock } from '@postpone/core';
+import { overrideStore, TaskState, TestClock } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { describe, expect, it } from 'vitest';
 import { createWorker, ManualPacing, waitForEvent, type WorkerEvents } from '../src/index.js';
@@ -120,16 +120,14 @@ describe('worker under controlled time', () => {
     const store = createMemoryStore({ clock });
     const pacing = new ManualPacing();
     const counts = { claim: 0, reclaimExpired: 0 };
-    const counted = new Proxy(store, {
-      get(target, prop) {
-        const value: unknown = Reflect.get(target, prop, target);
-        if (typeof value !== 'function') return value;
-        const bound = value.bind(target) as (...args: unknown[]) => unknown;
-        if (prop !== 'claim' && prop !== 'reclaimExpired') return bound;
-        return (...args: unknown[]) => {
-          counts[prop] += 1;
-          return bound(...args);
-        };
+    const counted = overrideStore(store, {
+      claim: (params) => {
+        counts.claim += 1;
+        return store.claim(params);
+      },
+      reclaimExpired: (params) => {
+        counts.reclaimExpired += 1;
+        return store.reclaimExpired(params);
       },
     });
     const worker = createWorker({ store: counted, pacing, leaseMs: 10_000, pollIntervalMs: 100, reclaimEveryMs: 250, handlers: { ping: async () => 'pong' } });

@@ -1,4 +1,4 @@
-import type { Store } from '@postpone/core';
+import { overrideStore, type Store } from '@postpone/core';
 
 export interface StoreCalls {
   /** Claim queries sent, and how many of them claimed nothing. */
@@ -22,33 +22,25 @@ export function countingStore<Tx>(store: Store<Tx>): CountingStore<Tx> {
   const counting: CountingStore<Tx> = {
     calls,
     dropNotices: false,
-    store: new Proxy(store, {
-      get(target, prop) {
-        const value: unknown = Reflect.get(target, prop, target);
-        if (typeof value !== 'function') return value;
-        const bound = value.bind(target) as (...args: unknown[]) => Promise<unknown>;
-        if (prop === 'claim') {
-          return async (...args: unknown[]) => {
-            calls.claim += 1;
-            const tasks = (await bound(...args)) as unknown[];
-            if (tasks.length === 0) calls.emptyClaims += 1;
-            return tasks;
-          };
-        }
-        if (prop === 'peekDue') {
-          return (...args: unknown[]) => {
-            calls.peekDue += 1;
-            return bound(...args);
-          };
-        }
-        if (prop === 'listen') {
-          return (onNotice: (notice: unknown) => void, options?: unknown) =>
-            bound((notice: unknown) => {
-              if (!counting.dropNotices) onNotice(notice);
-            }, options);
-        }
-        return bound;
+    store: overrideStore(store, {
+      claim: async (params) => {
+        calls.claim += 1;
+        const tasks = await store.claim(params);
+        if (tasks.length === 0) calls.emptyClaims += 1;
+        return tasks;
       },
+      peekDue: (params) => {
+        calls.peekDue += 1;
+        return store.peekDue(params);
+      },
+      ...(typeof (store as { listen?: unknown }).listen === 'function'
+        ? {
+            listen: (onNotice: (notice: unknown) => void, options?: unknown) =>
+              (store as unknown as { listen: (n: (notice: unknown) => void, o?: unknown) => Promise<unknown> }).listen((notice) => {
+                if (!counting.dropNotices) onNotice(notice);
+              }, options),
+          }
+        : {}),
     }),
   };
   return counting;

@@ -1,4 +1,4 @@
-import type { Store } from '@postpone/core';
+import { overrideStore, type Store } from '@postpone/core';
 
 type Method = 'claim' | 'extend' | 'complete' | 'completeMany' | 'fail' | 'release' | 'reclaimExpired' | 'getTask';
 
@@ -7,20 +7,15 @@ type Method = 'claim' | 'extend' | 'complete' | 'completeMany' | 'fail' | 'relea
  * or wait (a slow database). Everything else goes straight to the store.
  */
 export function faultyStore<Tx>(store: Store<Tx>, before: Partial<Record<Method, (call: number) => void | Promise<void>>>): Store<Tx> {
-  const calls = new Map<string, number>();
-  return new Proxy(store, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const bound = value.bind(target) as (...args: unknown[]) => Promise<unknown>;
-      const hook = before[prop as Method];
-      if (hook === undefined) return bound;
-      return async (...args: unknown[]) => {
-        const n = (calls.get(prop as string) ?? 0) + 1;
-        calls.set(prop as string, n);
-        await hook(n);
-        return bound(...args);
-      };
-    },
-  });
+  const overrides: Record<string, unknown> = {};
+  for (const [method, hook] of Object.entries(before)) {
+    const original = (store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[method]!.bind(store);
+    let calls = 0;
+    overrides[method] = async (...args: unknown[]) => {
+      calls += 1;
+      await hook(calls);
+      return original(...args);
+    };
+  }
+  return overrideStore(store, overrides);
 }

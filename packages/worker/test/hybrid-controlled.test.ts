@@ -3,7 +3,7 @@
  * in-memory store) and the worker's monotonic pacing (ManualPacing). The two start decades apart, so
  * a timer can only be right if it is placed by the store's time. Nothing here waits on real time.
  */
-import { type Store, type TaskId, TestClock } from '@postpone/core';
+import { overrideStore, type Store, type TaskId, TestClock } from '@postpone/core';
 import { createMemoryStore, type MemoryStore } from '@postpone/memory';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type HybridOptions, ManualPacing, type Worker, type WorkerEvents } from '../src/index.js';
@@ -149,16 +149,13 @@ describe('hybrid discovery under controlled time', () => {
     const r = rig({
       hybrid: { fallbackPollMs: 5_000 },
       wrap: (store) =>
-        new Proxy(store, {
-          get(target, prop) {
-            const value: unknown = Reflect.get(target, prop, target);
-            if (prop === 'peekDue' && failures > 0) {
+        overrideStore(store, {
+          peekDue: async (params) => {
+            if (failures > 0) {
               failures -= 1;
-              return async () => {
-                throw new Error('database unreachable');
-              };
+              throw new Error('database unreachable');
             }
-            return typeof value === 'function' ? value.bind(target) : value;
+            return store.peekDue(params);
           },
         }),
     });
@@ -182,19 +179,13 @@ describe('hybrid discovery under controlled time', () => {
     const r = rig({
       // The in-memory store plus a hand-driven notification channel.
       wrap: (store) =>
-        new Proxy(store, {
-          get(target, prop) {
-            if (prop === 'listen') {
-              return async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
-                notify = onNotice;
-                reconnect = options?.onReconnect;
-                return async () => {
-                  notify = undefined;
-                };
-              };
-            }
-            const value: unknown = Reflect.get(target, prop, target);
-            return typeof value === 'function' ? value.bind(target) : value;
+        overrideStore(store, {
+          listen: async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
+            notify = onNotice;
+            reconnect = options?.onReconnect;
+            return async () => {
+              notify = undefined;
+            };
           },
         }),
     });

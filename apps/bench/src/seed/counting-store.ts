@@ -2,7 +2,7 @@
  * A store that counts the claim statements it sends, empty ones included. It wraps a real store
  * (a Proxy that forwards every call); nothing is mocked.
  */
-import type { ClaimedTask, ClaimParams, Store } from '@postpone/core';
+import { type ClaimedTask, type ClaimParams, overrideStore, type Store } from '@postpone/core';
 
 export interface ClaimCounts {
   /** Claim statements sent. */
@@ -20,12 +20,6 @@ export function countClaims<Tx>(store: Store<Tx>): { store: Store<Tx>; counts: C
     if (tasks.length === 0) counts.empty++;
     return tasks;
   };
-  const wrapped = new Proxy(store, {
-    get(target, property) {
-      if (property === 'claim') return claim;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  const wrapped = overrideStore(store, { claim });
   return { store: wrapped, counts };
 }

@@ -6,7 +6,7 @@
 import type { Store } from '@postpone/core';
 import { createWorker, type Worker } from '@postpone/worker';
 import { NegativeControls, withUnfencedComplete } from '../negative/controls.js';
-import { overrideStore } from '../store-override.js';
+import { overrideStore } from '@postpone/core';
 import type { ParentChannel } from './channel.js';
 import { planHandler } from './plan-handler.js';
 import type { HandlerPlan, VariantPlan, WorkerSettings } from './protocol.js';

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CompleteManyItem, CompleteOutcome, CompleteParams, Store } from '@postpone/core';
 import type pg from 'pg';
-import { overrideStore } from '../store-override.js';
+import { overrideStore } from '@postpone/core';
 import { negativeStatements, type NegativeStatements } from './sql.js';
 
 /** A task the naive claim believes it holds. Times are epoch ms of the database clock. */
