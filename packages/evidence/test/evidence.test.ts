@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ describe('evidence recorder', () => {
   });
   afterEach(() => {
     delete process.env.POSTPONE_EVIDENCE_DIR;
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('formats key=value pairs, arrays and decimals', () => {
