@@ -37,6 +37,17 @@ for (const group of ['packages', 'apps']) {
     }
   }
 }
+// Checks that are not vitest tests (.ci/run's fresh-clone start) append `CHECK <name> PASS|FAIL ...` lines to this file.
+const checksFile = process.env.POSTPONE_CHECKS_FILE;
+if (checksFile && existsSync(checksFile)) {
+  for (const line of readFileSync(checksFile, 'utf8').split('\n')) {
+    if (/^CHECK \S+ PASS/.test(line)) passed += 1;
+    else if (/^CHECK \S+ FAIL/.test(line)) {
+      failed += 1;
+      problems.push(line);
+    }
+  }
+}
 for (const p of problems) console.log(`summary: ${p}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 ? 1 : 0;

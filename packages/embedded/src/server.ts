@@ -375,6 +375,7 @@ function alive(pid: number): boolean {
  * Removes data folders whose owner process is dead (killed with SIGKILL, say), first stopping the
  * server still running in one, and half-built binary mirrors. Folders of live processes, of other
  * users, and folders younger than a minute without an owner file (a start in progress) are left alone.
+ * Binary mirrors whose source folder is gone (a deleted checkout) are removed too.
  */
 export function removeStaleFolders(dir: string = tmpdir()): number {
   let removed = 0;
@@ -387,6 +388,10 @@ export function removeStaleFolders(dir: string = tmpdir()): number {
   const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
   for (const name of names) {
     const path = join(dir, name);
+    if (name.startsWith(MIRROR_PREFIX) && !name.startsWith(`${MIRROR_PREFIX}staging-`)) {
+      removed += removeOrphanMirror(path);
+      continue;
+    }
     const staging = name.startsWith(`${MIRROR_PREFIX}staging-`);
     if (!staging && !/^postpone-pg-[A-Za-z0-9]{6}$/.test(name)) continue;
     try {
@@ -408,6 +413,18 @@ export function removeStaleFolders(dir: string = tmpdir()): number {
     }
   }
   return removed;
+}
+
+/** Removes a binary mirror whose source folder is gone (a deleted checkout). */
+function removeOrphanMirror(path: string): number {
+  try {
+    const source = readFileSync(join(path, '.complete'), 'utf8').trim();
+    if (source === '' || existsSync(source)) return 0;
+    rmSync(path, { recursive: true, force: true, maxRetries: 3 });
+    return 1;
+  } catch {
+    return 0;
+  }
 }
 
 /** Stops the server of a dead owner, if its postmaster still runs on that data folder. */

@@ -133,6 +133,10 @@ describe('runs for any user in any folder', () => {
     await again.stop();
     expect(again.binDir).toBe(db.binDir);
     expect(readdirSync(scratch).filter((n) => n.startsWith('postpone-pgbin-staging-'))).toEqual([]);
+    // Once the checkout is gone, the next start's cleanup removes its mirror too.
+    rmSync(resolve(binDir, '..'), { recursive: true, force: true });
+    expect(removeStaleFolders(scratch)).toBeGreaterThanOrEqual(1);
+    expect(existsSync(resolve(db.binDir, '..'))).toBe(false);
   });
 
   it('as root, binaries in a world-traversable folder run where they are', async (ctx) => {
