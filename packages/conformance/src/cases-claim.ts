@@ -21,6 +21,7 @@ export function claimCases(h: HarnessRef): void {
           kind: 'remind',
           payload: { to: 'a@b.c' },
           attempt: 1,
+          failures: 0,
           maxAttempts: 3,
           dueAt,
           leaseUntil: new Date(now + 2_500),

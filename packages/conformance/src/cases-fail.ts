@@ -22,6 +22,7 @@ export function failCases(h: HarnessRef): void {
         state: TaskState.SCHEDULED,
         dueAt: due1,
         attempt: 1,
+        failures: 1,
         leaseOwner: null,
         leaseUntil: null,
         lastError: 'boom 1',
@@ -31,8 +32,7 @@ export function failCases(h: HarnessRef): void {
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
       clock.tick(1);
       const c2 = await claimExactly(store, c1.id);
-      expect(c2.attempt).toBe(2);
-      expect(c2.dueAt).toEqual(due1);
+      expect(c2).toMatchObject({ attempt: 2, failures: 1, dueAt: due1 });
 
       const due2 = new Date(clock.now() + backoffMs(BASE_MS, 2));
       expect(due2.getTime() - clock.now()).toBe(400);
@@ -40,10 +40,10 @@ export function failCases(h: HarnessRef): void {
       clock.tick(399);
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
       clock.tick(1);
-      expect((await claimExactly(store, c1.id)).attempt).toBe(3);
+      expect(await claimExactly(store, c1.id)).toMatchObject({ attempt: 3, failures: 2 });
 
       expect(await store.fail({ id: c1.id, attempt: 3, error: 'boom 3', backoffMs: backoffMs(BASE_MS, 3) })).toEqual({ outcome: 'DEAD' });
-      expect(await mustGetTask(store, c1.id)).toMatchObject({ state: TaskState.DEAD, attempt: 3, lastError: 'boom 3', leaseOwner: null, leaseUntil: null });
+      expect(await mustGetTask(store, c1.id)).toMatchObject({ state: TaskState.DEAD, attempt: 3, failures: 3, lastError: 'boom 3', leaseOwner: null, leaseUntil: null });
       expect(await store.getEffect(c1.id)).toBeNull();
       clock.tick(3_600_000);
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
@@ -68,7 +68,7 @@ export function failCases(h: HarnessRef): void {
       const c = await scheduleAndClaim(store, { maxAttempts: 5 });
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
       expect(await store.fail({ id: c.id, attempt: 1, error: 'x', backoffMs: 100 })).toEqual({ outcome: 'CANCELLED' });
-      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null, cancelRequested: true });
+      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, failures: 1, leaseOwner: null, leaseUntil: null, cancelRequested: true });
       expect(await store.getEffect(c.id)).toBeNull();
     });
 

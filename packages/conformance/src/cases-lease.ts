@@ -59,6 +59,7 @@ export function leaseCases(h: HarnessRef): void {
       expect(await mustGetTask(store, c.id)).toMatchObject({
         state: TaskState.SCHEDULED,
         attempt: 1,
+        failures: 1,
         leaseOwner: null,
         leaseUntil: null,
         lastError: LEASE_EXPIRED_ERROR,
@@ -66,7 +67,7 @@ export function leaseCases(h: HarnessRef): void {
       });
       expect(await store.reclaimExpired()).toEqual([]);
       const again = await claimExactly(store, c.id, 'w2');
-      expect(again.attempt).toBe(2);
+      expect(again).toMatchObject({ attempt: 2, failures: 1 });
       expect(await store.getEffect(c.id)).toBeNull();
     });
 
@@ -75,7 +76,7 @@ export function leaseCases(h: HarnessRef): void {
       const c = await scheduleAndClaim(store, { maxAttempts: 1 });
       clock.tick(LEASE_MS + 1);
       expect(await store.reclaimExpired()).toEqual([{ id: c.id, attempt: 1, outcome: 'DEAD' }]);
-      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DEAD, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR });
+      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DEAD, failures: 1, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR });
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
     });
 

@@ -1,6 +1,7 @@
 /**
  * release: the holder hands its attempt back at shutdown, fenced by attempt: CLAIMED → SCHEDULED
- * due now (attempt kept), or CANCELLED when cancel was requested; a stale attempt changes nothing.
+ * due now (attempt kept, no failure counted), or CANCELLED when cancel was requested; a stale
+ * attempt changes nothing.
  */
 import { CancelOutcome, RELEASED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
@@ -18,12 +19,13 @@ export function releaseCases(h: HarnessRef): void {
         state: TaskState.SCHEDULED,
         dueAt: new Date(clock.now()),
         attempt: 1,
+        failures: 0,
         leaseOwner: null,
         leaseUntil: null,
         lastError: RELEASED_ERROR,
       });
       expect(await store.getEffect(c.id)).toBeNull();
-      expect((await claimExactly(store, c.id, 'w2')).attempt).toBe(2);
+      expect(await claimExactly(store, c.id, 'w2')).toMatchObject({ attempt: 2, failures: 0 });
     });
 
     it('a cancel-requested task goes to CANCELLED', async () => {

@@ -22,6 +22,7 @@ export function scheduleCases(h: HarnessRef): void {
         state: TaskState.SCHEDULED,
         dueAt: new Date(now + 1_800_000),
         attempt: 0,
+        failures: 0,
         maxAttempts: DEFAULT_MAX_ATTEMPTS,
         leaseOwner: null,
         leaseUntil: null,

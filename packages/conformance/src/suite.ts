@@ -8,6 +8,7 @@ import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { constraintCases } from './cases-constraint.js';
 import { failCases } from './cases-fail.js';
+import { failuresCases } from './cases-failures.js';
 import { leaseCases } from './cases-lease.js';
 import { lifecycleCases } from './cases-lifecycle.js';
 import { observeCases } from './cases-observe.js';
@@ -27,6 +28,7 @@ export const CONFORMANCE_CASES = [
   completeManyCases,
   failCases,
   releaseCases,
+  failuresCases,
   staleCases,
   cancelCases,
   terminalCases,

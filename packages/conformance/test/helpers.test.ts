@@ -44,6 +44,7 @@ describe('conformance helpers', () => {
       'completeManyCases',
       'failCases',
       'releaseCases',
+      'failuresCases',
       'staleCases',
       'cancelCases',
       'terminalCases',

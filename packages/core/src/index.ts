@@ -7,9 +7,11 @@
  * - claim: a worker atomically takes a due task; it gets a lease and a new `attempt`.
  * - lease: the time (store clock) until which the claim is exclusive; renewed by extend.
  * - attempt: the claim counter, used as the fencing token of complete, fail and extend.
+ * - failures: the attempts used up — each fail and each expired lease; a hand-back (release) is not one.
  * - reclaim: moving a task whose lease expired back to SCHEDULED (or DEAD / CANCELLED).
- * - backoff: the delay before the next attempt, `baseMs × 2^(attempt−1)`, capped.
- * - dead: a task out of attempts.
+ * - release (hand-back): the holder gives its attempt back at shutdown; the task is due again at once.
+ * - backoff: the delay after failure n, `baseMs × 2^(n−1)`, capped.
+ * - dead: a task whose failures reached `maxAttempts`.
  * - idempotency key: `task-<id>`, handed to external services so retries apply once.
  */
 export * from './states.js';

@@ -12,7 +12,7 @@ export const TaskState = Object.freeze({
   DONE: 'DONE',
   /** Terminal. Cancelled while waiting, or while running once the holder reported back (or its lease expired). */
   CANCELLED: 'CANCELLED',
-  /** Terminal. Failed (or lost its lease) with no attempts left. */
+  /** Terminal. A failure (fail, or an expired lease reclaimed) brought `failures` to `maxAttempts`; releases never count. */
   DEAD: 'DEAD',
 } as const);
 

@@ -130,16 +130,23 @@ export interface Store<Tx = unknown> {
    */
   completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]>;
 
-  /** Reports a failed attempt, fenced: SCHEDULED after backoff, DEAD when exhausted, CANCELLED if requested. */
+  /**
+   * Reports a failed attempt, fenced; it counts one failure (`Task.failures`): SCHEDULED after
+   * backoff, DEAD when failures reach `maxAttempts`, CANCELLED if requested.
+   */
   fail(params: FailParams): Promise<FailResult>;
 
   /**
    * Hands the current attempt back without waiting for the lease (graceful shutdown): fenced by
    * attempt, CLAIMED → SCHEDULED due now (or CANCELLED when cancel was requested). One UPDATE.
+   * Not a failure: `failures` is unchanged, so releases never make a task DEAD.
    */
   release(params: ReleaseParams): Promise<ReleaseOutcome>;
 
-  /** Moves tasks whose lease expired out of CLAIMED; one conditional UPDATE, safe to run concurrently. */
+  /**
+   * Moves tasks whose lease expired out of CLAIMED, each counting one failure (a crash or a stall),
+   * as fail does; one conditional UPDATE, safe to run concurrently.
+   */
   reclaimExpired(params?: ReclaimParams): Promise<ReclaimedTask[]>;
 
   /** Lists SCHEDULED tasks due within `withinMs` without claiming them (for the timing wheel). */

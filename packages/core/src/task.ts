@@ -16,6 +16,13 @@ export interface Task {
   readonly dueAt: Date;
   /** Number of claims so far; the current claim's fencing token. 0 before the first claim. */
   readonly attempt: number;
+  /**
+   * Attempts used up: each `fail` (a thrown handler, a timeout, an unknown kind) and each expired
+   * lease reclaimed (a crash or a stall) adds one; a release (graceful hand-back) does not, nor does
+   * complete. The task goes DEAD when a failure brings it to `maxAttempts` (SPEC.md §2). Always at
+   * most `attempt`.
+   */
+  readonly failures: number;
   readonly maxAttempts: number;
   readonly leaseOwner: string | null;
   readonly leaseUntil: Date | null;
@@ -41,6 +48,12 @@ export interface ClaimedTask<P extends Json = Json> {
   readonly payload: P;
   /** Fencing token: pass it back to extend, complete and fail. */
   readonly attempt: number;
+  /**
+   * Failures before this attempt (see {@link Task.failures}); releases do not count. This attempt is
+   * the last one when `failures + 1 === maxAttempts`; a failure of it is failure number `failures + 1`,
+   * the count to base the retry backoff on.
+   */
+  readonly failures: number;
   readonly maxAttempts: number;
   readonly dueAt: Date;
   readonly leaseUntil: Date;

@@ -15,16 +15,20 @@ export type Command =
   | { readonly type: 'extend'; readonly attempt: number; readonly leaseMs: number }
   /** CLAIMED → DONE (fenced by attempt) or → CANCELLED when cancel was requested. */
   | { readonly type: 'complete'; readonly attempt: number; readonly result: Json }
-  /** CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. */
+  /**
+   * CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. Counts one
+   * failure; DEAD when that brings `failures` to `maxAttempts`.
+   */
   | { readonly type: 'fail'; readonly attempt: number; readonly error: string; readonly backoffMs: number }
   /** SCHEDULED → CANCELLED; CLAIMED → CLAIMED with cancel requested. */
   | { readonly type: 'cancel' }
-  /** CLAIMED with an expired lease → SCHEDULED / DEAD / CANCELLED. */
+  /** CLAIMED with an expired lease (a crash or a stall) → SCHEDULED / DEAD / CANCELLED; counts one failure, as fail does. */
   | { readonly type: 'reclaim' }
   /**
    * The holder hands its attempt back (graceful shutdown): CLAIMED → SCHEDULED due now, lease cleared,
-   * fenced by attempt; → CANCELLED when cancel was requested. Attempts are not checked: a released
-   * attempt is not a failure, so the next claim may exceed `maxAttempts` by the number of releases.
+   * fenced by attempt; → CANCELLED when cancel was requested. A hand-back is not a failure:
+   * `failures` is unchanged, so releases alone never make a task DEAD (two deploys are not two
+   * failures), while `attempt` keeps growing at every claim as the fencing token.
    */
   | { readonly type: 'release'; readonly attempt: number };
 
@@ -48,6 +52,15 @@ export interface Step {
 export const LEASE_EXPIRED_ERROR = 'lease expired';
 /** The reason recorded in `last_error` when a worker hands a task back. */
 export const RELEASED_ERROR = 'released by worker';
+
+/**
+ * True when `failures` (counting the one just recorded) leaves no attempt: the task goes DEAD.
+ * `>=`, not `===`: a row migrated from schema version 2 may already hold more failures than
+ * `maxAttempts` (see `@postpone/postgres` migration 3).
+ */
+function exhausted(failures: number, maxAttempts: number): boolean {
+  return failures >= maxAttempts;
+}
 
 /**
  * Applies one command to one task row at store time `nowMs` (epoch ms).
@@ -124,9 +137,10 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) {
         return { task, result: { type: 'fail', result: { outcome: 'REJECTED_STALE' } } };
       }
-      const base = { ...task, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
+      const failures = task.failures + 1;
+      const base = { ...task, failures, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'fail', result: { outcome: 'CANCELLED' } } };
-      if (task.attempt >= task.maxAttempts) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
+      if (exhausted(failures, task.maxAttempts)) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
       const dueAt = new Date(nowMs + command.backoffMs);
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt }, result: { type: 'fail', result: { outcome: 'SCHEDULED', dueAt } } };
     }
@@ -134,9 +148,10 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       if (task === null || task.state !== TaskState.CLAIMED || task.leaseUntil === null || task.leaseUntil.getTime() >= nowMs) {
         return { task, result: { type: 'reclaim', outcome: null } };
       }
-      const outcome: ReclaimOutcome = task.cancelRequested ? 'CANCELLED' : task.attempt >= task.maxAttempts ? 'DEAD' : 'SCHEDULED';
+      const failures = task.failures + 1;
+      const outcome: ReclaimOutcome = task.cancelRequested ? 'CANCELLED' : exhausted(failures, task.maxAttempts) ? 'DEAD' : 'SCHEDULED';
       return {
-        task: { ...task, state: outcome, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR, updatedAt: now },
+        task: { ...task, state: outcome, failures, leaseOwner: null, leaseUntil: null, lastError: LEASE_EXPIRED_ERROR, updatedAt: now },
         result: { type: 'reclaim', outcome },
       };
     }

@@ -27,6 +27,7 @@ function task(patch: Partial<Task> = {}): Task {
     state: TaskState.SCHEDULED,
     dueAt: T(-1_000),
     attempt: 0,
+    failures: 0,
     maxAttempts: 3,
     leaseOwner: null,
     leaseUntil: null,
@@ -44,7 +45,7 @@ const claimed = (patch: Partial<Task> = {}) => task({ state: TaskState.CLAIMED, 
 const done = () => task({ state: TaskState.DONE, attempt: 1, result: 'r' });
 const cancelledWaiting = () => task({ state: TaskState.CANCELLED });
 const cancelledRunning = () => task({ state: TaskState.CANCELLED, attempt: 1, cancelRequested: true });
-const dead = () => task({ state: TaskState.DEAD, attempt: 3, lastError: 'boom' });
+const dead = () => task({ state: TaskState.DEAD, attempt: 3, failures: 3, lastError: 'boom' });
 
 /** `UNCHANGED`: the same row object comes back. Otherwise the fields that changed (updatedAt = NOW is implied). */
 const UNCHANGED = 'unchanged' as const;
@@ -111,9 +112,12 @@ const ROWS: Row[] = [
   ['complete rejected: missing', null, complete(), STALE_COMPLETE, UNCHANGED],
 
   // fail: CLAIMED → SCHEDULED (backoff) / DEAD / CANCELLED.
-  ['fail: attempts left → SCHEDULED after backoff', claimed(), fail(), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), lastError: 'boom', leaseOwner: null, leaseUntil: null }],
-  ['fail: attempts exhausted → DEAD', claimed({ attempt: 3 }), fail(3), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', lastError: 'boom', leaseOwner: null, leaseUntil: null }],
-  ['fail: cancel requested → CANCELLED (before DEAD)', claimed({ attempt: 3, cancelRequested: true }), fail(3), { type: 'fail', result: { outcome: 'CANCELLED' } }, { state: 'CANCELLED', lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: attempts left → SCHEDULED after backoff', claimed(), fail(), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: attempts exhausted → DEAD', claimed({ attempt: 3, failures: 2 }), fail(3), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', failures: 3, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: attempt 3 after 2 releases is failure 1 → SCHEDULED', claimed({ attempt: 3, failures: 0 }), fail(3), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: attempt 5 after 2 releases and 2 failures → DEAD', claimed({ attempt: 5, failures: 2 }), fail(5), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', failures: 3, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: failures already past maxAttempts (migrated row) → DEAD', claimed({ attempt: 5, failures: 4 }), fail(5), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', failures: 5, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail: cancel requested → CANCELLED (before DEAD)', claimed({ attempt: 3, failures: 2, cancelRequested: true }), fail(3), { type: 'fail', result: { outcome: 'CANCELLED' } }, { state: 'CANCELLED', failures: 3, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
   ['fail rejected: stale attempt', claimed({ attempt: 2 }), fail(1), STALE_FAIL, UNCHANGED],
   ['fail rejected: SCHEDULED', task({ attempt: 1 }), fail(1), STALE_FAIL, UNCHANGED],
   ['fail rejected: DONE', done(), fail(1), STALE_FAIL, UNCHANGED],
@@ -121,9 +125,10 @@ const ROWS: Row[] = [
   ['fail rejected: missing', null, fail(), STALE_FAIL, UNCHANGED],
 
   // reclaim: CLAIMED with lease_until < now → SCHEDULED / DEAD / CANCELLED.
-  ['reclaim: expired, attempts left → SCHEDULED', claimed({ leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
-  ['reclaim: expired, exhausted → DEAD', claimed({ attempt: 3, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'DEAD' }, { state: 'DEAD', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
-  ['reclaim: expired, cancel requested → CANCELLED', claimed({ attempt: 3, cancelRequested: true, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired, attempts left → SCHEDULED, counts a failure', claimed({ leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', failures: 1, lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired, exhausted → DEAD', claimed({ attempt: 3, failures: 2, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'DEAD' }, { state: 'DEAD', failures: 3, lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired at attempt 3 after 2 releases → SCHEDULED', claimed({ attempt: 3, failures: 0, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', failures: 1, lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['reclaim: expired, cancel requested → CANCELLED', claimed({ attempt: 3, failures: 2, cancelRequested: true, leaseUntil: T(-1) }), reclaim, { type: 'reclaim', outcome: 'CANCELLED' }, { state: 'CANCELLED', failures: 3, lastError: LEASE_EXPIRED_ERROR, leaseOwner: null, leaseUntil: null }],
   ['reclaim rejected: lease ends now', claimed({ leaseUntil: T(0) }), reclaim, NO_RECLAIM, UNCHANGED],
   ['reclaim rejected: lease running', claimed(), reclaim, NO_RECLAIM, UNCHANGED],
   ['reclaim rejected: SCHEDULED', task(), reclaim, NO_RECLAIM, UNCHANGED],
@@ -132,7 +137,7 @@ const ROWS: Row[] = [
 
   // release: the holder hands its attempt back → SCHEDULED due now, or CANCELLED when requested.
   ['release: → SCHEDULED due now', claimed(), release(), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
-  ['release: last attempt still → SCHEDULED', claimed({ attempt: 3 }), release(3), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['release: last attempt still → SCHEDULED, no failure counted', claimed({ attempt: 3, failures: 2 }), release(3), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
   ['release: cancel requested → CANCELLED', claimed({ cancelRequested: true }), release(), { type: 'release', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
   ['release rejected: stale attempt', claimed({ attempt: 2 }), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: SCHEDULED', task({ attempt: 1 }), release(1), STALE_RELEASE, UNCHANGED],
@@ -172,22 +177,28 @@ const arbTask: fc.Arbitrary<Task> = fc
   .record({
     state: arbState,
     attempt: fc.integer({ min: 0, max: 4 }),
+    released: fc.integer({ min: 0, max: 4 }),
     maxAttempts: fc.integer({ min: 1, max: 4 }),
     cancelRequested: fc.boolean(),
     dueOffset: fc.integer({ min: -2_000, max: 2_000 }),
     leaseOffset: fc.integer({ min: -2_000, max: 2_000 }),
   })
-  .map(({ state, attempt, maxAttempts, cancelRequested, dueOffset, leaseOffset }) =>
-    task({
+  .map(({ state, attempt: anyAttempt, released, maxAttempts, cancelRequested, dueOffset, leaseOffset }) => {
+    // A CLAIMED row has been claimed at least once, and its running claim has not failed (yet).
+    const attempt = state === 'CLAIMED' ? Math.max(1, anyAttempt) : anyAttempt;
+    const running = state === 'CLAIMED' ? 1 : 0;
+    return task({
       state,
       attempt,
+      // Claims that ended without counting (releases, a completed one) are not failures.
+      failures: Math.max(0, attempt - running - released),
       maxAttempts,
       cancelRequested,
       dueAt: T(dueOffset),
       leaseOwner: state === 'CLAIMED' ? 'w1' : null,
       leaseUntil: state === 'CLAIMED' ? T(leaseOffset) : null,
-    }),
-  );
+    });
+  });
 const arbAttempt = fc.integer({ min: 1, max: 5 });
 const arbCommand: fc.Arbitrary<Command> = fc.oneof(
   fc.constant<Command>(cancel),
@@ -223,6 +234,31 @@ describe('transition properties', () => {
       fc.property(arbTask, arbCommand, (before, command) => {
         const after = transition(before, command, NOW).task as Task;
         expect(after.attempt).toBe(command.type === 'claim' && after !== before ? before.attempt + 1 : before.attempt);
+      }),
+    );
+  });
+
+  it('failures grow by one at each accepted fail or reclaim, never otherwise (a release is not a failure)', () => {
+    fc.assert(
+      fc.property(arbTask, arbCommand, (before, command) => {
+        const after = transition(before, command, NOW).task as Task;
+        const counts = (command.type === 'fail' || command.type === 'reclaim') && after !== before;
+        expect(after.failures).toBe(counts ? before.failures + 1 : before.failures);
+        expect(after.failures).toBeLessThanOrEqual(after.attempt);
+      }),
+    );
+  });
+
+  it('a fail or reclaim of a running attempt ends DEAD exactly when failures reach maxAttempts (cancel requested aside)', () => {
+    const arbRunning = arbTask.map((t) => ({ ...t, state: TaskState.CLAIMED, attempt: Math.max(1, t.attempt), leaseOwner: 'w1', leaseUntil: T(-1), cancelRequested: false }));
+    const arbFailure = fc.constantFrom('fail', 'reclaim');
+    fc.assert(
+      fc.property(arbRunning, arbFailure, (running, type) => {
+        const before = { ...running, failures: Math.min(running.failures, running.attempt - 1) };
+        const command: Command = type === 'fail' ? { type, attempt: before.attempt, error: 'e', backoffMs: 0 } : { type };
+        const after = transition(before, command, NOW).task as Task;
+        expect(after.failures).toBe(before.failures + 1);
+        expect(after.state).toBe(after.failures >= after.maxAttempts ? 'DEAD' : 'SCHEDULED');
       }),
     );
   });

@@ -31,6 +31,18 @@ export interface Migration {
  * time (a bulk `scheduleMany` gives a backlog one due time), so its cost grew with the backlog
  * (measured in apps/bench). With `id` in the key the index yields the claim order directly.
  *
+ * Version 3 — `failures`: the attempts a task has used up, counted apart from `attempt` (the claim
+ * counter, which stays the fencing token). A fail and an expired lease reclaimed each add one, a
+ * release (graceful hand-back) does not; DEAD when a failure brings `failures` to `max_attempts`
+ * (SPEC.md §2). Existing rows: under versions 1–2 every claim that ended counted against
+ * `max_attempts`, and releases cannot be told apart after the fact, so a row gets the number of
+ * its claims that have ended other than by completing — `attempt`, less the claim still running
+ * (CLAIMED) or the one that completed (DONE). Every live task thus keeps exactly the attempts it had
+ * left before the upgrade (conservative: releases made before it stay counted), and the new rules
+ * apply from the next claim, fail, reclaim or release on. Only rows whose count is above 0 are
+ * written (a task DONE at its first attempt, the bulk of history, keeps the default 0); adding a
+ * column with a constant default rewrites no rows (PostgreSQL 17 ALTER TABLE, Notes).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -70,6 +82,14 @@ create table ${q}.effect (
       name: 'due index in claim order',
       sql: `drop index ${q}.task_due_idx;
 create index task_due_idx on ${q}.task (due_at, id) where state = 'SCHEDULED';`,
+    }),
+    Object.freeze({
+      version: 3,
+      name: 'failures counted apart from attempt',
+      sql: `alter table ${q}.task add column failures integer not null default 0 check (failures >= 0);
+update ${q}.task
+   set failures = attempt - case when state in ('CLAIMED', 'DONE') then 1 else 0 end
+ where attempt > case when state in ('CLAIMED', 'DONE') then 1 else 0 end;`,
     }),
   ]);
 }

@@ -59,6 +59,7 @@ function taskColumns(t: string): string {
     `${t}.state as state`,
     `${ms(`${t}.due_at`)} as dueatms`,
     `${t}.attempt as attempt`,
+    `${t}.failures as failures`,
     `${t}.max_attempts as maxattempts`,
     `${t}.lease_owner as leaseowner`,
     `${ms(`${t}.lease_until`)} as leaseuntilms`,
@@ -86,6 +87,7 @@ export interface TaskRow {
   state: string;
   dueatms: number;
   attempt: number;
+  failures: number;
   maxattempts: number;
   leaseowner: string | null;
   leaseuntilms: number | null;
@@ -162,7 +164,8 @@ select i.id::text as id, ${ms('i.due_at')} as dueatms, ${notice('scheduled', '$3
     // ---- task: claim -------------------------------------------------------------------------------
     /**
      * `$1` now, `$2` owner, `$3` lease ms, `$4` limit → claimed rows `{ id, kind, payload, attempt,
-     * maxattempts, dueatms, leaseuntilms, claimedatms }`.
+     * failures, maxattempts, dueatms, leaseuntilms, claimedatms }`. `attempt` grows at every claim
+     * (the fencing token); `failures` is left alone (core `transition('claim')`).
      *
      * The seed's atomic claim. The picking SELECT takes due rows with FOR UPDATE SKIP LOCKED, so
      * concurrent claimers skip each other's rows instead of waiting (PostgreSQL 17 SELECT, "The
@@ -200,7 +203,7 @@ update ${task} t
  where t.id = any(array(select p.id from picked p))
    and t.state = ${S}
 returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
-          t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
+          t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
           ${ms(NOW)} as claimedatms`,
 
     /**
@@ -307,17 +310,19 @@ returning id::text as id`,
     // ---- task: fail, cancel, reclaim -----------------------------------------------------------------
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` error text, `$5` backoff ms, `$6` notify channel →
-     * `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held.
-     * Cancel requested → CANCELLED; attempts used up → DEAD; else SCHEDULED due at now + backoff
-     * (a NOTIFY tells timing wheels). `SET` expressions see the old row (PostgreSQL 17 UPDATE).
+     * `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held. As core `transition('fail')`:
+     * one more failure; cancel requested → CANCELLED; that failure brings `failures` to
+     * `max_attempts` → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
+     * `SET` expressions see the old row (PostgreSQL 17 UPDATE), hence `failures + 1`.
      */
     taskFail: `with failed as (
   update ${task}
      set state = case when cancel_requested then ${CANCELLED}
-                      when attempt >= max_attempts then ${DEAD}
+                      when failures + 1 >= max_attempts then ${DEAD}
                       else ${S} end,
-         due_at = case when not cancel_requested and attempt < max_attempts
+         due_at = case when not cancel_requested and failures + 1 < max_attempts
                        then ${NOW} + ${millis('$5')} else due_at end,
+         failures = failures + 1,
          last_error = $4::text,
          lease_owner = null,
          lease_until = null,
@@ -334,7 +339,8 @@ select f.state as state, ${ms('f.due_at')} as dueatms,
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` notify channel → `{ state }` when the fence (id, attempt,
      * CLAIMED) held. Core `transition('release')`: cancel requested → CANCELLED, else SCHEDULED due
-     * now (with a NOTIFY); attempts are not checked; `last_error` 'released by worker'.
+     * now (with a NOTIFY); `last_error` 'released by worker'. A hand-back is not a failure:
+     * `failures` stays as it is, so releases never make a task DEAD.
      */
     taskRelease: `with released as (
   update ${task}
@@ -377,7 +383,8 @@ select c.state as state,
      * leases with FOR UPDATE SKIP LOCKED (concurrent reclaimers take disjoint rows), the outer WHERE re-checks
      * CLAIMED and the expiry on the newest row version (§13.2.1), so an extend that committed first
      * wins. `lease_until < now` uses the partial index `task_lease_idx` (§11.8). Outcome as core
-     * `transition('reclaim')`: cancel requested → CANCELLED, attempts used up → DEAD, else SCHEDULED
+     * `transition('reclaim')`: an expired lease (a crash or a stall) is one more failure; cancel
+     * requested → CANCELLED, that failure brings `failures` to `max_attempts` → DEAD, else SCHEDULED
      * with `due_at` unchanged.
      */
     taskReclaimExpired: `with picked as materialized (
@@ -391,8 +398,9 @@ select c.state as state,
 ), reclaimed as (
   update ${task} t
      set state = case when t.cancel_requested then ${CANCELLED}
-                      when t.attempt >= t.max_attempts then ${DEAD}
+                      when t.failures + 1 >= t.max_attempts then ${DEAD}
                       else ${S} end,
+         failures = t.failures + 1,
          lease_owner = null,
          lease_until = null,
          last_error = ${literal(LEASE_EXPIRED_ERROR)},

@@ -120,6 +120,7 @@ function toTask(row: Row): Task {
     state: r.state as TaskState,
     dueAt: date(r.dueatms),
     attempt: r.attempt,
+    failures: r.failures,
     maxAttempts: r.maxattempts,
     leaseOwner: r.leaseowner,
     leaseUntil: r.leaseuntilms === null ? null : date(r.leaseuntilms),
@@ -280,6 +281,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
         kind: String(r.kind),
         payload: parseJson(r.payload),
         attempt: Number(r.attempt),
+        failures: Number(r.failures),
         maxAttempts: Number(r.maxattempts),
         dueAt: date(r.dueatms),
         leaseUntil: date(r.leaseuntilms),
@@ -388,8 +390,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
 
   /**
-   * One UPDATE fenced by id + attempt + CLAIMED: cancel requested → CANCELLED; attempts used up →
-   * DEAD; else SCHEDULED due at now + `backoffMs` (with a NOTIFY). `error` is kept in `last_error`
+   * One UPDATE fenced by id + attempt + CLAIMED, counting one failure: cancel requested → CANCELLED;
+   * failures reach max attempts → DEAD; else SCHEDULED due at now + `backoffMs` (with a NOTIFY). `error` is kept in `last_error`
    * (2 000 characters at most). No row → `REJECTED_STALE`.
    */
   async fail(params: FailParams): Promise<FailResult> {
@@ -408,7 +410,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   /**
    * Hands the current attempt back (graceful shutdown) in one UPDATE fenced by id + attempt +
    * CLAIMED: cancel requested → CANCELLED, else SCHEDULED due now (with a NOTIFY). The lease is not
-   * checked and attempts are not counted, as core `transition('release')`. No row → `REJECTED_STALE`.
+   * checked and no failure is counted, as core `transition('release')`. No row → `REJECTED_STALE`.
    */
   async release(params: ReleaseParams): Promise<ReleaseOutcome> {
     this.assertOpen();

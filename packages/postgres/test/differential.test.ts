@@ -50,7 +50,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('fail' as const), ref, attempt, backoffMs: fc.integer({ min: 0, max: 2_000 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }) }) },

@@ -157,4 +157,71 @@ describe('migrate', () => {
       await fresh.drop();
     }
   });
+  it('version 3 gives rows of version 2 the failures they had used up, so each live task keeps the attempts it had left', async () => {
+    const schema = uniqueSchemaName('migrate3');
+    const old = new Admin(admin.url, schema);
+    const s = statements(schema);
+    const k = makeKit('pg');
+    try {
+      // The schema as version 2 left it, with rows that version 2 wrote.
+      await old.query(s.schemaCreate);
+      await old.query(s.migrationTableCreate);
+      for (const m of migrations(schema).filter((m) => m.version <= 2)) {
+        await old.query(m.sql);
+        await old.query(s.migrationInsert, [m.version, m.name]);
+      }
+      const rows: [label: string, state: string, attempt: number, maxAttempts: number, failures: number][] = [
+        ['new', 'SCHEDULED', 0, 3, 0],
+        ['retry after 2 ended claims', 'SCHEDULED', 2, 3, 2],
+        ['running attempt 2', 'CLAIMED', 2, 3, 1],
+        ['running the last attempt', 'CLAIMED', 3, 3, 2],
+        ['running past maxAttempts (after old releases)', 'CLAIMED', 4, 3, 3],
+        ['done first time', 'DONE', 1, 3, 0],
+        ['done at attempt 3', 'DONE', 3, 3, 2],
+        ['dead', 'DEAD', 3, 3, 3],
+        ['cancelled waiting', 'CANCELLED', 0, 3, 0],
+        ['cancelled after 2 claims', 'CANCELLED', 2, 3, 2],
+      ];
+      const ids = new Map<string, string>();
+      for (const [label, state, attempt, maxAttempts] of rows) {
+        const lease = state === 'CLAIMED' ? `'w', now() + interval '1 hour'` : 'null, null';
+        const [row] = await old.query<{ id: string }>(
+          `insert into ${old.t('task')} (kind, state, due_at, attempt, max_attempts, lease_owner, lease_until) values ($1, $2, now(), $3, $4, ${lease}) returning id::text as id`,
+          [label, state, attempt, maxAttempts],
+        );
+        ids.set(label, row!.id);
+      }
+
+      const store = k.store({ schema });
+      await store.migrate();
+      for (const [label, , attempt, , failures] of rows) {
+        expect(await store.getTask(ids.get(label)!), label).toMatchObject({ attempt, failures });
+      }
+      const id = (label: string) => ids.get(label)!;
+      // The same answers version 2 gave (it compared attempt with max_attempts): a fail of attempt 2 of 3 retries…
+      expect((await store.fail({ id: id('running attempt 2'), attempt: 2, error: 'e', backoffMs: 0 })).outcome).toBe('SCHEDULED');
+      // …a fail of attempt 3 of 3 is DEAD, and so is one past it…
+      expect(await store.fail({ id: id('running the last attempt'), attempt: 3, error: 'e', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+      expect(await store.fail({ id: id('running past maxAttempts (after old releases)'), attempt: 4, error: 'e', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+      // …and a task that had 2 ended claims of 3 gets one more try; from now on a release is not a failure.
+      const claimed = await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 });
+      const retry = claimed.find((c) => c.id === id('retry after 2 ended claims'));
+      expect(retry).toMatchObject({ attempt: 3, failures: 2 });
+      expect(await store.release({ id: retry!.id, attempt: 3 })).toBe('SCHEDULED');
+      const again = (await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 })).find((c) => c.id === retry!.id);
+      expect(again).toMatchObject({ attempt: 4, failures: 2 });
+      expect(await store.fail({ id: retry!.id, attempt: 4, error: 'e', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+      expect(await store.getTask(retry!.id)).toMatchObject({ state: 'DEAD', attempt: 4, failures: 3 });
+
+      const [check] = await old.query<{ def: string }>(
+        `select pg_get_constraintdef(c.oid) as def from pg_constraint c where c.conrelid = $1::regclass and c.contype = 'c' and pg_get_constraintdef(c.oid) like '%failures%'`,
+        [old.t('task')],
+      );
+      expect(check?.def).toBe('CHECK ((failures >= 0))');
+      await store.close();
+    } finally {
+      await k.close();
+      await old.drop();
+    }
+  });
 });

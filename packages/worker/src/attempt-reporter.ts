@@ -78,12 +78,13 @@ export class AttemptReporter<Tx> {
   }
 
   /**
-   * Fenced fail: the task is due again after `backoffMs(backoffBaseMs, attempt, maxBackoffMs)`, or
-   * DEAD when out of attempts, or CANCELLED when cancel was requested.
+   * Fenced fail: the task is due again after `backoffMs(backoffBaseMs, failures + 1, maxBackoffMs)`
+   * — the delay follows the failure count, not the claim count, so hand-backs do not lengthen it —
+   * or DEAD when this failure brings the count to `maxAttempts`, or CANCELLED when cancel was requested.
    * @returns the store's answer, or null when the store could not be reached
    */
   async fail(task: ClaimedTask, error: string): Promise<FailResult | null> {
-    const delayMs = backoffMs(this.options.backoffBaseMs, task.attempt, this.options.maxBackoffMs);
+    const delayMs = backoffMs(this.options.backoffBaseMs, task.failures + 1, this.options.maxBackoffMs);
     let result: FailResult;
     try {
       result = await callStore(this.deps, 'fail', task, () => this.store.fail({ id: task.id, attempt: task.attempt, error, backoffMs: delayMs }));

@@ -15,9 +15,14 @@ export interface HandlerContext<Tx = unknown> {
    * `fetch`, timers and drivers so the work stops early; the store rejects a late commit either way.
    */
   readonly signal: AbortSignal;
-  /** This claim's attempt number (1 for the first run); the fencing token. */
+  /** This claim's attempt number (1 for the first run); the fencing token. It grows at every claim, hand-backs included. */
   readonly attempt: number;
-  /** Attempts the task has before it goes DEAD. `attempt === maxAttempts` is the last try. */
+  /**
+   * Failures before this attempt: thrown errors, timeouts and expired leases (crashes, stalls) of
+   * earlier attempts; a hand-back at shutdown is not one. `failures + 1 === maxAttempts` is the last try.
+   */
+  readonly failures: number;
+  /** Failures the task may have before it goes DEAD (the `maxAttempts` given at schedule). */
   readonly maxAttempts: number;
   /**
    * `task-<id>`: the same for every attempt of the task. Send it to external services (an

@@ -123,7 +123,7 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly pollIntervalMs?: number;
   /** Period of the expired-lease reclaim in the loop (default `ceil(leaseMs / 2)`). */
   readonly reclaimEveryMs?: number;
-  /** Retry backoff base: attempt n failing makes the task due again after `backoffBaseMs × 2^(n−1)` ms (default 1 000; 0 retries at once). */
+  /** Retry backoff base: the n-th failure of a task makes it due again after `backoffBaseMs × 2^(n−1)` ms; hand-backs do not count (default 1 000; 0 retries at once). */
   readonly backoffBaseMs?: number;
   /** Cap of the retry backoff (default 3 600 000, one hour). */
   readonly maxBackoffMs?: number;

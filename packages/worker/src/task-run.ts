@@ -161,6 +161,7 @@ export class TaskRun<Tx> {
     return {
       signal: this.abort.signal,
       attempt: task.attempt,
+      failures: task.failures,
       maxAttempts: task.maxAttempts,
       idempotencyKey: idempotencyKey(task.id),
       workerId: deps.options.id,
