@@ -4,7 +4,7 @@ import { MAX_DELAY_MS } from './validate.js';
 export const DEFAULT_MAX_BACKOFF_MS = 3_600_000;
 
 /**
- * Retry delay before attempt `attempt + 1`: `baseMs × 2^(attempt−1)`, clamped (SPEC.md §2).
+ * Retry delay before attempt `attempt + 1`: `baseMs × 2^(attempt−1)`, clamped (docs/contract.md#attempts).
  *
  * Never negative, NaN or Infinity; non-decreasing in `attempt`; at most `capMs`, and never above
  * {@link MAX_DELAY_MS} (100 years, the longest delay a store accepts), so `capMs = Infinity` means

@@ -7,7 +7,7 @@ import type { TaskState } from './states.js';
  */
 export type TaskId = string;
 
-/** One row of the `task` table (SPEC.md §2). Times come from the store's clock. */
+/** One row of the `task` table (docs/contract.md#data-model). Times come from the store's clock. */
 export interface Task {
   readonly id: TaskId;
   readonly kind: string;

@@ -17,7 +17,7 @@ export interface Migration {
 /**
  * The migrations of one schema.
  *
- * Version 1 — SPEC.md §2:
+ * Version 1 — docs/contract.md#data-model:
  * - `task`: the CHECK `(state = 'CLAIMED') = (lease_owner is not null and lease_until is not null)`
  *   rejects "running without a lease" (and a lease outside CLAIMED) at write time;
  *   the `state` CHECK list is generated from core `TASK_STATES`.

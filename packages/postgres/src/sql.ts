@@ -221,7 +221,7 @@ returning id::text as id`,
     // ---- task: complete (one transaction) ---------------------------------------------------------
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
-     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (SPEC.md §1.3).
+     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
      */
     taskCompleteFenced: `update ${task}
    set state = ${DONE},
