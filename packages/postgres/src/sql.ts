@@ -422,7 +422,7 @@ select r.id::text as id, r.attempt as attempt, r.state as state,
                       limit $3::int) d on true
  order by d.due_at, d.id`,
 
-    /** `$1` id → a full task row (see {@link TaskRow}). */
+    /** `$1` id → a full task row (see `TaskRow` in this file). */
     taskGet: `select ${taskColumns('t')} from ${task} t where t.id = $1::bigint`,
 
     /** No parameters → `{ state, n }` rows. */
