@@ -1,24 +1,48 @@
 #!/usr/bin/env node
-// Totals vitest's JSON reports (`<package>/.vitest-results.json`) over every workspace package that
-// has a `test` script, and prints the single line CI reads: `N passed, N failed`.
-// A package whose report is missing (its build or test run crashed) counts as one failed test.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Totals vitest's JSON reports over every workspace package that has a `test` script, and prints the
+// single line CI reads: `N passed, N failed`. A package whose report is missing (its build or test
+// run crashed) counts as one failed test; so does a test file that failed to load.
+//
+//   node scripts/test-summary.mjs
+//       reads `<package>/.vitest-results.json` in place and prints one total line.
+//   node scripts/test-summary.mjs --save DIR
+//       copies those reports (and evidence/env.txt, written by a test inside the run) to DIR, so a
+//       later run cannot overwrite them, and prints the run's line.
+//   node scripts/test-summary.mjs --run LABEL=DIR [--run LABEL=DIR ...]
+//       one line per saved run, `run LABEL (node vX): N passed, N failed`, then the total of all
+//       runs as the last line, `N passed, N failed`.
+// Exit code 1 when any test failed or a report is missing, else 0.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-const problems = [];
-for (const group of ['packages', 'apps']) {
-  const groupDir = join(root, group);
-  if (!existsSync(groupDir)) continue;
-  for (const name of readdirSync(groupDir).sort()) {
-    const pkgFile = join(groupDir, name, 'package.json');
-    if (!existsSync(pkgFile)) continue;
-    const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'));
-    if (!pkg.scripts?.test) continue;
-    const report = join(groupDir, name, '.vitest-results.json');
+const ENV_FILE = join(root, 'evidence', 'env.txt');
+
+/** Every workspace package with a `test` script: { name, key, dir }. `key` names its saved report. */
+function testedPackages() {
+  const out = [];
+  for (const group of ['packages', 'apps']) {
+    const groupDir = join(root, group);
+    if (!existsSync(groupDir)) continue;
+    for (const name of readdirSync(groupDir).sort()) {
+      const pkgFile = join(groupDir, name, 'package.json');
+      if (!existsSync(pkgFile)) continue;
+      const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'));
+      if (!pkg.scripts?.test) continue;
+      out.push({ name: pkg.name, key: `${group}-${name}`, dir: join(groupDir, name) });
+    }
+  }
+  return out;
+}
+
+/** Totals one run; `reportOf(pkg)` gives the report path of a package. */
+function total(reportOf) {
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  const problems = [];
+  for (const pkg of testedPackages()) {
+    const report = reportOf(pkg);
     if (!existsSync(report)) {
       failed += 1;
       problems.push(`${pkg.name}: no test report (build or test run crashed)`);
@@ -36,18 +60,78 @@ for (const group of ['packages', 'apps']) {
       }
     }
   }
+  return { passed, failed, skipped, problems };
 }
-// Checks that are not vitest tests (.ci/run's fresh-clone start) append `CHECK <name> PASS|FAIL ...` lines to this file.
-const checksFile = process.env.POSTPONE_CHECKS_FILE;
-if (checksFile && existsSync(checksFile)) {
-  for (const line of readFileSync(checksFile, 'utf8').split('\n')) {
-    if (/^CHECK \S+ PASS/.test(line)) passed += 1;
+
+const counts = ({ passed, failed, skipped }) => `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
+
+/** The Node.js version a test wrote into env.txt (`Node.js: v24.1.0`), or 'unknown'. */
+function nodeVersionIn(envFile) {
+  if (!existsSync(envFile)) return 'unknown';
+  const match = /^Node\.js: (\S+)/m.exec(readFileSync(envFile, 'utf8'));
+  return match?.[1] ?? 'unknown';
+}
+
+/** Checks that are not vitest tests (.ci/run's fresh-clone start) append `CHECK <name> PASS|FAIL ...` lines to $POSTPONE_CHECKS_FILE. */
+function checks() {
+  const r = { passed: 0, failed: 0, skipped: 0, problems: [] };
+  const file = process.env.POSTPONE_CHECKS_FILE;
+  if (!file || !existsSync(file)) return r;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (/^CHECK \S+ PASS/.test(line)) r.passed += 1;
     else if (/^CHECK \S+ FAIL/.test(line)) {
-      failed += 1;
-      problems.push(line);
+      r.failed += 1;
+      r.problems.push(line);
     }
   }
+  return r;
 }
-for (const p of problems) console.log(`summary: ${p}`);
-console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exitCode = failed > 0 ? 1 : 0;
+
+const inPlace = (pkg) => join(pkg.dir, '.vitest-results.json');
+const args = process.argv.slice(2);
+
+if (args.length === 0) {
+  const t = total(inPlace);
+  const c = checks();
+  for (const p of [...t.problems, ...c.problems]) console.log(`summary: ${p}`);
+  t.passed += c.passed;
+  t.failed += c.failed;
+  console.log(counts(t));
+  process.exitCode = t.failed > 0 ? 1 : 0;
+} else if (args[0] === '--save' && args.length === 2) {
+  const dir = resolve(args[1]);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const pkg of testedPackages()) {
+    if (existsSync(inPlace(pkg))) copyFileSync(inPlace(pkg), join(dir, `${pkg.key}.json`));
+  }
+  if (existsSync(ENV_FILE)) copyFileSync(ENV_FILE, join(dir, 'env.txt'));
+  const t = total((pkg) => join(dir, `${pkg.key}.json`));
+  for (const p of t.problems) console.log(`summary: ${p}`);
+  console.log(`saved run (node ${nodeVersionIn(join(dir, 'env.txt'))} in the tests): ${counts(t)}`);
+  process.exitCode = t.failed > 0 ? 1 : 0;
+} else if (args.length > 0 && args.length % 2 === 0 && args.every((a, i) => (i % 2 === 0 ? a === '--run' : a.includes('=')))) {
+  const sum = { passed: 0, failed: 0, skipped: 0 };
+  for (let i = 1; i < args.length; i += 2) {
+    const at = args[i].indexOf('=');
+    const label = args[i].slice(0, at);
+    const dir = resolve(args[i].slice(at + 1));
+    const t = total((pkg) => join(dir, `${pkg.key}.json`));
+    for (const p of t.problems) console.log(`summary (${label}): ${p}`);
+    console.log(`run ${label} (node ${nodeVersionIn(join(dir, 'env.txt'))} in the tests): ${counts(t)}`);
+    sum.passed += t.passed;
+    sum.failed += t.failed;
+    sum.skipped += t.skipped;
+  }
+  const c = checks();
+  for (const p of c.problems) console.log(`summary (checks): ${p}`);
+  if (c.passed + c.failed > 0) console.log(`checks: ${counts(c)}`);
+  sum.passed += c.passed;
+  sum.failed += c.failed;
+  console.log(counts(sum));
+  process.exitCode = sum.failed > 0 ? 1 : 0;
+} else {
+  console.error('usage: test-summary.mjs [--save DIR | --run LABEL=DIR [--run LABEL=DIR ...]]');
+  console.log('0 passed, 1 failed');
+  process.exitCode = 1;
+}

@@ -1,6 +1,6 @@
 /**
  * The short form of the bench's seed measurements, inside `turbo test`: the two CASE lines of
- * SPEC.md §4 that the bench owns. Both assert shapes and invariants (plan nodes, rows removed,
+ * docs/contract.md#evidence that the bench owns. Both assert shapes and invariants (plan nodes, rows removed,
  * orderings, counts), never wall-clock figures; the measured values are printed in the CASE line.
  */
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';

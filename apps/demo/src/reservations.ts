@@ -46,7 +46,7 @@ export async function logAttempt(pool: pg.Pool, schema: string, taskId: string, 
   await pool.query(`insert into ${schema}.attempt_log (task_id, attempt, worker) values ($1, $2, $3) on conflict do nothing`, [taskId, attempt, worker]);
 }
 
-/** The effect: runs inside the completing transaction (SPEC.md §1.4), so it commits with DONE or not at all. */
+/** The effect: runs inside the completing transaction (docs/contract.md#promise-4), so it commits with DONE or not at all. */
 export async function expireReservation(tx: PgTx, schema: string, reservationId: number): Promise<void> {
   await tx.query(`update ${schema}.reservation set status = 'expired', expired_count = expired_count + 1, expired_at = now() where id = $1`, [reservationId]);
 }

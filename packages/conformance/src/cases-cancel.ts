@@ -1,5 +1,5 @@
 /**
- * cancel: each of the five outcomes of SPEC.md §3, and what the caller may rely on afterwards
+ * cancel: each of the five outcomes of docs/contract.md#outcomes, and what the caller may rely on afterwards
  * (evidence cancel_semantics).
  */
 import { CancelOutcome, CompleteOutcome, TaskState } from '@postpone/core';

@@ -1,6 +1,6 @@
 /**
  * claim: SCHEDULED → CLAIMED when due, attempt+1, lease from the store clock, batch limit, no double
- * claim (SPEC.md §1.1, §1.2, §2; evidence cases boundary_not_before_due, boundary_claim_limit).
+ * claim (docs/contract.md#promise-1, #promise-2, #transitions; evidence cases boundary_not_before_due, boundary_claim_limit).
  */
 import { TaskState, type TaskId } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

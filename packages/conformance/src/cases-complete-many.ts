@@ -1,6 +1,6 @@
 /**
  * completeMany: many fenced completes in one call, each with exactly the outcome and effect of
- * `complete` (SPEC.md §1.3, §2); a bad item refuses the whole batch and changes nothing (§5).
+ * `complete` (docs/contract.md#promise-3, #transitions); a bad item refuses the whole batch and changes nothing (#input-errors).
  */
 import { CancelOutcome, CompleteOutcome, MAX_COMPLETE_MANY, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

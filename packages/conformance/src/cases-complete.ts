@@ -1,6 +1,6 @@
 /**
  * complete: CLAIMED → DONE fenced by attempt, one effect row in the same transaction as DONE, the
- * handler's `work(tx)` committed with it or not at all (SPEC.md §1.3, §1.4, §2).
+ * handler's `work(tx)` committed with it or not at all (docs/contract.md#promise-3, #promise-4, #transitions).
  */
 import { CancelOutcome, CompleteOutcome, type TaskId, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

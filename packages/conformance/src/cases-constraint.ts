@@ -1,6 +1,6 @@
 /**
  * The lease CHECK constraint: `state = 'CLAIMED'` if and only if both lease columns are set
- * (SPEC.md §2). Exercised with a raw write that bypasses the API, so the store itself must refuse.
+ * (docs/contract.md#data-model). Exercised with a raw write that bypasses the API, so the store itself must refuse.
  */
 import { PostponeError, TaskState, type TaskState as TaskStateT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * fail: CLAIMED → SCHEDULED after backoff, DEAD when attempts are exhausted, CANCELLED when cancel
- * was requested (SPEC.md §2; evidence retry_backoff_then_done, retry_exhausted_dead).
+ * was requested (docs/contract.md#transitions; evidence retry_backoff_then_done, retry_exhausted_dead).
  */
 import { backoffMs, CancelOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * What uses up `maxAttempts` (SPEC.md §2 "Attempts"): `attempt` grows at every claim because it is
+ * What uses up `maxAttempts` (docs/contract.md#attempts): `attempt` grows at every claim because it is
  * the fencing token; `failures` counts apart from it what exhausts a task — a fail (a thrown
  * handler, a timeout) and an expired lease reclaimed (a crash or a stall) — and never a release,
  * the graceful hand-back at shutdown. Issue 10 item 3: two deploys are not two failures.

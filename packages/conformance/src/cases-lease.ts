@@ -1,6 +1,6 @@
 /**
  * Leases: extend (renew) by the holder of the current attempt, and reclaim of expired leases
- * (SPEC.md §2 "CLAIMED → SCHEDULED / DEAD / CANCELLED on lease expiry"; evidence crash_kill9_lease_retry).
+ * (docs/contract.md#transitions, reclaim: CLAIMED → SCHEDULED / DEAD / CANCELLED on lease expiry; evidence crash_kill9_lease_retry).
  */
 import { CancelOutcome, LEASE_EXPIRED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * schedule / scheduleMany: the SCHEDULED row, due time from the store clock, runAt, batch order,
- * all-or-nothing batches, and the caller's transaction (SPEC.md §2 "schedule → SCHEDULED").
+ * all-or-nothing batches, and the caller's transaction (docs/contract.md#transitions, schedule).
  */
 import { DEFAULT_MAX_ATTEMPTS, parseTaskId, TaskState, type TaskId, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

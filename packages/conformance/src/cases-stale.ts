@@ -1,6 +1,6 @@
 /**
  * Fencing: complete / fail / extend with an attempt that is no longer current change nothing and
- * write no effect (SPEC.md §1.3; evidence sigstop_late_commit_rejected).
+ * write no effect (docs/contract.md#promise-3; evidence sigstop_late_commit_rejected).
  */
 import { CompleteOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Terminal states DONE, CANCELLED and DEAD never change again (SPEC.md §1.5): every command
+ * Terminal states DONE, CANCELLED and DEAD never change again (docs/contract.md#promise-5): every command
  * afterwards leaves the row and the effect exactly as they were.
  */
 import { CancelOutcome, CompleteOutcome, type CompleteOutcome as CompleteOutcomeT, type CancelOutcome as CancelOutcomeT } from '@postpone/core';

@@ -1,6 +1,6 @@
 /**
  * Bad input gets a typed ValidationError with the right code and nothing is written; edge values
- * just inside the limits are accepted (SPEC.md §5).
+ * just inside the limits are accepted (docs/contract.md#input-errors).
  */
 import {
   DEFAULT_MAX_PAYLOAD_BYTES,

@@ -1,5 +1,5 @@
 /**
- * @postpone/conformance — the one suite every Postpone Store passes (SPEC.md §2–§3, §5).
+ * @postpone/conformance — the one suite every Postpone Store passes (docs/contract.md#transitions, #outcomes, #input-errors).
  *
  * ```ts
  * import { describeStoreConformance } from '@postpone/conformance';

@@ -1,5 +1,5 @@
 /**
- * The one conformance suite every Store runs (SPEC.md §2–§3, §5).
+ * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors).
  */
 import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';

@@ -4,7 +4,7 @@ import { MAX_DELAY_MS } from './validate.js';
 export const DEFAULT_MAX_BACKOFF_MS = 3_600_000;
 
 /**
- * Retry delay after failure number `failures`: `baseMs × 2^(failures−1)`, clamped (SPEC.md §2).
+ * Retry delay after failure number `failures`: `baseMs × 2^(failures−1)`, clamped (docs/contract.md#attempts).
  *
  * Based on the failure count (`ClaimedTask.failures` + 1 for the attempt that just failed), not
  * on `attempt`: a hand-back (release) is not a failure, so it neither uses up an attempt nor

@@ -1,5 +1,5 @@
 /**
- * Input of `Store.completeMany`: many fenced completes in one call (SPEC.md §2 complete, per item).
+ * Input of `Store.completeMany`: many fenced completes in one call (docs/contract.md#transitions, complete, per item).
  * Validated here once, so every store refuses the same batches the same way, before anything is written.
  */
 import { ValidationError } from './errors.js';

@@ -1,5 +1,5 @@
 /**
- * Task states, the single source of truth for every store (SPEC.md §2).
+ * Task states, the single source of truth for every store (docs/contract.md#states).
  *
  * The SQL CHECK constraint in `@postpone/postgres` is generated from {@link TASK_STATES}.
  */
@@ -20,14 +20,14 @@ export type TaskState = (typeof TaskState)[keyof typeof TaskState];
 
 export const TASK_STATES: readonly TaskState[] = Object.freeze(Object.values(TaskState));
 
-/** Terminal states never change again (SPEC.md §1.5). */
+/** Terminal states never change again (docs/contract.md#promise-5). */
 export const TERMINAL_STATES: readonly TaskState[] = Object.freeze([TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD]);
 
 export function isTerminal(state: TaskState): boolean {
   return state === TaskState.DONE || state === TaskState.CANCELLED || state === TaskState.DEAD;
 }
 
-/** What `cancel` returns; each value names the phase the task was in (SPEC.md §3). */
+/** What `cancel` returns; each value names the phase the task was in (docs/contract.md#outcomes). */
 export const CancelOutcome = Object.freeze({
   /** The task was waiting: it will never run, no effect. */
   CANCELLED: 'CANCELLED',
@@ -42,7 +42,7 @@ export const CancelOutcome = Object.freeze({
 } as const);
 export type CancelOutcome = (typeof CancelOutcome)[keyof typeof CancelOutcome];
 
-/** What `complete` returns (SPEC.md §3). */
+/** What `complete` returns (docs/contract.md#outcomes). */
 export const CompleteOutcome = Object.freeze({
   /** Committed DONE with its effect (also returned again for a retried complete of the attempt that committed). */
   DONE: 'DONE',
@@ -53,7 +53,7 @@ export const CompleteOutcome = Object.freeze({
 } as const);
 export type CompleteOutcome = (typeof CompleteOutcome)[keyof typeof CompleteOutcome];
 
-/** What `fail` returns: the next state, or a stale rejection (SPEC.md §3). */
+/** What `fail` returns: the next state, or a stale rejection (docs/contract.md#outcomes). */
 export type FailResult =
   | { readonly outcome: 'SCHEDULED'; readonly dueAt: Date }
   | { readonly outcome: 'DEAD' }

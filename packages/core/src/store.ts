@@ -1,5 +1,5 @@
 /**
- * The Store contract: one method per operation of SPEC.md §2, each a single statement or a single
+ * The Store contract: one method per operation of docs/contract.md#transitions, each a single statement or a single
  * transaction whose guards live in the store itself (SQL or the transition function).
  *
  * Every store passes `@postpone/conformance`. `Tx` is what the store hands to code that writes in the
@@ -108,7 +108,7 @@ export interface Store<Tx = unknown> {
   /** Schedules many tasks in one statement, all or nothing; results in input order. Same errors as schedule. */
   scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
 
-  /** Cancels a task; the outcome names the phase it was in (SPEC.md §3). @throws ValidationError for a malformed id */
+  /** Cancels a task; the outcome names the phase it was in (docs/contract.md#outcomes). @throws ValidationError for a malformed id */
   cancel(id: TaskId): Promise<CancelOutcome>;
 
   /** Claims up to `limit` due tasks atomically (SKIP LOCKED); each claim increments `attempt`. */

@@ -7,7 +7,7 @@ import type { TaskState } from './states.js';
  */
 export type TaskId = string;
 
-/** One row of the `task` table (SPEC.md §2). Times come from the store's clock. */
+/** One row of the `task` table (docs/contract.md#data-model). Times come from the store's clock. */
 export interface Task {
   readonly id: TaskId;
   readonly kind: string;
@@ -19,7 +19,7 @@ export interface Task {
   /**
    * Attempts used up: each `fail` (a thrown handler, a timeout, an unknown kind) and each expired
    * lease reclaimed (a crash or a stall) adds one; a release (graceful hand-back) does not, nor does
-   * complete. The task goes DEAD when a failure brings it to `maxAttempts` (SPEC.md §2). Always at
+   * complete. The task goes DEAD when a failure brings it to `maxAttempts` (docs/contract.md#attempts). Always at
    * most `attempt`.
    */
   readonly failures: number;

@@ -1,5 +1,5 @@
 /**
- * The pure transition function of SPEC.md §2: every arrow and every rejection, no I/O.
+ * The pure transition function of docs/contract.md#transitions: every arrow and every rejection, no I/O.
  *
  * The in-memory store applies it directly; the PostgreSQL store's SQL mirrors it guard for guard,
  * and the conformance suite plus a differential property test hold the two to the same outcomes.

@@ -1,6 +1,6 @@
 /**
  * Input validation shared by every store: one rule set, so a bad input is refused the same way
- * everywhere, before anything is written (SPEC.md §5).
+ * everywhere, before anything is written (docs/contract.md#input-errors).
  */
 import { ValidationError } from './errors.js';
 import type { Json } from './json.js';

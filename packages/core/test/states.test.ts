@@ -9,7 +9,7 @@ describe('states and outcomes', () => {
     expect(Object.isFrozen(TaskState) && Object.isFrozen(TASK_STATES) && Object.isFrozen(TERMINAL_STATES)).toBe(true);
   });
 
-  it('names the public outcome values of SPEC.md §3', () => {
+  it('names the public outcome values of docs/contract.md#outcomes', () => {
     expect(Object.values(CancelOutcome)).toEqual(['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']);
     expect(Object.values(CompleteOutcome)).toEqual(['DONE', 'CANCELLED_BEFORE_COMMIT', 'REJECTED_STALE']);
   });

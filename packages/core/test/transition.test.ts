@@ -1,5 +1,5 @@
 /**
- * transition(): every arrow and every rejection of SPEC.md §2, as one table, plus properties that
+ * transition(): every arrow and every rejection of docs/contract.md#transitions, as one table, plus properties that
  * hold for any row and command (terminal rows never change; the lease CHECK is preserved).
  */
 import fc from 'fast-check';
@@ -211,7 +211,7 @@ const arbCommand: fc.Arbitrary<Command> = fc.oneof(
 );
 
 describe('transition properties', () => {
-  it('a terminal row never changes (SPEC.md §1.5)', () => {
+  it('a terminal row never changes (docs/contract.md#promise-5)', () => {
     fc.assert(
       fc.property(arbTask, arbCommand, (before, command) => {
         fc.pre(isTerminal(before.state));

@@ -2,7 +2,7 @@
  * @postpone/evidence — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
  *
  * Each case writes `evidence/cases/<name>.txt` (one line) and then regenerates
- * `evidence/output.txt` from all case files, ordered as in SPEC.md §4 (unknown names last,
+ * `evidence/output.txt` from all case files, ordered as in docs/contract.md#evidence (unknown names last,
  * alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
  * never leave a half-written output file. The repository root is found by walking up to
  * `pnpm-workspace.yaml`, or taken from `POSTPONE_EVIDENCE_DIR`.
@@ -10,7 +10,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
-/** The order of SPEC.md §4, followed by the cases the issues add. */
+/** The order of the table in docs/contract.md#evidence. */
 export const CASE_ORDER: readonly string[] = [
   'normal_three_workers',
   'boundary_not_before_due',

@@ -20,7 +20,7 @@ describe('evidence recorder', () => {
     expect(formatCase('x_y', false, {})).toBe('CASE x_y FAIL');
   });
 
-  it('orders output.txt as SPEC §4 and replaces a re-run case', () => {
+  it('orders output.txt as docs/contract.md#evidence and replaces a re-run case', () => {
     recordCase('retry_exhausted_dead', true, { attempts: 3 });
     recordCase('normal_three_workers', false, { completed: 1 });
     recordCase('normal_three_workers', true, { completed: 300 });

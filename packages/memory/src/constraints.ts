@@ -15,7 +15,7 @@ export const SqlState = Object.freeze({
 export const LEASE_CHECK = 'task_lease_check';
 
 /**
- * The lease CHECK of SPEC.md §2: `(state = 'CLAIMED') = (lease_owner IS NOT NULL AND lease_until IS NOT NULL)`.
+ * The lease CHECK of docs/contract.md#data-model: `(state = 'CLAIMED') = (lease_owner IS NOT NULL AND lease_until IS NOT NULL)`.
  */
 export function leaseCheckHolds(row: Pick<Task, 'state' | 'leaseOwner' | 'leaseUntil'>): boolean {
   return (row.state === TaskState.CLAIMED) === (row.leaseOwner !== null && row.leaseUntil !== null);

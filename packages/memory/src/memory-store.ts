@@ -1,5 +1,5 @@
 /**
- * The in-memory Store: every state change is computed by core's pure `transition()` (SPEC.md §2)
+ * The in-memory Store: every state change is computed by core's pure `transition()` (docs/contract.md#transitions)
  * and applied through a write set, so it behaves like the PostgreSQL store guard for guard, without
  * a database. For fast tests, models and differential checks; nothing survives the process.
  */
@@ -120,7 +120,7 @@ export class MemoryStore implements Store<MemoryTx> {
     };
     const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
     const nowMs = this.#clock.now();
-    // The partial index of SPEC.md §2 (`due_at WHERE state = 'SCHEDULED'`), in (dueAt, id) order;
+    // The partial index of docs/contract.md#data-model (`due_at WHERE state = 'SCHEDULED'`), in (dueAt, id) order;
     // transition() decides which rows are due. Rows locked by a running command are skipped.
     const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime());
     const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => resultOf(r, 'claim').claimed);

@@ -1,5 +1,5 @@
 /**
- * @postpone/postgres — the Postpone store on PostgreSQL (SPEC.md §1–§3, §5).
+ * @postpone/postgres — the Postpone store on PostgreSQL (docs/contract.md#stores).
  *
  * This entry imports no driver. Pick one:
  * - `@postpone/postgres/pg` — node-postgres: `createPgStore({ pool | connectionString })`

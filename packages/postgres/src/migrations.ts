@@ -17,7 +17,7 @@ export interface Migration {
 /**
  * The migrations of one schema.
  *
- * Version 1 — SPEC.md §2:
+ * Version 1 — docs/contract.md#data-model:
  * - `task`: the CHECK `(state = 'CLAIMED') = (lease_owner is not null and lease_until is not null)`
  *   rejects "running without a lease" (and a lease outside CLAIMED) at write time;
  *   the `state` CHECK list is generated from core `TASK_STATES`.
@@ -34,7 +34,7 @@ export interface Migration {
  * Version 3 — `failures`: the attempts a task has used up, counted apart from `attempt` (the claim
  * counter, which stays the fencing token). A fail and an expired lease reclaimed each add one, a
  * release (graceful hand-back) does not; DEAD when a failure brings `failures` to `max_attempts`
- * (SPEC.md §2). Existing rows: under versions 1–2 every claim that ended counted against
+ * (docs/contract.md#attempts). Existing rows: under versions 1–2 every claim that ended counted against
  * `max_attempts`, and releases cannot be told apart after the fact, so a row gets the number of
  * its claims that have ended other than by completing — `attempt`, less the claim still running
  * (CLAIMED) or the one that completed (DONE). Every live task thus keeps exactly the attempts it had

@@ -1,6 +1,6 @@
 /**
  * The NOTIFY payloads the store sends on its channel, so a timing wheel can learn about near tasks
- * without polling (SPEC.md §5, hybrid discovery). PostgreSQL delivers a notification only when the
+ * without polling (docs/contract.md#discovery). PostgreSQL delivers a notification only when the
  * sending transaction commits (PostgreSQL 17 NOTIFY): a rolled-back schedule is never announced.
  *
  * Payload: `{"op":"scheduled"|"cancelled","id":"<task id>","dueAtMs":<epoch ms>}`.

@@ -224,7 +224,7 @@ returning id::text as id`,
     // ---- task: complete (one transaction) ---------------------------------------------------------
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
-     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (SPEC.md §1.3).
+     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
      */
     taskCompleteFenced: `update ${task}
    set state = ${DONE},
@@ -430,7 +430,7 @@ select r.id::text as id, r.attempt as attempt, r.state as state,
                       limit $3::int) d on true
  order by d.due_at, d.id`,
 
-    /** `$1` id → a full task row (see {@link TaskRow}). */
+    /** `$1` id → a full task row (see `TaskRow` in this file). */
     taskGet: `select ${taskColumns('t')} from ${task} t where t.id = $1::bigint`,
 
     /** No parameters → `{ state, n }` rows. */

@@ -1,5 +1,5 @@
 /**
- * `PostgresStore` — the core `Store` contract in SQL (SPEC.md §1–§3), over either driver.
+ * `PostgresStore` — the core `Store` contract in SQL (docs/contract.md#transitions), over either driver.
  *
  * Every guard lives in the SQL of `./sql.ts` and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
@@ -77,7 +77,7 @@ export interface PostgresStoreOptions {
   readonly schema?: string;
   /**
    * A clock whose time enters every statement as `$1` (tests, differential models). Omit it in
-   * production: the database clock (`now()`, `clock_timestamp()`) judges due times and leases (SPEC.md §1.1).
+   * production: the database clock (`now()`, `clock_timestamp()`) judges due times and leases (docs/contract.md#promise-1).
    */
   readonly clock?: Clock;
   /** Payload and result size limit in bytes of UTF-8 JSON (default 1 MiB). */

@@ -124,7 +124,7 @@ describe('entry points', () => {
 
   it('package.json exports the two subpaths', async () => {
     const pkg = JSON.parse(readFileSync(resolve(src, '../package.json'), 'utf8')) as { exports: Record<string, { types: string; import: string }> };
-    expect(pkg.exports['./pg']).toEqual({ types: './dist/pg.d.ts', import: './dist/pg.js' });
-    expect(pkg.exports['./postgres-js']).toEqual({ types: './dist/postgres-js.d.ts', import: './dist/postgres-js.js' });
+    expect(pkg.exports['./pg']).toEqual({ types: './dist/pg.d.ts', import: './dist/pg.js', default: './dist/pg.js' });
+    expect(pkg.exports['./postgres-js']).toEqual({ types: './dist/postgres-js.d.ts', import: './dist/postgres-js.js', default: './dist/postgres-js.js' });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Without an injected clock the database clock judges everything (SPEC.md §1.1): no task is claimed
+ * Without an injected clock the database clock judges everything (docs/contract.md#promise-1): no task is claimed
  * before its due time, the lease runs from `clock_timestamp()`, and `now()` is the server's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

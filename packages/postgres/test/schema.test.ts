@@ -1,5 +1,5 @@
 /**
- * The schema of SPEC.md §2 in PostgreSQL: the lease CHECK, the two partial indexes, the claim's
+ * The schema of docs/contract.md#data-model in PostgreSQL: the lease CHECK, the two partial indexes, the claim's
  * Index Cond on `task_due_idx`, and migrations that are idempotent under concurrency.
  */
 import { StoreError, TASK_STATES, TestClock } from '@postpone/core';

@@ -1,5 +1,5 @@
 /**
- * Bad input gets a typed error and loses nothing (SPEC.md §5), on both drivers: every case asserts
+ * Bad input gets a typed error and loses nothing (docs/contract.md#input-errors), on both drivers: every case asserts
  * the error class and code, and that the task table is still empty.
  */
 import {

@@ -3,7 +3,7 @@
  * and a small driver that paces it from an injectable clock. Pure: no I/O, no dependencies.
  *
  * In Postpone the wheel is only a cache of tasks due within its horizon; the store stays the source
- * of truth (SPEC §5): after a crash the wheel is rebuilt from the store.
+ * of truth (docs/contract.md#discovery): after a crash the wheel is rebuilt from the store.
  */
 export { TimingWheel, type WheelStats } from './timing-wheel.js';
 export type { TimingWheelOptions } from './wheel-config.js';

@@ -1,5 +1,5 @@
 /**
- * Evidence cases of SPEC §4 for the wheel (`model=in-process-wheel`): each records one CASE line
+ * Evidence cases (docs/contract.md#evidence) for the wheel (`model=in-process-wheel`): each records one CASE line
  * and asserts the same invariants, so a violation both prints FAIL and fails the test.
  */
 import { recordCase } from '@postpone/evidence';

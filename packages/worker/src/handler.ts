@@ -26,7 +26,7 @@ export interface HandlerContext<Tx = unknown> {
   readonly maxAttempts: number;
   /**
    * `task-<id>`: the same for every attempt of the task. Send it to external services (an
-   * `Idempotency-Key` header) so a retried attempt after a crash applies once (SPEC.md §1).
+   * `Idempotency-Key` header) so a retried attempt after a crash applies once (docs/glossary.md#idempotency-key).
    */
   readonly idempotencyKey: string;
   /** The id of the worker running this attempt (stored as `lease_owner` and in the effect row). */
@@ -35,7 +35,7 @@ export interface HandlerContext<Tx = unknown> {
   readonly logger: Logger;
   /**
    * Registers a write to run inside the completing transaction, after the fenced UPDATE to DONE and
-   * the effect row (SPEC.md §1.4): it commits with DONE or not at all, and never runs for a stale or
+   * the effect row (docs/contract.md#promise-4): it commits with DONE or not at all, and never runs for a stale or
    * cancelled attempt. `tx` is the store's own handle: a `pg.PoolClient` for `createPgStore`, a
    * postgres.js `TransactionSql` for `createPostgresJsStore`, a `MemoryTx` for the memory store.
    * Writes run in registration order; if one throws, nothing commits and the attempt fails with its error.

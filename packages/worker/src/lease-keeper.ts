@@ -6,7 +6,7 @@
  * store's `now + leaseMs`, taken after `t`, so the lease lasts at least until `t + leaseMs` (clock
  * rate drift aside). While the store cannot be reached the keeper retries sooner; once that local
  * deadline passes without a confirmed renewal, the lease is presumed lost. Otherwise "lost" is always
- * the store's word (extend returned false), never the worker's guess (SPEC.md §1.3).
+ * the store's word (extend returned false), never the worker's guess (docs/contract.md#promise-3).
  */
 import { type ClaimedTask, type Store, TaskState } from '@postpone/core';
 import type { TypedEmitter } from './events.js';

@@ -20,7 +20,7 @@ import type { LevelWithSilent, Logger } from 'pino';
 import type { HandlerMap, PayloadMap } from './handler.js';
 import { type Pacing, systemPacing } from './pacing.js';
 
-/** Most tasks one claim may ask for (the store's limit, SPEC.md §2). */
+/** Most tasks one claim may ask for (the store's limit, docs/contract.md#transitions). */
 export const MAX_CONCURRENCY = 10_000;
 /** Largest duration a timer can wait: 2³¹−1 ms (Node.js `setTimeout`, HTML Living Standard timers). */
 export const MAX_TIMER_MS = 2_147_483_647;

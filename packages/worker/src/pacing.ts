@@ -1,7 +1,7 @@
 /**
  * The worker's own sense of time: a monotonic clock and a timer. It only paces the worker (lease
  * renewal, polling, shutdown and handler time limits); due times and lease deadlines are judged by the
- * store's clock (SPEC.md §1.1).
+ * store's clock (docs/contract.md#promise-1).
  *
  * The default reads `performance.now()` (monotonic, immune to wall-clock steps; HTML Living Standard
  * "High Resolution Time") and waits with `setTimeout`. Tests inject {@link ManualPacing}.

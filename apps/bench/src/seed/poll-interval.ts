@@ -1,5 +1,5 @@
 /**
- * `poll_interval_tradeoff` (SPEC.md §4; seed chapter "到期发现：轮询与时间轮"): the same small load
+ * `poll_interval_tradeoff` (docs/contract.md#evidence; seed chapter "到期发现：轮询与时间轮"): the same small load
  * run by a polling worker at two intervals. Lateness is `claimedAt − dueAt`, both from the database
  * clock (the claim's `now()` and the task's `due_at`), so no local clock enters it. Claim statements
  * are counted at the store, empty ones included.

@@ -1,5 +1,5 @@
 /**
- * An in-process model of "wheel as a cache of the durable store" (SPEC §5), for the
+ * An in-process model of "wheel as a cache of the durable store" (docs/contract.md#discovery), for the
  * `wheel_restart_needs_durable` evidence case. Time is a controlled integer clock in ms; the wheel
  * ticks every 1 ms.
  *

@@ -1,7 +1,7 @@
 /**
  * The database's clock seen from the worker's monotonic clock: `database ms ≈ monotonic ms + offset`.
  *
- * Due times are judged by the database clock only (SPEC.md §1.1), and the worker's wall clock may be
+ * Due times are judged by the database clock only (docs/contract.md#promise-1), and the worker's wall clock may be
  * off by minutes; so the hybrid worker never reads `Date.now()`. Each query that returns the store's
  * now (`peekDue`) is a sample: the database read its clock at some monotonic instant `m` between
  * sending the query (`sentAt`) and receiving the answer (`receivedAt`), so the true offset lies in

@@ -1,5 +1,5 @@
 /**
- * Hybrid discovery (SPEC.md §5): a hierarchical timing wheel of the tasks due within its horizon,
+ * Hybrid discovery (docs/contract.md#discovery): a hierarchical timing wheel of the tasks due within its horizon,
  * read from the store and kept current by notifications, so a task is claimed within about a tick of
  * its due time while an idle worker barely touches the database.
  *
