@@ -30,6 +30,5 @@ export {
   type WorkerListener,
 } from './events.js';
 export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
-export { errorText } from './error-text.js';
 export { systemPacing, type Pacing } from './pacing.js';
 export { ManualPacing } from './manual-pacing.js';

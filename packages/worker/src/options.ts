@@ -313,6 +313,10 @@ function resolveHybrid(options: unknown): ResolvedHybridOptions {
   if (lookAheadMs <= fallbackPollMs) {
     throw invalid('hybrid.tickMs', `the wheel horizon (tickMs × slotsPerLevel^levels = ${2 * lookAheadMs} ms) must exceed 2 × fallbackPollMs (${fallbackPollMs})`);
   }
+  // Each load asks the store for tasks due within lookAheadMs: a store accepts at most MAX_DELAY_MS.
+  if (lookAheadMs > MAX_DELAY_MS) {
+    throw invalid('hybrid.levels', `half the wheel horizon (tickMs × slotsPerLevel^levels / 2 = ${lookAheadMs} ms) is what each load reads ahead; a store reads at most ${MAX_DELAY_MS} ms (100 years) ahead: use fewer levels, fewer slots or a smaller tickMs`);
+  }
   return { fallbackPollMs, tickMs, levels, slotsPerLevel, loadLimit, pauseThresholdMs };
 }
 
