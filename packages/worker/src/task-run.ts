@@ -23,7 +23,7 @@ import { AttemptReporter } from './attempt-reporter.js';
 import { type AbortReason, TaskAbortedError } from './errors.js';
 import type { TypedEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
-import { keepLease } from './lease-keeper.js';
+import { keepLease, type LeaseLossReason } from './lease-keeper.js';
 import type { ResolvedOptions } from './options.js';
 import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
 
@@ -135,15 +135,22 @@ export class TaskRun<Tx> {
     return this.abort.signal.aborted && reason instanceof TaskAbortedError ? reason.reason : null;
   }
 
+  /** The store announced a cancel request for this task: abort the handler now (no-op unless running). */
+  cancelRequested(): void {
+    this.lose('cancel-requested');
+  }
+
+  private lose(reason: LeaseLossReason): void {
+    if (this.currentPhase !== 'running' || this.abortReason() === reason) return;
+    this.logger.warn({ reason }, 'lease lost; aborting the handler');
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
+    this.deps.events.emit('leaseLost', { task: this.task, reason });
+  }
+
   private watchLease(claimSentAt: number): void {
     const { store, options, events } = this.deps;
     const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs };
-    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => {
-      if (reason === null || this.currentPhase !== 'running') return;
-      this.logger.warn({ reason }, 'lease lost; aborting the handler');
-      if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
-      events.emit('leaseLost', { task: this.task, reason });
-    });
+    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => reason !== null && this.lose(reason));
   }
 
   private watchTimeout(): void {

@@ -70,8 +70,8 @@ describe('worker options, the whole space', () => {
         const refused: unknown[] = [];
         const calls = { claim: 0, peekDue: 0, reclaimExpired: 0 };
         const watch =
-          <K extends keyof typeof calls>(name: K, call: (params: never) => Promise<unknown>) =>
-          async (params: never) => {
+          <A, R>(name: keyof typeof calls, call: (params: A) => Promise<R>) =>
+          async (params: A): Promise<R> => {
             calls[name] += 1;
             try {
               return await call(params);
@@ -83,7 +83,7 @@ describe('worker options, the whole space', () => {
         const store = overrideStore(base, {
           claim: watch('claim', (p) => base.claim(p)),
           peekDue: watch('peekDue', (p) => base.peekDue(p)),
-          reclaimExpired: watch('reclaimExpired', (p) => base.reclaimExpired(p)),
+          reclaimExpired: watch('reclaimExpired', (p?: Parameters<typeof base.reclaimExpired>[0]) => base.reclaimExpired(p)),
         });
         let worker;
         try {
