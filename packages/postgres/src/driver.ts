@@ -5,6 +5,8 @@
  * Drivers throw their native errors; the store translates them once, in `./errors.ts`.
  */
 
+import type { ConnectionBudget } from '@postpone/core';
+
 /** A parameter value: primitives only (Dates as ISO text, JSON as text), cast explicitly in the SQL. */
 export type Param = string | number | boolean | null;
 
@@ -28,6 +30,9 @@ export type Unlisten = () => Promise<void>;
 export interface Driver<Tx> {
   /** `pg` or `postgres`. */
   readonly name: string;
+
+  /** The pool's size, whether LISTEN takes one of its connections, and whether the caller owns it. */
+  readonly connectionBudget?: ConnectionBudget;
 
   /** Runs one statement in autocommit (its own implicit transaction). */
   readonly query: QueryFn;

@@ -11,6 +11,7 @@ import {
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
+  type ConnectionBudget,
   type Clock,
   type CompleteManyItem,
   type CompleteOutcome,
@@ -144,6 +145,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   readonly schema: string;
   readonly notifyChannel: string;
   readonly sql: Statements;
+  readonly connectionBudget: ConnectionBudget | undefined;
   private readonly driver: Driver<Tx>;
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
@@ -154,6 +156,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
     this.driver = driver;
     this.name = driver.name;
+    this.connectionBudget = driver.connectionBudget;
     this.schema = validateIdentifier(options.schema ?? DEFAULT_SCHEMA, 'schema');
     this.notifyChannel = validateIdentifier(options.notifyChannel ?? defaultNotifyChannel(this.schema), 'notifyChannel');
     this.maxPayloadBytes =

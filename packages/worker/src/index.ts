@@ -8,6 +8,7 @@ export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type
 export {
   HYBRID_DEFAULTS,
   MAX_CONCURRENCY,
+  POOL_RESERVE,
   WORKER_DEFAULTS,
   defaultWorkerId,
   type DiscoveryMode,
