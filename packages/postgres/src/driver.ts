@@ -56,6 +56,9 @@ export interface Driver<Tx> {
    */
   listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<Unlisten>;
 
+  /** Calls `listener` when the pool loses an idle connection. @returns a function that removes it */
+  onConnectionError?(listener: (error: unknown) => void): () => void;
+
   /** Stops every listener, and ends the pool only when the adapter created it. Idempotent. */
   close(): Promise<void>;
 }

@@ -134,9 +134,16 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
  */
 export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
   const listeners = new Set<Unlisten>();
+  const connectionErrorListeners = new Set<(error: unknown) => void>();
+  // The pool emits 'error' when an idle client's connection dies (and drops that client).
+  pool.on('error', (error) => connectionErrorListeners.forEach((listener) => listener(error)));
   let closed: Promise<void> | undefined;
   return {
     name: 'pg',
+    onConnectionError(listener) {
+      connectionErrorListeners.add(listener);
+      return () => connectionErrorListeners.delete(listener);
+    },
     connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: true, shared: !ownsPool },
     query: (text, params) => run(pool, text, params),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.

@@ -481,6 +481,14 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
 
   /**
+   * Calls `listener` when the pool loses an idle connection (`pg` emits it; postgres.js reconnects
+   * silently and never calls it). @returns a function that removes the listener
+   */
+  onConnectionError(listener: (error: unknown) => void): () => void {
+    return this.driver.onConnectionError?.(listener) ?? (() => {});
+  }
+
+  /**
    * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
    * listens again after a lost connection, then calls `options.onReconnect`).
    * @returns a function that stops listening

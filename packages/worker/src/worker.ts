@@ -61,6 +61,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly health: StoreHealth;
   /** Wait before the loop's next store call, set when one failed (ms). */
   private retryInMs = 0;
+  /** Removes the listener of lost idle connections (stores that report them, e.g. `pg`). */
+  private offConnectionError: () => void = () => {};
   private readonly runs = new Set<TaskRun<Tx>>();
   private readonly claims = new Set<Promise<unknown>>();
   private reserved = 0;
@@ -189,6 +191,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.currentState !== 'idle') throw new WorkerStoppedError();
     this.currentState = 'running';
     this.logger.info({ options: { ...this.options, pacing: undefined } }, 'worker started');
+    const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
+    if (typeof source.onConnectionError === 'function') this.offConnectionError = source.onConnectionError((error) => this.health.failed(error, 'connection'));
     this.loopDone = this.loop();
     return this;
   }
@@ -322,6 +326,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   private async shutdown(): Promise<StopResult> {
+    this.offConnectionError();
     await this.loopDone;
     await this.discoverer.stop();
     await Promise.all([...this.claims]);

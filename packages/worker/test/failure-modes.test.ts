@@ -3,6 +3,7 @@
  * in: a claim that came back late (item 4), a pool shared with handlers (item 8), a cancel of a
  * running task (item 10), and a store that fails for a while (item 6).
  */
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClaimedTask, ConnectionLostError, overrideStore, type Store, TaskState, ValidationError } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
@@ -261,5 +262,115 @@ describe('a store that fails for a while (item 6)', () => {
     await outage(3_000);
     await steady(1_500);
     expect([events.unavailable.length, events.recovered.length]).toEqual([2, 2]);
+  });
+});
+
+/** A TCP proxy on 127.0.0.1 in front of the test database that can be taken down (connections reset, new ones refused). */
+async function outageProxy(url: string): Promise<{ url: string; down(): void; up(): void; close(): Promise<void> }> {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  let isDown = false;
+  const server = createServer((client) => {
+    if (isDown) return client.resetAndDestroy();
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxied = new URL(url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String((server.address() as AddressInfo).port);
+  return {
+    url: proxied.toString(),
+    down: () => {
+      isDown = true;
+      for (const s of sockets) s.resetAndDestroy();
+    },
+    up: () => {
+      isDown = false;
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe.each(DRIVERS)('a real database outage through a TCP proxy (%s)', (driver) => {
+  it('claims at most about once a second while the database is unreachable; one event per loss and per recovery', async () => {
+    const url = testDatabaseUrl();
+    const schema = uniqueSchemaName('worker_outage');
+    const proxy = await outageProxy(url);
+    const base = driver === 'pg' ? createPgStore({ connectionString: proxy.url, schema }) : createPostgresJsStore({ connectionString: proxy.url, schema });
+    await base.migrate();
+    cleanups.push(async () => {
+      await proxy.close();
+      await base.close();
+      await dropSchema(url, schema);
+    });
+    let claims = 0;
+    const store = overrideStore(base as Store<unknown>, {
+      claim: (params) => {
+        claims += 1;
+        return base.claim(params);
+      },
+    });
+    const worker = track(createWorker({ store, pollIntervalMs: 20, leaseMs: 5_000, handlers: { job: async () => 'ok' } }));
+    const unavailable = collect(worker, 'storeUnavailable');
+    const recovered = collect(worker, 'storeRecovered');
+    const errors = collect(worker, 'error');
+    worker.start();
+    await until(() => claims >= 3, 'a few claims');
+
+    proxy.down();
+    await until(() => unavailable.length === 1, 'the outage to be noticed');
+    const before = claims;
+    await sleep(3_000);
+    const during = claims - before;
+    proxy.up();
+    await until(() => recovered.length === 1, 'the recovery', 10_000);
+    // Polling every 20 ms would send ~150 claims in 3 s; backoff: 100, 200, 400, 800, then ~1 000 ms.
+    expect(during).toBeLessThanOrEqual(10);
+    expect(unavailable).toHaveLength(1);
+    expect(errors.filter((e) => e.operation === 'claim' || e.operation === 'reclaim').length).toBeLessThanOrEqual(1);
+    const completed = waitForEvent(worker, 'completed', { timeoutMs: 10_000 });
+    await base.schedule({ kind: 'job' });
+    expect((await completed)[0]?.outcome).toBe('DONE');
+    expect([unavailable.length, recovered.length]).toEqual([1, 1]);
+  });
+});
+
+describe('a pg pool that loses an idle connection', () => {
+  it('gives one storeUnavailable (operation connection) and one storeRecovered', async () => {
+    const url = testDatabaseUrl();
+    const schema = uniqueSchemaName('worker_idle');
+    const applicationName = `idle_${schema}`.slice(0, 60);
+    const pool = new pg.Pool({ connectionString: url, max: 8, application_name: applicationName });
+    const store = createPgStore({ pool, schema });
+    await store.migrate();
+    const admin = new pg.Pool({ connectionString: url, max: 1 });
+    cleanups.push(async () => {
+      await store.close();
+      await pool.end();
+      await admin.end();
+      await dropSchema(url, schema);
+    });
+    const worker = track(createWorker({ store, pollIntervalMs: 50, concurrency: 1, handlers: { job: async () => 'ok' } }));
+    const unavailable = collect(worker, 'storeUnavailable');
+    const recovered = collect(worker, 'storeRecovered');
+    worker.start();
+    await until(() => pool.idleCount > 0 && worker.discovery.listening, 'an idle connection');
+    await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and state = $2', [applicationName, 'idle']);
+    await until(() => recovered.length === 1, 'the recovery');
+    expect(unavailable.map((e) => e.operation)).toEqual(['connection']);
+    expect(recovered).toHaveLength(1);
   });
 });
