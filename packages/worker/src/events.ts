@@ -86,7 +86,11 @@ export class TypedEmitter implements WorkerEventSource {
       try {
         (listener as WorkerListener<E>)(payload);
       } catch (error) {
-        this.onListenerError(error, event);
+        try {
+          this.onListenerError(error, event);
+        } catch {
+          // logging what the listener threw failed too (a value that cannot be serialized): drop it
+        }
       }
     }
   }

@@ -242,21 +242,24 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       const w = worker({
         leaseMs: 60_000,
         handlers: {
-          book: async (task: Book) => {
+          book: async (task: Book, ctx) => {
+            // The last one is thrown by a same-transaction write instead of the handler.
+            if (task.payload.n === thrown.length) return ctx.onCompleteTx(async () => { throw revoked.proxy; }); // prettier-ignore
             throw thrown[task.payload.n];
           },
         },
       });
-      const scheduled = await h.store.scheduleMany(thrown.map((_, n) => ({ kind: 'book', payload: { n }, maxAttempts: 1 })));
-      const failed = waitForEvent(w, 'failed', { count: thrown.length, timeoutMs: 5_000 });
+      const scheduled = await h.store.scheduleMany([...thrown, 'write'].map((_, n) => ({ kind: 'book', payload: { n }, maxAttempts: 1 })));
+      const failed = waitForEvent(w, 'failed', { count: thrown.length + 1, timeoutMs: 5_000 });
       await w.runOnce();
-      expect((await failed).map((f) => f.result.outcome)).toEqual(thrown.map(() => 'DEAD'));
+      expect((await failed).map((f) => f.result.outcome)).toEqual([...thrown, 'write'].map(() => 'DEAD'));
       const errors = await Promise.all(scheduled.map(async (s) => (await h.store.getTask(s.id))?.lastError));
       expect(errors).toEqual([
         'handler threw a non-Error value (object): [object, unreadable]',
         'Error: outer (cause: unreadable, its getter threw)',
         'handler threw a non-Error value (object): [object, unreadable]',
         'handler threw a non-Error value (object): [object Object]',
+        'handler threw a non-Error value (object): [object, unreadable]',
       ]);
     });
 
