@@ -101,7 +101,11 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly handlers: HandlerMap<Tx, M>;
   /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
   readonly id?: string;
-  /** Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10). */
+  /**
+   * Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10).
+   * When the store reports its pool (`connectionBudget`) and you share that pool with handlers, its
+   * `max` must be at least `concurrency + POOL_RESERVE` (+1 when LISTEN takes a pool connection).
+   */
   readonly concurrency?: number;
   /** Lease length per claim and per renewal, in ms of the store's clock (default 30 000). */
   readonly leaseMs?: number;
@@ -196,7 +200,8 @@ export function defaultWorkerId(): string {
 
 /**
  * Validates every option and fills in the defaults.
- * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`), INVALID_KIND for a bad handler name
+ * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`;
+ *         `concurrency` for a shared pool too small for it), INVALID_KIND for a bad handler name
  */
 const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
   'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
