@@ -37,8 +37,13 @@ export class PostponeError extends Error {
     this.code = code;
   }
 
+  /** Never throws, even for a revoked Proxy or a getter that throws (then false). */
   static isInstance(error: unknown): error is PostponeError {
-    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+    try {
+      return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -54,7 +59,11 @@ export class ValidationError extends PostponeError {
   }
 
   static override isInstance(error: unknown): error is ValidationError {
-    return PostponeError.isInstance(error) && error instanceof Error && error.name === 'ValidationError';
+    try {
+      return PostponeError.isInstance(error) && error instanceof Error && error.name === 'ValidationError';
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -26,3 +26,4 @@ export * from './store.js';
 export * from './params.js';
 export * from './complete-many.js';
 export * from './override-store.js';
+export * from './describe-thrown.js';

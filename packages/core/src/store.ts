@@ -93,9 +93,25 @@ export interface PeekResult {
 
 export type StateCounts = Readonly<Record<TaskState, number>>;
 
+/**
+ * How many database connections a store can use at once: an optional capability (the PostgreSQL
+ * stores have it, the in-memory store has not), read by the worker to refuse a pool too small for it.
+ */
+export interface ConnectionBudget {
+  /** Most connections open at once (the pool's `max`). */
+  readonly max: number;
+  /** Whether `listen` holds one of those `max` connections while it listens (`pg`), rather than one of its own (postgres.js). */
+  readonly listen: boolean;
+  /** Whether other code may take connections from the same pool: true when you gave the store your pool or `sql`. */
+  readonly shared: boolean;
+}
+
 export interface Store<Tx = unknown> {
   /** Adapter name, e.g. `pg`, `postgres`, `memory`. */
   readonly name: string;
+
+  /** The store's connection pool size, when it has one (see {@link ConnectionBudget}). */
+  readonly connectionBudget?: ConnectionBudget;
 
   /** Creates or upgrades the schema; safe to call from many processes at once. */
   migrate(): Promise<void>;

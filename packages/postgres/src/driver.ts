@@ -5,6 +5,8 @@
  * Drivers throw their native errors; the store translates them once, in `./errors.ts`.
  */
 
+import type { ConnectionBudget } from '@postpone/core';
+
 /** A parameter value: primitives only (Dates as ISO text, JSON as text), cast explicitly in the SQL. */
 export type Param = string | number | boolean | null;
 
@@ -29,6 +31,9 @@ export interface Driver<Tx> {
   /** `pg` or `postgres`. */
   readonly name: string;
 
+  /** The pool's size, whether LISTEN takes one of its connections, and whether the caller owns it. */
+  readonly connectionBudget?: ConnectionBudget;
+
   /** Runs one statement in autocommit (its own implicit transaction). */
   readonly query: QueryFn;
 
@@ -50,6 +55,9 @@ export interface Driver<Tx> {
    * each payload. After a lost connection the adapter reconnects and listens again.
    */
   listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<Unlisten>;
+
+  /** Calls `listener` when the pool loses an idle connection. @returns a function that removes it */
+  onConnectionError?(listener: (error: unknown) => void): () => void;
 
   /** Stops every listener, and ends the pool only when the adapter created it. Idempotent. */
   close(): Promise<void>;

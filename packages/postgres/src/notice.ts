@@ -3,13 +3,15 @@
  * without polling (docs/contract.md#discovery). PostgreSQL delivers a notification only when the
  * sending transaction commits (PostgreSQL 17 NOTIFY): a rolled-back schedule is never announced.
  *
- * Payload: `{"op":"scheduled"|"cancelled","id":"<task id>","dueAtMs":<epoch ms>}`.
+ * Payload: `{"op":"scheduled"|"cancelled"|"cancelRequested","id":"<task id>","dueAtMs":<epoch ms>}`.
  * - `scheduled`: a task became SCHEDULED (schedule, fail with attempts left, reclaim with attempts left).
  * - `cancelled`: a SCHEDULED task was cancelled (drop its timer).
+ * - `cancelRequested`: cancel was requested for a CLAIMED task (`cancel` returned REQUESTED): the
+ *   worker holding it aborts the handler's signal.
  */
 import type { TaskId } from '@postpone/core';
 
-export type TaskNoticeOp = 'scheduled' | 'cancelled';
+export type TaskNoticeOp = 'scheduled' | 'cancelled' | 'cancelRequested';
 
 export interface TaskNotice {
   readonly op: TaskNoticeOp;
@@ -28,7 +30,7 @@ export function parseTaskNotice(payload: string): TaskNotice | null {
   }
   if (typeof value !== 'object' || value === null) return null;
   const { op, id, dueAtMs } = value as Record<string, unknown>;
-  if ((op !== 'scheduled' && op !== 'cancelled') || typeof id !== 'string' || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
+  if ((op !== 'scheduled' && op !== 'cancelled' && op !== 'cancelRequested') || typeof id !== 'string' || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
     return null;
   }
   return { op, id, dueAt: new Date(dueAtMs) };

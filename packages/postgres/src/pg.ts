@@ -24,6 +24,9 @@ export interface PgStoreOptions extends PostgresStoreOptions {
   readonly poolConfig?: Omit<pg.PoolConfig, 'connectionString'>;
 }
 
+/** `max` of a pool the store creates, and node-postgres's own default. */
+const DEFAULT_POOL_MAX = 10;
+
 /** First and largest pause between reconnect attempts of a listener, in ms. */
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
@@ -131,9 +134,17 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
  */
 export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
   const listeners = new Set<Unlisten>();
+  const connectionErrorListeners = new Set<(error: unknown) => void>();
+  // The pool emits 'error' when an idle client's connection dies (and drops that client).
+  pool.on('error', (error) => connectionErrorListeners.forEach((listener) => listener(error)));
   let closed: Promise<void> | undefined;
   return {
     name: 'pg',
+    onConnectionError(listener) {
+      connectionErrorListeners.add(listener);
+      return () => connectionErrorListeners.delete(listener);
+    },
+    connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: true, shared: !ownsPool },
     query: (text, params) => run(pool, text, params),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
     isTx: (value): value is PgTx =>
@@ -192,7 +203,7 @@ export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   let pool = options.pool;
   const owns = pool === undefined;
   if (pool === undefined) {
-    pool = new pg.Pool({ max: 10, ...options.poolConfig, connectionString: options.connectionString });
+    pool = new pg.Pool({ max: DEFAULT_POOL_MAX, ...options.poolConfig, connectionString: options.connectionString });
     // An idle client whose connection dies is removed by the pool, which also emits 'error';
     // without a listener that event would crash the process.
     pool.on('error', () => {});

@@ -48,6 +48,8 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
   let closed: Promise<void> | undefined;
   return {
     name: 'postgres',
+    // sql.listen() opens a connection of its own, outside `max` (postgres.js 3.4 README, "Listen & notify").
+    connectionBudget: { max: sql.options.max, listen: false, shared: !ownsSql },
     query: (text, params) => run(sql, text, params),
     // Only the sql of sql.begin() has savepoint(); the top-level sql would run outside the transaction.
     isTx: (value): value is PostgresJsTx =>

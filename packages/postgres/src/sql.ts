@@ -361,7 +361,8 @@ select r.state as state,
 
     /**
      * `$1` now, `$2` id, `$3` notify channel → `{ state }` (the new state) when the task was live:
-     * SCHEDULED → CANCELLED (with a NOTIFY), CLAIMED → CLAIMED with `cancel_requested`.
+     * SCHEDULED → CANCELLED (with a NOTIFY), CLAIMED → CLAIMED with `cancel_requested` (with a NOTIFY
+     * `cancelRequested`, so the worker holding it aborts the handler at once).
      */
     taskCancel: `with cancelled as (
   update ${task}
@@ -373,7 +374,7 @@ select r.state as state,
   returning id, state, due_at
 )
 select c.state as state,
-       case when c.state = ${CANCELLED} then ${notice('cancelled', '$3::text', 'c')} end as notified
+       case when c.state = ${CANCELLED} then ${notice('cancelled', '$3::text', 'c')} else ${notice('cancelRequested', '$3::text', 'c')} end as notified
   from cancelled c`,
 
     /**

@@ -11,6 +11,7 @@ import {
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
+  type ConnectionBudget,
   type Clock,
   type CompleteManyItem,
   type CompleteOutcome,
@@ -145,6 +146,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   readonly schema: string;
   readonly notifyChannel: string;
   readonly sql: Statements;
+  readonly connectionBudget: ConnectionBudget | undefined;
   private readonly driver: Driver<Tx>;
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
@@ -155,6 +157,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
     this.driver = driver;
     this.name = driver.name;
+    this.connectionBudget = driver.connectionBudget;
     this.schema = validateIdentifier(options.schema ?? DEFAULT_SCHEMA, 'schema');
     this.notifyChannel = validateIdentifier(options.notifyChannel ?? defaultNotifyChannel(this.schema), 'notifyChannel');
     this.maxPayloadBytes =
@@ -477,6 +480,14 @@ export class PostgresStore<Tx> implements Store<Tx> {
     this.assertOpen();
     const [row] = await this.call(() => this.driver.query(this.sql.clockNow, [this.nowParam()]));
     return date(row?.nowms);
+  }
+
+  /**
+   * Calls `listener` when the pool loses an idle connection (`pg` emits it; postgres.js reconnects
+   * silently and never calls it). @returns a function that removes the listener
+   */
+  onConnectionError(listener: (error: unknown) => void): () => void {
+    return this.driver.onConnectionError?.(listener) ?? (() => {});
   }
 
   /**

@@ -68,6 +68,15 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     expect(notices.filter((n) => n.id === first).at(-1)).toEqual({ op: 'scheduled', id: first, dueAt: new Date(clock.now() + 250) });
   });
 
+  it('cancel of a running task (REQUESTED) → a `cancelRequested` notice, so its worker can abort the handler', async () => {
+    const { id } = await store.schedule({ kind: 'running' });
+    const claimed = await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 });
+    expect(claimed.map((t) => t.id)).toContain(id);
+    expect(await store.cancel(id)).toBe('REQUESTED');
+    await waitFor(() => noticeFor(id, 'cancelRequested') !== undefined, 'the cancelRequested notice');
+    expect(await store.cancel(id)).toBe('REQUESTED'); // repeated: announced again, harmless
+  });
+
   it('after its connection is terminated the listener reconnects, listens again, and reports it', async () => {
     const pids = async () =>
       (

@@ -41,6 +41,14 @@ export interface WorkerEvents {
    * `size` timers held afterwards. Everything already due fires at once.
    */
   wheelRebuilt: { readonly reason: RebuildReason; readonly listed: number; readonly size: number };
+  /**
+   * The worker's own store calls (claim, reclaim, discovery's reads, listening) started failing, or
+   * the store reported a lost idle connection: once per outage, not per failed call. The loop retries
+   * with capped exponential backoff (at most about one try per second once established).
+   */
+  storeUnavailable: { readonly error: unknown; readonly operation: StoreOperation | 'connection' };
+  /** A call of the loop or of discovery succeeded after `storeUnavailable`: `downMs` later, after `failures` failed calls. */
+  storeRecovered: { readonly downMs: number; readonly failures: number };
   /** The worker stopped (after `stop()`, or because the store was closed under it). */
   stopped: { readonly handedBack: number };
 }
@@ -78,7 +86,11 @@ export class TypedEmitter implements WorkerEventSource {
       try {
         (listener as WorkerListener<E>)(payload);
       } catch (error) {
-        this.onListenerError(error, event);
+        try {
+          this.onListenerError(error, event);
+        } catch {
+          // logging what the listener threw failed too (a value that cannot be serialized): drop it
+        }
       }
     }
   }

@@ -8,6 +8,7 @@ export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type
 export {
   HYBRID_DEFAULTS,
   MAX_CONCURRENCY,
+  POOL_RESERVE,
   WORKER_DEFAULTS,
   defaultWorkerId,
   type DiscoveryMode,
@@ -30,6 +31,5 @@ export {
   type WorkerListener,
 } from './events.js';
 export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
-export { errorText } from './error-text.js';
 export { systemPacing, type Pacing } from './pacing.js';
 export { ManualPacing } from './manual-pacing.js';

@@ -2,11 +2,15 @@
  * Keeps the lease of one attempt alive: extend every `renewEveryMs` on the monotonic clock, long
  * before the lease (measured by the store's clock from the claim) runs out.
  *
- * The local deadline is conservative: a renewal sent at monotonic time `t` extends the lease to the
- * store's `now + leaseMs`, taken after `t`, so the lease lasts at least until `t + leaseMs` (clock
- * rate drift aside). While the store cannot be reached the keeper retries sooner; once that local
- * deadline passes without a confirmed renewal, the lease is presumed lost. Otherwise "lost" is always
- * the store's word (extend returned false), never the worker's guess (docs/contract.md#promise-3).
+ * The local estimate of the lease's end is conservative and dated by the store's answer: the claim
+ * sent at monotonic time `t` returned the database's own deadline `leaseUntil`, set after the
+ * database read `claimedAt`, which it read after `t`; so the lease lasts at least until
+ * `t + (leaseUntil − claimedAt)` (clock rate drift aside). A renewal sent at `t` likewise lasts until
+ * `t + leaseMs`. The estimate only paces renewals and bounds the wait while the store is unreachable;
+ * it never ends an attempt by itself: when it says the lease is gone (a claim that waited in the
+ * driver longer than the lease), the keeper asks the store at once with an extend, and the store's
+ * word decides (docs/contract.md#promise-3). The attempt is given up only when extend returns false, or when the
+ * store could not be reached (an error, or no answer) before the estimate ran out.
  */
 import { type ClaimedTask, type Store, TaskState } from '@postpone/core';
 import type { TypedEmitter } from './events.js';
@@ -25,20 +29,23 @@ export interface LeaseKeeperDeps {
 
 /**
  * Renews until `stop` aborts (resolves null) or the lease is gone (resolves the reason).
- * @param claimSentAt monotonic time at which the claim was sent
+ * @param claimSentAt monotonic time at which the claim that returned `task` was sent
  */
 export async function keepLease(task: ClaimedTask, claimSentAt: number, deps: LeaseKeeperDeps, stop: AbortSignal): Promise<LeaseLossReason | null> {
   const { store, pacing, events, leaseMs, renewEveryMs } = deps;
-  let confirmedUntil = claimSentAt + leaseMs;
+  const grantedMs = Number(task.leaseUntil) - Number(task.claimedAt);
+  let confirmedUntil = claimSentAt + (Number.isFinite(grantedMs) && grantedMs > 0 ? grantedMs : leaseMs);
   let nextAt = claimSentAt + renewEveryMs;
   while (!stop.aborted) {
     await pacing.sleep(nextAt - pacing.now(), stop);
     if (stop.aborted) return null;
     const sentAt = pacing.now();
+    // Past the estimate already (the claim came back late): the store gets a full lease to answer.
+    const answerWithinMs = confirmedUntil > sentAt ? confirmedUntil - sentAt : leaseMs;
     const answer = await raceTimer(
       pacing,
       settle(() => store.extend({ id: task.id, attempt: task.attempt, leaseMs })),
-      confirmedUntil - sentAt,
+      answerWithinMs,
       stop,
     );
     if (stop.aborted) return null;

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
+  type ConnectionBudget,
   DEFAULT_MAX_BACKOFF_MS,
   type Store,
   ValidationError,
@@ -100,7 +101,11 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly handlers: HandlerMap<Tx, M>;
   /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
   readonly id?: string;
-  /** Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10). */
+  /**
+   * Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10).
+   * When the store reports its pool (`connectionBudget`) and you share that pool with handlers, its
+   * `max` must be at least `concurrency + POOL_RESERVE` (+1 when LISTEN takes a pool connection).
+   */
   readonly concurrency?: number;
   /** Lease length per claim and per renewal, in ms of the store's clock (default 30 000). */
   readonly leaseMs?: number;
@@ -195,7 +200,8 @@ export function defaultWorkerId(): string {
 
 /**
  * Validates every option and fills in the defaults.
- * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`), INVALID_KIND for a bad handler name
+ * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`;
+ *         `concurrency` for a shared pool too small for it), INVALID_KIND for a bad handler name
  */
 const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
   'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
@@ -220,6 +226,7 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   const leaseMs = optional(options.leaseMs, WORKER_DEFAULTS.leaseMs, (v) => validatePositiveMs(v, 'leaseMs', MAX_TIMER_MS));
   const renewEveryMs = optional(options.renewEveryMs, Math.max(1, Math.floor(leaseMs / 3)), (v) => validatePositiveMs(v, 'renewEveryMs', MAX_TIMER_MS));
   if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
+  checkConnectionBudget(store as Store<unknown>, concurrency);
   const discovery = optional(options.discovery, WORKER_DEFAULTS.discovery, validateDiscovery);
   const hybrid = resolveHybrid(options.hybrid);
   const pollIntervalMs = optional(options.pollIntervalMs, WORKER_DEFAULTS.pollIntervalMs, (v) => validatePositiveMs(v, 'pollIntervalMs', MAX_TIMER_MS));
@@ -274,6 +281,40 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   };
 }
 
+/**
+ * Connections the worker itself needs from a store's pool besides its handlers: one each for the
+ * claim loop, lease renewals and completions, so renewals never wait behind handlers.
+ */
+export const POOL_RESERVE = 3;
+
+/**
+ * A pool the handlers may share (you gave the store your pool or `sql`) must hold every handler's
+ * connection and the worker's own: `max ≥ concurrency + POOL_RESERVE`, plus 1 when LISTEN holds a
+ * pool connection (`pg`; the worker listens in both discovery modes). A pool the store created is
+ * its own (handlers cannot take from it): `max ≥ POOL_RESERVE` (+1 for LISTEN). Stores that do not
+ * report a {@link ConnectionBudget} are not checked.
+ * @throws ValidationError INVALID_OPTION on `concurrency`, naming the pool's max, concurrency and the reserve
+ */
+function checkConnectionBudget(store: Store<unknown>, concurrency: number): void {
+  const budget: Partial<ConnectionBudget> | undefined = store.connectionBudget;
+  if (typeof budget !== 'object' || budget === null || typeof budget.max !== 'number' || !(budget.max > 0)) return;
+  const listens = budget.listen === true && typeof (store as { listen?: unknown }).listen === 'function';
+  const handlers = budget.shared === true ? concurrency : 0;
+  const needed = handlers + POOL_RESERVE + (listens ? 1 : 0);
+  if (budget.max >= needed) return;
+  const parts = [
+    ...(handlers > 0 ? [`concurrency ${concurrency} (each handler may hold a connection of this pool)`] : []),
+    `${POOL_RESERVE} for claims, renewals and completions`,
+    ...(listens ? ['1 held by LISTEN'] : []),
+  ];
+  const fewer = budget.max - needed + concurrency;
+  throw invalid(
+    'concurrency',
+    `the store's connection pool has max ${budget.max}, below the ${needed} this worker needs: ${parts.join(' + ')}. ` +
+      `Give the pool max ≥ ${needed}${handlers > 0 && fewer >= 1 ? `, or lower concurrency to ${fewer}` : ''}`,
+  );
+}
+
 function validateHandlers(handlers: unknown): void {
   if (typeof handlers !== 'object' || handlers === null || Array.isArray(handlers)) throw invalid('handlers', 'must be an object mapping kind to handler');
   const kinds = Object.keys(handlers);
@@ -312,6 +353,10 @@ function resolveHybrid(options: unknown): ResolvedHybridOptions {
   const lookAheadMs = Math.floor((tickMs * slotsPerLevel ** levels) / 2);
   if (lookAheadMs <= fallbackPollMs) {
     throw invalid('hybrid.tickMs', `the wheel horizon (tickMs × slotsPerLevel^levels = ${2 * lookAheadMs} ms) must exceed 2 × fallbackPollMs (${fallbackPollMs})`);
+  }
+  // Each load asks the store for tasks due within lookAheadMs: a store accepts at most MAX_DELAY_MS.
+  if (lookAheadMs > MAX_DELAY_MS) {
+    throw invalid('hybrid.levels', `half the wheel horizon (tickMs × slotsPerLevel^levels / 2 = ${lookAheadMs} ms) is what each load reads ahead; a store reads at most ${MAX_DELAY_MS} ms (100 years) ahead: use fewer levels, fewer slots or a smaller tickMs`);
   }
   return { fallbackPollMs, tickMs, levels, slotsPerLevel, loadLimit, pauseThresholdMs };
 }

@@ -10,6 +10,7 @@
 import {
   type ClaimedTask,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  describeThrown,
   idempotencyKey,
   type Json,
   type Store,
@@ -19,11 +20,10 @@ import {
 } from '@postpone/core';
 import type { Logger } from 'pino';
 import { AttemptReporter } from './attempt-reporter.js';
-import { errorText } from './error-text.js';
 import { type AbortReason, TaskAbortedError } from './errors.js';
 import type { TypedEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
-import { keepLease } from './lease-keeper.js';
+import { keepLease, type LeaseLossReason } from './lease-keeper.js';
 import type { ResolvedOptions } from './options.js';
 import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
 
@@ -60,7 +60,7 @@ export class TaskRun<Tx> {
     this.startedAt = deps.options.pacing.now();
     this.logger = deps.logger.child({ taskId: task.id, kind: task.kind, attempt: task.attempt });
     this.finished = this.execute(claimSentAt)
-      .catch((error: unknown) => this.logger.error({ err: error }, 'task run failed unexpectedly'))
+      .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
       .finally(() => {
         if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
       });
@@ -83,7 +83,7 @@ export class TaskRun<Tx> {
     const { handler, task } = this;
     if (handler === undefined) {
       this.currentPhase = 'finishing';
-      await this.deps.reporter.fail(task, errorText(new UnknownKindError(task.kind)));
+      await this.deps.reporter.fail(task, describeThrown(new UnknownKindError(task.kind)));
       return;
     }
     this.watchLease(claimSentAt);
@@ -108,11 +108,11 @@ export class TaskRun<Tx> {
       return;
     }
     if (reason === 'timeout') {
-      await this.deps.reporter.fail(task, errorText(this.abort.signal.reason));
+      await this.deps.reporter.fail(task, describeThrown(this.abort.signal.reason));
       return;
     }
     if (!outcome.ok) {
-      await this.deps.reporter.fail(task, errorText(outcome.error));
+      await this.deps.reporter.fail(task, describeThrown(outcome.error));
       return;
     }
     await this.completeWith(outcome.value);
@@ -123,11 +123,11 @@ export class TaskRun<Tx> {
     try {
       result = validateJson(value === undefined ? null : value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
     } catch (error) {
-      await this.deps.reporter.fail(this.task, errorText(error));
+      await this.deps.reporter.fail(this.task, describeThrown(error));
       return;
     }
     const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt);
-    if (outcome !== null && typeof outcome === 'object') await this.deps.reporter.fail(this.task, errorText(outcome.writeError));
+    if (outcome !== null && typeof outcome === 'object') await this.deps.reporter.fail(this.task, describeThrown(outcome.writeError));
   }
 
   private abortReason(): AbortReason | null {
@@ -135,15 +135,22 @@ export class TaskRun<Tx> {
     return this.abort.signal.aborted && reason instanceof TaskAbortedError ? reason.reason : null;
   }
 
+  /** The store announced a cancel request for this task: abort the handler now (no-op unless running). */
+  cancelRequested(): void {
+    this.lose('cancel-requested');
+  }
+
+  private lose(reason: LeaseLossReason): void {
+    if (this.currentPhase !== 'running' || this.abortReason() === reason) return;
+    this.logger.warn({ reason }, 'lease lost; aborting the handler');
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
+    this.deps.events.emit('leaseLost', { task: this.task, reason });
+  }
+
   private watchLease(claimSentAt: number): void {
     const { store, options, events } = this.deps;
     const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs };
-    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => {
-      if (reason === null || this.currentPhase !== 'running') return;
-      this.logger.warn({ reason }, 'lease lost; aborting the handler');
-      if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
-      events.emit('leaseLost', { task: this.task, reason });
-    });
+    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => reason !== null && this.lose(reason));
   }
 
   private watchTimeout(): void {

@@ -25,6 +25,7 @@ import type { Handler, HandlerMap, PayloadMap } from './handler.js';
 import { workerLogger } from './logger.js';
 import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { settle, whenAborted } from './settle.js';
+import { StoreHealth } from './store-health.js';
 import { TaskRun } from './task-run.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
@@ -57,6 +58,11 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly events: TypedEmitter;
   private readonly reporter: AttemptReporter<Tx>;
   private readonly discoverer: Discovery;
+  private readonly health: StoreHealth;
+  /** Wait before the loop's next store call, set when one failed (ms). */
+  private retryInMs = 0;
+  /** Removes the listener of lost idle connections (stores that report them, e.g. `pg`). */
+  private offConnectionError: () => void = () => {};
   private readonly runs = new Set<TaskRun<Tx>>();
   private readonly claims = new Set<Promise<unknown>>();
   private reserved = 0;
@@ -79,12 +85,17 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.logger = workerLogger(this.id, options.logger, this.options.logLevel);
     this.events = new TypedEmitter((error, event) => this.logger.error({ err: error, event }, 'event listener threw'));
     this.reporter = new AttemptReporter(this.store, this.options, this.events, this.logger);
+    this.health = new StoreHealth(this.options.pacing, this.events, this.logger);
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
       pacing: this.options.pacing,
       events: this.events,
       logger: this.logger,
       report: (error, operation) => this.reportStoreError(error, operation),
+      succeeded: () => this.health.succeeded(),
+      onCancelRequested: (id) => {
+        for (const run of this.runs) if (run.task.id === id) run.cancelRequested();
+      },
     });
   }
 
@@ -180,6 +191,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.currentState !== 'idle') throw new WorkerStoppedError();
     this.currentState = 'running';
     this.logger.info({ options: { ...this.options, pacing: undefined } }, 'worker started');
+    const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
+    if (typeof source.onConnectionError === 'function') this.offConnectionError = source.onConnectionError((error) => this.health.failed(error, 'connection'));
     this.loopDone = this.loop();
     return this;
   }
@@ -268,6 +281,14 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         // A full batch means more may be due: claim again at once while slots are free.
         if (claimed !== null && claimed.length === asked && this.freeSlots > 0) continue;
       }
+      if (this.retryInMs > 0) {
+        // The store is failing: back off (only stop interrupts this wait, not a freed slot).
+        const ms = this.retryInMs;
+        this.retryInMs = 0;
+        if (this.wake.signal.aborted) this.wake = new AbortController();
+        await pacing.sleep(ms, this.wake.signal);
+        continue;
+      }
       this.sleepingFull = this.freeSlots === 0;
       if (this.wake.signal.aborted) this.wake = new AbortController();
       await this.discoverer.wait(Math.max(0, nextReclaimAt - pacing.now()), this.wake.signal, this.sleepingFull);
@@ -275,27 +296,37 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     }
   }
 
-  /** Runs a loop step; a store error is reported, never thrown. */
+  /** Runs a loop step; a store error is reported (and sets the backoff), never thrown. */
   private async guard<T>(operation: 'claim' | 'reclaim', step: () => Promise<T>): Promise<T | null> {
     try {
-      return await step();
+      const result = await step();
+      this.health.succeeded();
+      return result;
     } catch (error) {
-      this.reportStoreError(error, operation);
+      this.retryInMs = Math.max(this.retryInMs, this.reportStoreError(error, operation));
       return null;
     }
   }
 
-  /** Emits and logs a failed store call of the loop or of discovery; a closed store stops the worker. */
-  private reportStoreError(error: unknown, operation: StoreOperation): void {
-    this.events.emit('error', { error, operation });
-    this.logger.error({ err: error, operation }, `${operation} failed`);
-    if (PostponeError.isInstance(error) && error.code === 'STORE_CLOSED' && this.currentState === 'running') {
-      this.logger.error('the store is closed; stopping');
-      void this.stop({ timeoutMs: 0 });
+  /**
+   * A failed store call of the loop or of discovery: one `storeUnavailable` event per outage (see
+   * StoreHealth); a closed store stops the worker.
+   * @returns how long to wait before the loop calls the store again, in ms
+   */
+  private reportStoreError(error: unknown, operation: StoreOperation): number {
+    if (PostponeError.isInstance(error) && error.code === 'STORE_CLOSED') {
+      this.events.emit('error', { error, operation });
+      if (this.currentState === 'running') {
+        this.logger.error('the store is closed; stopping');
+        void this.stop({ timeoutMs: 0 });
+      }
+      return 0;
     }
+    return this.health.failed(error, operation);
   }
 
   private async shutdown(): Promise<StopResult> {
+    this.offConnectionError();
     await this.loopDone;
     await this.discoverer.stop();
     await Promise.all([...this.claims]);

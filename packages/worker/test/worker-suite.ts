@@ -228,6 +228,41 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((await h.store.countByState()).DEAD).toBe(thrown.length);
     });
 
+    it('fails at once, with a description, when what the handler threw resists being turned into text', async () => {
+      const revoked = Proxy.revocable({}, {});
+      revoked.revoke();
+      const causeThrows = new Error('outer');
+      Object.defineProperty(causeThrows, 'cause', {
+        get() {
+          throw new Error('cause getter threw');
+        },
+      });
+      const everyTrapThrows = new Proxy({}, { get: () => { throw 1; }, getPrototypeOf: () => { throw 2; }, ownKeys: () => { throw 3; } }); // prettier-ignore
+      const thrown: unknown[] = [revoked.proxy, causeThrows, everyTrapThrows, { toString: () => { throw 4; }, toJSON: () => { throw 5; } }]; // prettier-ignore
+      const w = worker({
+        leaseMs: 60_000,
+        handlers: {
+          book: async (task: Book, ctx) => {
+            // The last one is thrown by a same-transaction write instead of the handler.
+            if (task.payload.n === thrown.length) return ctx.onCompleteTx(async () => { throw revoked.proxy; }); // prettier-ignore
+            throw thrown[task.payload.n];
+          },
+        },
+      });
+      const scheduled = await h.store.scheduleMany([...thrown, 'write'].map((_, n) => ({ kind: 'book', payload: { n }, maxAttempts: 1 })));
+      const failed = waitForEvent(w, 'failed', { count: thrown.length + 1, timeoutMs: 5_000 });
+      await w.runOnce();
+      expect((await failed).map((f) => f.result.outcome)).toEqual([...thrown, 'write'].map(() => 'DEAD'));
+      const errors = await Promise.all(scheduled.map(async (s) => (await h.store.getTask(s.id))?.lastError));
+      expect(errors).toEqual([
+        'handler threw a non-Error value (object): [object, unreadable]',
+        'Error: outer (cause: unreadable, its getter threw)',
+        'handler threw a non-Error value (object): [object, unreadable]',
+        'handler threw a non-Error value (object): [object Object]',
+        'handler threw a non-Error value (object): [object, unreadable]',
+      ]);
+    });
+
     it('fails an attempt whose result is not JSON, without committing its writes', async () => {
       const cyclic: Record<string, unknown> = {};
       cyclic.self = cyclic;

@@ -68,7 +68,7 @@ export interface ChildConfig {
   readonly schema: string;
   /** Wait for a `start` message before claiming (default false: start at once). */
   readonly waitForStart?: boolean;
-  /** Size of the child's connection pool (default 4). */
+  /** Size of the child's connection pool (default: a worker's concurrency + 4, else 4). */
   readonly poolSize?: number;
   readonly run:
     | { readonly mode: 'worker'; readonly worker: WorkerSettings; readonly handler: HandlerPlan; readonly variant?: VariantPlan }

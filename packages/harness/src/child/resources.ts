@@ -27,7 +27,9 @@ export interface Runner {
  * @throws the driver's error when the database cannot be reached
  */
 export async function openResources(config: ChildConfig): Promise<ChildResources> {
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize ?? 4 });
+  // A worker refuses a shared pool below concurrency + 3 (+1 for LISTEN): see POOL_RESERVE in @postpone/worker.
+  const max = config.poolSize ?? (config.run.mode === 'worker' ? config.run.worker.concurrency + 4 : 4);
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max });
   // An idle client whose connection dies is dropped by the pool, which then emits 'error'.
   pool.on('error', () => {});
   const store = createPgStore({ pool, schema: config.schema });

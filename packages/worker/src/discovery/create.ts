@@ -5,5 +5,5 @@ import { PollDiscovery } from './poll.js';
 
 /** The discovery of `options.discovery`. */
 export function createDiscovery(options: ResolvedOptions, deps: DiscoveryDeps): Discovery {
-  return options.discovery === 'hybrid' ? new HybridDiscovery(options.hybrid, deps) : new PollDiscovery(deps.pacing, options.pollIntervalMs);
+  return options.discovery === 'hybrid' ? new HybridDiscovery(options.hybrid, deps) : new PollDiscovery(deps, options.pollIntervalMs);
 }

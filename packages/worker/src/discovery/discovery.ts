@@ -13,7 +13,7 @@
  * re-read). Either way the claim is the store's atomic claim, so discovery never decides correctness:
  * a wrong answer costs an empty claim or some lateness, never a task.
  */
-import type { ClaimedTask, Store } from '@postpone/core';
+import type { ClaimedTask, Store, TaskId } from '@postpone/core';
 import type { Logger } from 'pino';
 import type { RebuildReason, StoreOperation, TypedEmitter } from '../events.js';
 import type { DiscoveryMode } from '../options.js';
@@ -62,6 +62,10 @@ export interface DiscoveryDeps {
   readonly logger: Logger;
   /** Reports a failed store call: emitted as an `error` event and logged (a closed store stops the worker). */
   readonly report: (error: unknown, operation: StoreOperation) => void;
+  /** A store call of discovery (a load, a LISTEN) succeeded: ends an outage reported through `report`. */
+  readonly succeeded: () => void;
+  /** A `cancelRequested` notice arrived for task `id`: the worker aborts its handler if it runs it. */
+  readonly onCancelRequested: (id: TaskId) => void;
 }
 
 export const NO_REBUILDS: Readonly<Record<RebuildReason, number>> = Object.freeze({ start: 0, fallback: 0, horizon: 0, gap: 0, reconnect: 0 });

@@ -173,6 +173,7 @@ export class HybridDiscovery implements Discovery {
       const unlisten = await this.source.listen((notice) => this.onNotice(notice), { onReconnect: () => void this.reload('reconnect') });
       if (this.stopped.signal.aborted) await unlisten().catch(() => undefined);
       else this.unlisten = unlisten;
+      this.deps.succeeded();
     } catch (error) {
       this.deps.report(error, 'listen');
     }
@@ -183,6 +184,7 @@ export class HybridDiscovery implements Discovery {
     const notice = readNotice(value);
     if (notice === null) return;
     this.notices += 1;
+    if (notice.op === 'cancelRequested') return this.deps.onCancelRequested(notice.id);
     if (this.window === null) {
       if (this.early.length < MAX_EARLY_NOTICES) this.early.push(notice);
       return;
@@ -191,7 +193,7 @@ export class HybridDiscovery implements Discovery {
   }
 
   private apply(notice: TaskNotice, window: LoadWindow): void {
-    if (notice.op === 'cancelled') {
+    if (notice.op !== 'scheduled') {
       this.wheel.remove(notice.id);
       return;
     }
@@ -251,6 +253,7 @@ export class HybridDiscovery implements Discovery {
       this.wheel.abandonLoad();
       return;
     }
+    this.deps.succeeded();
     const nowMs = answer.now.getTime();
     this.clock.sample(nowMs, sentAt, pacing.now());
     const tasks: WaitingTask[] = answer.tasks.map((t) => ({ id: t.id, dueAtMs: t.dueAt.getTime() }));

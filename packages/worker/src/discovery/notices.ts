@@ -15,8 +15,13 @@ export interface NoticeSource {
   listen(onNotice: (notice: unknown) => void, options?: { readonly onReconnect?: () => void }): Promise<() => Promise<void>>;
 }
 
-/** A notice the worker acts on: a task became SCHEDULED (new, retried, handed back), or a waiting task was cancelled. */
-export type TaskNotice = { readonly op: 'scheduled'; readonly id: TaskId; readonly dueAtMs: number } | { readonly op: 'cancelled'; readonly id: TaskId };
+/**
+ * A notice the worker acts on: a task became SCHEDULED (new, retried, handed back), a waiting task
+ * was cancelled, or cancel was requested for a running task (its holder aborts the handler).
+ */
+export type TaskNotice =
+  | { readonly op: 'scheduled'; readonly id: TaskId; readonly dueAtMs: number }
+  | { readonly op: 'cancelled' | 'cancelRequested'; readonly id: TaskId };
 
 /** The store as a {@link NoticeSource} when it has a `listen` method, else null. */
 export function noticeSource(store: object): NoticeSource | null {
@@ -31,7 +36,7 @@ export function readNotice(value: unknown): TaskNotice | null {
   if (typeof value !== 'object' || value === null) return null;
   const { op, id, dueAt } = value as { op?: unknown; id?: unknown; dueAt?: unknown };
   if (typeof id !== 'string' || id.length === 0) return null;
-  if (op === 'cancelled') return { op, id };
+  if (op === 'cancelled' || op === 'cancelRequested') return { op, id };
   if (op !== 'scheduled' || !(dueAt instanceof Date) || !Number.isFinite(dueAt.getTime())) return null;
   return { op, id, dueAtMs: dueAt.getTime() };
 }
