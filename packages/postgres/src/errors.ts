@@ -87,6 +87,8 @@ const CONNECT_MESSAGES: readonly (readonly [string, ConnectionFailure])[] = [
   ['Connection terminated due to connection timeout', 'TIMEOUT'],
   ['The server does not support SSL connections', 'TLS'],
   ['self-signed certificate', 'TLS'],
+  // Node, when the server answers the SSLRequest with 'N' and postgres.js starts TLS anyway.
+  ['Client network socket disconnected before secure TLS connection was established', 'TLS'],
 ];
 /** Node TLS error codes (ERR_TLS_*, ERR_SSL_*, OpenSSL certificate codes). */
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH$)/;
