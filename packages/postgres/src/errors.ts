@@ -167,6 +167,11 @@ function isConnectionFailure(error: unknown, depth = 0): boolean {
   return isConnectionFailure((error as { cause?: unknown }).cause, depth + 1);
 }
 
+/** True when `error` says an established connection was lost (not a connect-phase failure). */
+export function isConnectionLoss(error: unknown): boolean {
+  return connectFailureOf(error) === undefined && isConnectionFailure(error);
+}
+
 function isEnded(error: unknown): boolean {
   const code = codeOf(error);
   if (code !== undefined && ENDED_CODES.has(code)) return true;

@@ -11,6 +11,7 @@ import { Socket } from 'node:net';
 import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import pg from 'pg';
 import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { isConnectionLoss } from './errors.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 import { connectionEvents, PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
 
@@ -51,6 +52,27 @@ function rowsOf(result: QueryResults): Row[] {
 async function run(client: pg.Pool | pg.ClientBase, text: string, params?: readonly Param[]): Promise<Row[]> {
   const result = (await client.query(text, params === undefined ? undefined : [...params])) as unknown as QueryResults;
   return rowsOf(result);
+}
+
+/**
+ * True when the statement surely never reached the server: the pooled client was already dead
+ * (its socket reset before the write, or pg marked it not queryable). Retrying on another client is safe.
+ */
+function neverSent(error: unknown): boolean {
+  const e = error as { syscall?: unknown; message?: unknown } | null;
+  if (typeof e !== 'object' || e === null) return false;
+  if (e.message === 'Client has encountered a connection error and is not queryable') return true;
+  return e.syscall === 'write' && isConnectionLoss(error);
+}
+
+/** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
+async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
+  try {
+    return await run(pool, text, params);
+  } catch (error) {
+    if (!neverSent(error)) throw error;
+    return await run(pool, text, params);
+  }
 }
 
 /**
@@ -180,36 +202,46 @@ export function createPgDriver(
   return {
     name: 'pg',
     directListen: listenPool !== undefined,
-    query: (text, params) => run(pool, text, params),
+    query: (text, params) => runOnPool(pool, text, params),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
     isTx: (value): value is PgTx =>
       typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount !== 'number',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PgTx) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      // Held: the pool's idle listener is off, so without this a cut connection is an uncaught 'error'.
-      const onError = (error: Error) => {
-        broken ??= error;
-      };
-      client.on('error', onError);
-      try {
-        await client.query('begin');
-        const result = await fn((text, params) => run(client, text, params), client);
-        await client.query('commit');
-        return result;
-      } catch (error) {
-        if (broken === undefined) {
-          try {
-            await client.query('rollback');
-          } catch (rollbackError) {
-            broken = rollbackError as Error; // the connection is unusable: discard it
+      // A pooled connection may have died while idle and not been noticed yet: when `begin` itself
+      // fails on a lost connection nothing ran, so one retry on a fresh client is safe.
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        let broken: Error | undefined;
+        let begun = false;
+        // Held: the pool's idle listener is off, so without this a cut connection is an uncaught 'error'.
+        const onError = (error: Error) => {
+          broken ??= error;
+        };
+        client.on('error', onError);
+        try {
+          await client.query('begin');
+          begun = true;
+          const result = await fn((text, params) => run(client, text, params), client);
+          await client.query('commit');
+          return result;
+        } catch (error) {
+          if (!begun && attempt === 1 && (isConnectionLoss(error) || neverSent(error))) {
+            broken ??= error as Error;
+            continue;
           }
+          if (broken === undefined) {
+            try {
+              await client.query('rollback');
+            } catch (rollbackError) {
+              broken = rollbackError as Error; // the connection is unusable: discard it
+            }
+          }
+          throw error;
+        } finally {
+          client.off('error', onError);
+          client.release(broken);
         }
-        throw error;
-      } finally {
-        client.off('error', onError);
-        client.release(broken);
       }
     },
     async listen(channel, onNotify, options) {

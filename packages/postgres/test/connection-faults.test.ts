@@ -231,3 +231,32 @@ describe.each(DRIVERS)('a connection fault during each operation (%s)', (driver)
     }
   }
 });
+
+describe('an idle pg connection lost (pool given by the user, no error listener of its own)', () => {
+  it('is reported to onConnectionError as a typed error, never as an uncaught error; the next call works', async () => {
+    const kit = makeKit('pg');
+    const proxy = await TcpProxy.forUrl(kit.url);
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: proxy.rewrite(kit.url), max: 2 });
+    const reported: unknown[] = [];
+    const store = createPgStore({ pool, schema: admin.schema, onConnectionError: (e) => reported.push(e) });
+    const uncaughtBefore = uncaught.length;
+    try {
+      await Promise.all([store.now(), store.now()]);
+      expect(pool.idleCount).toBe(2);
+      proxy.setFault({ mode: 'drop' });
+      const deadline = Date.now() + 5_000;
+      while (reported.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(reported).toHaveLength(2);
+      expect(reported.every((e) => e instanceof ConnectionLostError)).toBe(true);
+      proxy.setFault({ mode: 'pass' });
+      expect((await store.now()).getTime()).toBeGreaterThan(0);
+      expect(uncaught.slice(uncaughtBefore)).toEqual([]);
+    } finally {
+      await store.close();
+      await pool.end();
+      await proxy.close();
+      await kit.close();
+    }
+  });
+});
