@@ -22,6 +22,7 @@ export type PostponeErrorCode =
   | 'UNKNOWN_KIND'
   | 'STORE_CLOSED'
   | 'CONNECTION_LOST'
+  | 'CONNECTION_FAILED'
   | 'STORE_ERROR'
   | 'MIGRATION_ERROR'
   | 'TASK_ABORTED'
@@ -94,6 +95,48 @@ export class ConnectionLostError extends PostponeError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('CONNECTION_LOST', message, options);
     this.name = 'ConnectionLostError';
+  }
+}
+
+/** Why a connection could not be made ({@link ConnectionError}). */
+export type ConnectionFailure =
+  /** Nothing listens at the address (ECONNREFUSED), or the server is starting or stopping (57P03). */
+  | 'REFUSED'
+  /** The host name did not resolve (ENOTFOUND, EAI_AGAIN). */
+  | 'DNS'
+  /** No route to the host (EHOSTUNREACH, ENETUNREACH). */
+  | 'UNREACHABLE'
+  /** The connection was not established within the connect timeout. */
+  | 'TIMEOUT'
+  /** TLS negotiation or certificate verification failed, or the server does not offer TLS. */
+  | 'TLS'
+  /** Wrong password or no `pg_hba.conf` entry (28P01, 28000). */
+  | 'AUTHENTICATION'
+  /** The database does not exist (3D000). */
+  | 'DATABASE_MISSING'
+  /** The server has no free connection slot (53300). */
+  | 'TOO_MANY_CONNECTIONS';
+
+/** Failures that usually pass by themselves (retry with backoff); the others need a configuration change. */
+const TRANSIENT_FAILURES: ReadonlySet<ConnectionFailure> = new Set(['REFUSED', 'DNS', 'UNREACHABLE', 'TIMEOUT', 'TOO_MANY_CONNECTIONS']);
+
+/**
+ * A connection to the database could not be made (the call sent nothing: retrying it is safe).
+ * `reason` names the phase that failed; `sqlState` is the server's code when the server answered
+ * (28P01, 28000, 3D000, 53300, 57P03). `transient` is true for failures that usually pass by
+ * themselves (refused, DNS, unreachable, timeout, too many connections).
+ */
+export class ConnectionError extends PostponeError {
+  readonly reason: ConnectionFailure;
+  readonly sqlState: string | undefined;
+  readonly transient: boolean;
+
+  constructor(reason: ConnectionFailure, message: string, sqlState: string | undefined, options?: { cause?: unknown }) {
+    super('CONNECTION_FAILED', message, options);
+    this.name = 'ConnectionError';
+    this.reason = reason;
+    this.sqlState = sqlState;
+    this.transient = TRANSIENT_FAILURES.has(reason);
   }
 }
 

@@ -27,12 +27,20 @@ export interface ListenOptions {
 /** Stops listening. Idempotent. */
 export type Unlisten = () => Promise<void>;
 
+/** What an adapter reports outside any call. */
+export interface DriverEvents {
+  /** An idle connection was lost (the driver error, untranslated). Must not throw. */
+  readonly onConnectionError?: (error: unknown) => void;
+}
+
 export interface Driver<Tx> {
   /** `pg` or `postgres`. */
   readonly name: string;
 
   /** The pool's size, whether LISTEN takes one of its connections, and whether the caller owns it. */
   readonly connectionBudget?: ConnectionBudget;
+  /** True when LISTEN goes over a direct connection of its own (`listenConnectionString`), not the main pool. */
+  readonly directListen: boolean;
 
   /** Runs one statement in autocommit (its own implicit transaction). */
   readonly query: QueryFn;

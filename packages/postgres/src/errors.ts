@@ -2,7 +2,7 @@
  * One function, {@link translateError}, turns what `pg` or postgres.js throws into core's typed
  * errors (pg-boss style: SQLSTATE codes as named constants, one translation point).
  */
-import { ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
+import { ConnectionError, type ConnectionFailure, ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
 
 /** SQLSTATE codes the store tells apart (PostgreSQL 17 Appendix A). */
 export const SqlState = Object.freeze({
@@ -24,6 +24,18 @@ export const SqlState = Object.freeze({
   UNIQUE_VIOLATION: '23505',
   /** 42P01 undefined_table: the schema was never migrated. */
   UNDEFINED_TABLE: '42P01',
+  /** 28P01 invalid_password. */
+  INVALID_PASSWORD: '28P01',
+  /** 28000 invalid_authorization_specification: e.g. no pg_hba.conf entry, unknown role. */
+  INVALID_AUTHORIZATION: '28000',
+  /** 3D000 invalid_catalog_name: the database does not exist. */
+  INVALID_CATALOG_NAME: '3D000',
+  /** 53300 too_many_connections. */
+  TOO_MANY_CONNECTIONS: '53300',
+  /** 26000 invalid_sql_statement_name: e.g. a prepared statement missing behind a transaction pooler. */
+  INVALID_SQL_STATEMENT_NAME: '26000',
+  /** 42P05 duplicate_prepared_statement: e.g. a prepared statement name reused behind a transaction pooler. */
+  DUPLICATE_PREPARED_STATEMENT: '42P05',
 } as const);
 
 /** Extra words for SQLSTATEs whose usual cause is a known mistake. */
@@ -31,7 +43,7 @@ const HINTS: Readonly<Record<string, string>> = {
   [SqlState.UNDEFINED_TABLE]: ' (hint: call store.migrate() once for this schema)',
 };
 
-const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN, SqlState.CANNOT_CONNECT_NOW]);
+const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN]);
 const PAYLOAD_SQLSTATES: ReadonlySet<string> = new Set([SqlState.CHARACTER_NOT_IN_REPERTOIRE, SqlState.UNTRANSLATABLE_CHARACTER]);
 
 /** Node socket errors and postgres.js connection codes meaning "the connection is gone or never came". */
@@ -46,7 +58,85 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
   'CONNECTION_CLOSED',
   'CONNECT_TIMEOUT',
+  // socket.ts: no reply within replyTimeoutMs (a half-open connection).
+  'REPLY_TIMEOUT',
 ]);
+
+/** Connection-phase failures: nothing was sent, the server never took the call. */
+const CONNECT_SQLSTATES: Readonly<Record<string, ConnectionFailure>> = {
+  [SqlState.INVALID_PASSWORD]: 'AUTHENTICATION',
+  [SqlState.INVALID_AUTHORIZATION]: 'AUTHENTICATION',
+  [SqlState.INVALID_CATALOG_NAME]: 'DATABASE_MISSING',
+  [SqlState.TOO_MANY_CONNECTIONS]: 'TOO_MANY_CONNECTIONS',
+  [SqlState.CANNOT_CONNECT_NOW]: 'REFUSED',
+};
+const CONNECT_CODES: Readonly<Record<string, ConnectionFailure>> = {
+  ECONNREFUSED: 'REFUSED',
+  ENOTFOUND: 'DNS',
+  EAI_AGAIN: 'DNS',
+  EAI_FAIL: 'DNS',
+  EHOSTUNREACH: 'UNREACHABLE',
+  ENETUNREACH: 'UNREACHABLE',
+  CONNECT_TIMEOUT: 'TIMEOUT',
+  EPROTO: 'TLS',
+};
+/** node-postgres connect-phase messages without a code. */
+const CONNECT_MESSAGES: readonly (readonly [string, ConnectionFailure])[] = [
+  ['timeout expired', 'TIMEOUT'],
+  ['timeout exceeded when trying to connect', 'TIMEOUT'],
+  ['Connection terminated due to connection timeout', 'TIMEOUT'],
+  ['The server does not support SSL connections', 'TLS'],
+  ['self-signed certificate', 'TLS'],
+  // Node, when the server answers the SSLRequest with 'N' and postgres.js starts TLS anyway.
+  ['Client network socket disconnected before secure TLS connection was established', 'TLS'],
+];
+/** Node TLS error codes (ERR_TLS_*, ERR_SSL_*, OpenSSL certificate codes). */
+const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH$)/;
+
+/** What a connection-phase failure is, or undefined when `error` is not one. */
+function connectFailureOf(error: unknown, depth = 0): ConnectionFailure | undefined {
+  if (typeof error !== 'object' || error === null || depth > 3) return undefined;
+  const code = codeOf(error);
+  if (code !== undefined) {
+    const bySqlState = sqlStateOf(error) === undefined ? undefined : CONNECT_SQLSTATES[code];
+    if (bySqlState !== undefined) return bySqlState;
+    if (Object.hasOwn(CONNECT_CODES, code)) return CONNECT_CODES[code];
+    if (TLS_CODE.test(code)) return 'TLS';
+  }
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string') {
+    const hit = CONNECT_MESSAGES.find(([m]) => message.startsWith(m));
+    if (hit) return hit[1];
+  }
+  const errors = (error as { errors?: unknown }).errors;
+  if (Array.isArray(errors)) {
+    for (const e of errors) {
+      const failure = connectFailureOf(e, depth + 1);
+      if (failure !== undefined) return failure;
+    }
+  }
+  return connectFailureOf((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * SQLSTATE classes that say "the driver or the connection failed", not "your statement is wrong":
+ * 08 connection, 25 invalid transaction state (e.g. 25006 read-only), 26 prepared statement
+ * missing, 40 rollback (serialization, deadlock), 53 insufficient resources, 57 operator
+ * intervention, 58 system error; and 42P05 (duplicate prepared statement).
+ */
+const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40', '53', '57', '58']);
+
+/**
+ * True when `error` (thrown by the caller's `work` inside complete) is a failure of the connection
+ * or the driver rather than of the caller's own logic: a {@link PostponeError}, a connection
+ * failure, or a server error of a {@link DRIVER_LEVEL_CLASSES} class.
+ */
+export function isDriverLevelError(error: unknown): boolean {
+  if (PostponeError.isInstance(error)) return true;
+  if (isConnectionFailure(error) || isEnded(error) || connectFailureOf(error) !== undefined) return true;
+  const sqlState = sqlStateOf(error);
+  return sqlState !== undefined && (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) || sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT);
+}
 
 /** postgres.js codes meaning "`sql.end()` was called" (the owner closed it). */
 const ENDED_CODES: ReadonlySet<string> = new Set(['CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
@@ -56,7 +146,7 @@ const CONNECTION_MESSAGES = [
   'Connection terminated',
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
-  'timeout exceeded when trying to connect',
+  'Query read timeout',
 ];
 const POOL_ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
 
@@ -77,6 +167,11 @@ function isConnectionFailure(error: unknown, depth = 0): boolean {
   return isConnectionFailure((error as { cause?: unknown }).cause, depth + 1);
 }
 
+/** True when `error` says an established connection was lost (not a connect-phase failure). */
+export function isConnectionLoss(error: unknown): boolean {
+  return connectFailureOf(error) === undefined && isConnectionFailure(error);
+}
+
 function isEnded(error: unknown): boolean {
   const code = codeOf(error);
   if (code !== undefined && ENDED_CODES.has(code)) return true;
@@ -95,6 +190,9 @@ export function sqlStateOf(error: unknown): string | undefined {
  *
  * - a {@link PostponeError} passes through unchanged;
  * - the store was closed, or the pool / `sql` was ended → {@link StoreClosedError};
+ * - a connection that could not be made → {@link ConnectionError} naming the reason (REFUSED,
+ *   DNS, UNREACHABLE, TIMEOUT, TLS, AUTHENTICATION 28P01/28000, DATABASE_MISSING 3D000,
+ *   TOO_MANY_CONNECTIONS 53300; 57P03 counts as REFUSED) and keeping the SQLSTATE;
  * - connection failures (Node socket codes, node-postgres "Connection terminated…", postgres.js
  *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link ConnectionLostError};
  * - 22021 / 22P05 (text the database cannot store) → {@link ValidationError} `INVALID_PAYLOAD`;
@@ -105,6 +203,16 @@ export function sqlStateOf(error: unknown): string | undefined {
 export function translateError(error: unknown, closed = false): PostponeError {
   if (PostponeError.isInstance(error)) return error;
   if (closed || isEnded(error)) return new StoreClosedError('store is closed', { cause: error });
+  const failure = connectFailureOf(error);
+  if (failure !== undefined) {
+    const sqlState = sqlStateOf(error);
+    return new ConnectionError(
+      failure,
+      `could not connect to PostgreSQL (${failure}${sqlState ? `, SQLSTATE ${sqlState}` : ''}): ${messageOf(error)}`,
+      sqlState,
+      { cause: error },
+    );
+  }
   if (isConnectionFailure(error)) {
     return new ConnectionLostError(`connection to PostgreSQL lost: ${messageOf(error)}`, { cause: error });
   }

@@ -8,7 +8,7 @@
  * Both bind the same SQL text (`statements(schema)`), apply the same migrations, and pass the same
  * conformance suite.
  */
-export type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+export type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
 export { SqlState, sqlStateOf, translateError } from './errors.js';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
@@ -17,6 +17,7 @@ export {
   DEFAULT_PEEK_LIMIT,
   DEFAULT_RECLAIM_LIMIT,
   DEFAULT_SCHEMA,
+  LISTEN_PROBE_TIMEOUT_MS,
   MAX_PEEK_LIMIT,
   MAX_RECLAIM_LIMIT,
   PostgresStore,

@@ -7,20 +7,34 @@
  * await store.migrate();
  * ```
  */
+import { Socket } from 'node:net';
 import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import pg from 'pg';
-import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
-import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES } from './store.js';
+import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { isConnectionLoss } from './errors.js';
+import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
+import { connectionEvents, PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
 export type PgTx = pg.PoolClient;
 
 export interface PgStoreOptions extends PostgresStoreOptions {
-  /** A pool you own: the store never ends it (end it yourself after `store.close()`). */
+  /**
+   * A pool you own: the store never ends it (end it yourself after `store.close()`). Give it an
+   * `error` listener (`pool.on('error', …)`): an idle client whose connection dies makes the pool
+   * emit `error`. The store adds a listener of its own while it is open, so that event never
+   * crashes the process, and reports it through `onConnectionError`. Set `query_timeout` and
+   * `connectionTimeoutMillis` on it to bound half-open connections (the store cannot add its
+   * socket guard to a pool it did not create).
+   */
   readonly pool?: pg.Pool;
-  /** Or a connection string: the store creates a pool (`max` 10) and ends it on `close()`. */
+  /**
+   * Or a connection string: the store creates a pool (`max` 10, `keepAlive`, `connectionTimeoutMillis`
+   * = `replyTimeoutMs`, and without TLS a socket that is destroyed after `replyTimeoutMs` without a
+   * reply) and ends it on `close()`.
+   */
   readonly connectionString?: string;
-  /** More settings for the pool the store creates from `connectionString` (ssl, max, timeouts…). */
+  /** More settings for the pool the store creates from `connectionString` (ssl, max, timeouts…); they win over the store's. */
   readonly poolConfig?: Omit<pg.PoolConfig, 'connectionString'>;
 }
 
@@ -44,6 +58,27 @@ async function run(client: pg.Pool | pg.ClientBase, text: string, params?: reado
 }
 
 /**
+ * True when the statement surely never reached the server: the pooled client was already dead
+ * (its socket reset before the write, or pg marked it not queryable). Retrying on another client is safe.
+ */
+function neverSent(error: unknown): boolean {
+  const e = error as { syscall?: unknown; message?: unknown } | null;
+  if (typeof e !== 'object' || e === null) return false;
+  if (e.message === 'Client has encountered a connection error and is not queryable') return true;
+  return e.syscall === 'write' && isConnectionLoss(error);
+}
+
+/** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
+async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
+  try {
+    return await run(pool, text, params);
+  } catch (error) {
+    if (!neverSent(error)) throw error;
+    return await run(pool, text, params);
+  }
+}
+
+/**
  * LISTEN on a pool client held for the purpose. When that connection fails ('error' or 'end'), the
  * client is discarded and a new one listens again, pausing 100 ms doubling to 5 s between tries,
  * until stopped; `options.onReconnect` runs after each successful re-LISTEN.
@@ -62,7 +97,11 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
   /** Checks out a client and LISTENs; a failure here is the caller's to handle. */
   const connect = async (): Promise<void> => {
     const client = await pool.connect();
+    let lost = false;
+    // Both the failed LISTEN and the client's 'error' event report one loss: release once.
     const onLost = (error?: Error) => {
+      if (lost) return;
+      lost = true;
       detach();
       client.release(error ?? true);
       if (current?.client === client) {
@@ -128,49 +167,100 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
   };
 }
 
+/** The settings of the pool the store creates: its defaults, then the user's `poolConfig`. */
+export function pgPoolConfig(connectionString: string, replyTimeoutMs: number, poolConfig: Omit<pg.PoolConfig, 'connectionString'> = {}): pg.PoolConfig {
+  return {
+    max: DEFAULT_POOL_MAX,
+    keepAlive: true,
+    connectionTimeoutMillis: replyTimeoutMs,
+    // Connection passes its config (with `ssl`): under TLS the TLS layer reads the socket, so no guard.
+    stream: ((config: { ssl?: unknown }) => (config.ssl ? new Socket() : guardReplies(new Socket(), replyTimeoutMs))) as unknown as pg.PoolConfig['stream'],
+    ...poolConfig,
+    connectionString,
+  };
+}
+
 /**
  * A {@link Driver} over a `pg.Pool`.
+ *
+ * Every client it checks out has an `error` listener while held (a connection cut mid-call rejects
+ * the call, never crashes the process) and is released with the error when it broke, so the pool
+ * destroys it. The pool gets an `error` listener of the driver's own until `close()`: an idle client
+ * lost is reported to `events.onConnectionError` instead of crashing the process.
+ *
  * @param ownsPool end the pool on `close()` (only when this package created it)
+ * @param listenPool a pool of direct connections for LISTEN (behind a transaction pooler); ended on `close()` when owned
  */
-export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
+export function createPgDriver(
+  pool: pg.Pool,
+  ownsPool: boolean,
+  events: DriverEvents = {},
+  listenPool?: { readonly pool: pg.Pool; readonly owned: boolean },
+): Driver<PgTx> {
   const listeners = new Set<Unlisten>();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
-  // The pool emits 'error' when an idle client's connection dies (and drops that client).
-  pool.on('error', (error) => connectionErrorListeners.forEach((listener) => listener(error)));
   let closed: Promise<void> | undefined;
+  // The pool emits 'error' when an idle client's connection dies (and drops that client); without a
+  // listener that event would crash the process.
+  const onPoolError = (error: Error) => {
+    events.onConnectionError?.(error);
+    for (const listener of connectionErrorListeners) listener(error);
+  };
+  pool.on('error', onPoolError);
+  listenPool?.pool.on('error', onPoolError);
   return {
     name: 'pg',
     onConnectionError(listener) {
       connectionErrorListeners.add(listener);
       return () => connectionErrorListeners.delete(listener);
     },
-    connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: true, shared: !ownsPool },
-    query: (text, params) => run(pool, text, params),
+    // LISTEN holds a connection of the main pool unless it has a direct pool of its own.
+    connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: listenPool === undefined, shared: !ownsPool },
+    directListen: listenPool !== undefined,
+    query: (text, params) => runOnPool(pool, text, params),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
     isTx: (value): value is PgTx =>
       typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount !== 'number',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PgTx) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      try {
-        await client.query('begin');
-        const result = await fn((text, params) => run(client, text, params), client);
-        await client.query('commit');
-        return result;
-      } catch (error) {
+      // A pooled connection may have died while idle and not been noticed yet: when `begin` itself
+      // fails on a lost connection nothing ran, so one retry on a fresh client is safe.
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        let broken: Error | undefined;
+        let begun = false;
+        // Held: the pool's idle listener is off, so without this a cut connection is an uncaught 'error'.
+        const onError = (error: Error) => {
+          broken ??= error;
+        };
+        client.on('error', onError);
         try {
-          await client.query('rollback');
-        } catch (rollbackError) {
-          broken = rollbackError as Error; // the connection is unusable: discard it
+          await client.query('begin');
+          begun = true;
+          const result = await fn((text, params) => run(client, text, params), client);
+          await client.query('commit');
+          return result;
+        } catch (error) {
+          if (!begun && attempt === 1 && (isConnectionLoss(error) || neverSent(error))) {
+            broken ??= error as Error;
+            continue;
+          }
+          if (broken === undefined) {
+            try {
+              await client.query('rollback');
+            } catch (rollbackError) {
+              broken = rollbackError as Error; // the connection is unusable: discard it
+            }
+          }
+          throw error;
+        } finally {
+          client.off('error', onError);
+          client.release(broken);
         }
-        throw error;
-      } finally {
-        client.release(broken);
       }
     },
     async listen(channel, onNotify, options) {
-      const unlisten = await listenOnPool(pool, channel, onNotify, options);
+      const unlisten = await listenOnPool(listenPool?.pool ?? pool, channel, onNotify, options);
       const remove: Unlisten = async () => {
         listeners.delete(remove);
         await unlisten();
@@ -181,7 +271,11 @@ export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
     close() {
       closed ??= (async () => {
         await Promise.all([...listeners].map((unlisten) => unlisten()));
+        if (listenPool?.owned) await listenPool.pool.end();
         if (ownsPool) await pool.end();
+        // Off after end: a client lost while ending still finds a listener.
+        pool.off('error', onPoolError);
+        listenPool?.pool.off('error', onPoolError);
       })();
       return closed;
     },
@@ -192,7 +286,12 @@ export function createPgDriver(pool: pg.Pool, ownsPool: boolean): Driver<PgTx> {
  * Creates a PostgreSQL store over node-postgres. Give `pool` (yours; never ended by the store) or
  * `connectionString` with optional `poolConfig` (the store creates and ends the pool). Call
  * `migrate()` before use.
- * @throws ValidationError INVALID_OPTION unless exactly one of `pool` and `connectionString` is given
+ *
+ * Behind a transaction pooler (`pooler: 'transaction'`), LISTEN goes over a pool of its own on
+ * `listenConnectionString` (a direct connection), created with the same `poolConfig`.
+ *
+ * @throws ValidationError INVALID_OPTION unless exactly one of `pool` and `connectionString` is
+ *   given, or for a bad `replyTimeoutMs`, `pooler` or `listenConnectionString`
  */
 export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
@@ -200,13 +299,12 @@ export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   if ((options.pool === undefined) === (options.connectionString === undefined)) {
     throw new ValidationError('INVALID_OPTION', 'pool', 'give exactly one of pool and connectionString');
   }
-  let pool = options.pool;
-  const owns = pool === undefined;
-  if (pool === undefined) {
-    pool = new pg.Pool({ max: DEFAULT_POOL_MAX, ...options.poolConfig, connectionString: options.connectionString });
-    // An idle client whose connection dies is removed by the pool, which also emits 'error';
-    // without a listener that event would crash the process.
-    pool.on('error', () => {});
-  }
-  return new PostgresStore(createPgDriver(pool, owns), options);
+  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options);
+  const owns = options.pool === undefined;
+  const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig));
+  const listenPool =
+    listenConnectionString === undefined
+      ? undefined
+      : { pool: new pg.Pool({ ...pgPoolConfig(listenConnectionString, replyTimeoutMs, options.poolConfig), max: 2 }), owned: true };
+  return new PostgresStore(createPgDriver(pool, owns, connectionEvents(options), listenPool), options);
 }

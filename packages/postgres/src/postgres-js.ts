@@ -7,10 +7,12 @@
  * await store.migrate();
  * ```
  */
+import { Socket } from 'node:net';
 import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import type { Driver, Param, QueryFn, Row, Unlisten } from './driver.js';
-import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES } from './store.js';
+import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
+import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
 export type PostgresJsTx = postgres.TransactionSql;
@@ -21,24 +23,136 @@ const END_TIMEOUT_S = 5;
 // A user's `sql` may carry any custom type map.
 type AnySql = postgres.Sql<any>;
 
+/** Largest pause between reconnect attempts of a connection, in seconds (postgres.js unit). */
+export const RECONNECT_MAX_PAUSE_S = 0.5;
+
+/**
+ * The reconnect backoff the store sets on the `sql` it creates (postgres.js `backoff` option, in
+ * seconds): 50 ms doubling per failed attempt up to {@link RECONNECT_MAX_PAUSE_S}, times a jitter
+ * in [0.5, 1].
+ *
+ * Why: postgres.js's default is `(0.5 + random/2) * min(3 ** retries / 100, 20)` s, where
+ * `retries` counts failed connection attempts of ALL connections of the instance and is reset only
+ * by a successful one. During a 1.5 s outage a pool of 10 fails dozens of attempts, so the next
+ * attempt waits 10–20 s after the database is back. Capped at 0.5 s, a connection is back within
+ * about half a second of the database, while an outage costs at most ~2 attempts per second per
+ * connection (each a refused TCP connect).
+ *
+ * Set it on an `sql` you pass: `postgres(url, { backoff: reconnectBackoff, connect_timeout: 10 })`.
+ */
+export function reconnectBackoff(retries: number): number {
+  return Math.min(0.05 * 2 ** Math.max(0, retries - 1), RECONNECT_MAX_PAUSE_S) * (0.5 + Math.random() / 2);
+}
+
+/**
+ * A postgres.js `socket` option: plain TCP to the first host of the options, destroyed after
+ * `replyTimeoutMs` without a reply (see `guardReplies`). The store sets it on the `sql` it creates
+ * when that uses no TLS, one host and no Unix socket; you may set it on yours on the same terms:
+ * `postgres(url, { socket: replyGuardedSocket(30_000) })`.
+ */
+export function replyGuardedSocket(replyTimeoutMs: number): (options: { host: string[]; port: number[] }) => Socket {
+  return (options) => {
+    const socket = new Socket();
+    socket.connect(options.port[0] ?? 5432, options.host[0] ?? 'localhost');
+    return guardReplies(socket, replyTimeoutMs);
+  };
+}
+
 export interface PostgresJsStoreOptions extends PostgresStoreOptions {
-  /** An `sql` you own: the store never ends it (call `sql.end()` yourself after `store.close()`). */
+  /**
+   * An `sql` you own: the store never ends it (call `sql.end()` yourself after `store.close()`).
+   * Set on it what the store sets on its own: `backoff: reconnectBackoff` (else a reconnect after
+   * an outage can take 20 s), `connect_timeout` (seconds, default 30), and to bound half-open
+   * connections `socket: replyGuardedSocket(ms)` (no TLS) or `keep_alive`; behind a transaction
+   * pooler `prepare: false` (required with `pooler: 'transaction'`).
+   */
   readonly sql?: AnySql;
-  /** Or a connection string: the store creates an `sql` (`max` 10) and ends it on `close()`. */
+  /**
+   * Or a connection string: the store creates an `sql` (`max` 10, `backoff: reconnectBackoff`,
+   * `connect_timeout` = `replyTimeoutMs`, a reply-guarded socket when plain TCP to one host,
+   * `prepare: false` with `pooler: 'transaction'`) and ends it on `close()`.
+   */
   readonly connectionString?: string;
-  /** More settings for the `sql` the store creates from `connectionString` (ssl, max, timeouts…). */
+  /** More settings for the `sql` the store creates from `connectionString` (ssl, max, timeouts…); they win over the store's. */
   readonly connectionOptions?: postgres.Options<{}>;
+}
+
+/** First and largest pause between re-LISTEN attempts after the listening connection was lost, in ms. */
+const RELISTEN_FIRST_MS = 100;
+const RELISTEN_MAX_MS = 5_000;
+
+/**
+ * LISTEN on a postgres.js instance of its own (max 1, the settings of `base`), as `sql.listen`
+ * does, but cleaned up when the first LISTEN fails (postgres.js 3.4.9 keeps the failed channel,
+ * and later `sql.listen` calls on it await the old failure). When the connection is lost, LISTEN
+ * is sent again after 100 ms doubling to 5 s until it succeeds or the listener is stopped;
+ * `options.onReconnect` runs after each success.
+ * @throws the driver error when the first LISTEN fails (the instance is ended)
+ */
+async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
+  let stopped = false;
+  let listening = false;
+  let timer: NodeJS.Timeout | undefined;
+  let pauseMs = RELISTEN_FIRST_MS;
+  const statement = `listen "${channel.replace(/"/g, '""')}"`;
+  const relisten = () => {
+    if (stopped || timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      instance.unsafe(statement).then(
+        () => {
+          if (stopped) return;
+          listening = true;
+          pauseMs = RELISTEN_FIRST_MS;
+          options.onReconnect?.();
+        },
+        () => {
+          pauseMs = Math.min(pauseMs * 2, RELISTEN_MAX_MS);
+          relisten();
+        },
+      );
+    }, pauseMs);
+  };
+  // The parsed options of `base` (with `shared`) are taken as they are, as postgres.js's own listen does.
+  const instance = postgres({
+    ...(base.options as unknown as postgres.Options<{}>),
+    max: 1,
+    idle_timeout: null,
+    max_lifetime: null,
+    fetch_types: false,
+    onnotify: (c: string, payload: string) => {
+      if (c === channel) onNotify(payload);
+    },
+    onclose: () => {
+      if (!listening) return;
+      listening = false;
+      relisten();
+    },
+  } as unknown as postgres.Options<{}>) as AnySql;
+  const end = async () => {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+    await instance.end({ timeout: 1 });
+  };
+  try {
+    await instance.unsafe(statement);
+    listening = true;
+  } catch (error) {
+    await end();
+    throw error;
+  }
+  return end;
 }
 
 /**
  * A {@link Driver} over a postgres.js `sql`. Statements go through `sql.unsafe(text, params)`, as
  * named prepared statements when the instance has `prepare` on (its default), so each statement is
- * parsed once per connection. LISTEN uses postgres.js's own listener connection, which listens
- * again after a reconnect (the second and later `onlisten` calls are reported as `onReconnect`).
+ * parsed once per connection. LISTEN uses a connection of its own (see `listenOnOwnConnection`),
+ * which listens again after a reconnect and reports it as `onReconnect`.
  *
  * @param ownsSql end the instance on `close()` (only when this package created it)
  */
-export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<PostgresJsTx> {
+export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?: { readonly sql: AnySql; readonly owned: boolean }): Driver<PostgresJsTx> {
   const prepare = sql.options.prepare !== false;
   const run = async (target: AnySql | PostgresJsTx, text: string, params?: readonly Param[]): Promise<Row[]> => {
     const rows = await target.unsafe(text, params === undefined ? [] : [...params], { prepare: prepare && params !== undefined });
@@ -50,6 +164,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
     name: 'postgres',
     // sql.listen() opens a connection of its own, outside `max` (postgres.js 3.4 README, "Listen & notify").
     connectionBudget: { max: sql.options.max, listen: false, shared: !ownsSql },
+    directListen: listenSql !== undefined,
     query: (text, params) => run(sql, text, params),
     // Only the sql of sql.begin() has savepoint(); the top-level sql would run outside the transaction.
     isTx: (value): value is PostgresJsTx =>
@@ -61,17 +176,13 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
       return (await sql.begin((tx) => fn((text, params) => run(tx, text, params), tx))) as T;
     },
     async listen(channel, onNotify, options) {
-      let listened = 0;
-      const meta = await sql.listen(channel, onNotify, () => {
-        listened += 1;
-        if (listened > 1) options?.onReconnect?.();
-      });
+      const unlisten = await listenOnOwnConnection(listenSql?.sql ?? sql, channel, onNotify, options);
       let done = false;
       const remove: Unlisten = async () => {
         if (done) return;
         done = true;
         listeners.delete(remove);
-        await meta.unlisten();
+        await unlisten();
       };
       listeners.add(remove);
       return remove;
@@ -81,6 +192,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
         await Promise.all([...listeners].map((unlisten) => unlisten()));
         // In-flight queries get 5 s; the timeout also bounds postgres.js 3.4.9's end(), which never
         // settles after a connection died mid-query (porsager/postgres#1097).
+        if (listenSql?.owned) await listenSql.sql.end({ timeout: END_TIMEOUT_S });
         if (ownsSql) await sql.end({ timeout: END_TIMEOUT_S });
       })();
       return closed;
@@ -88,11 +200,34 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean): Driver<Po
   };
 }
 
+/** Creates the `sql` of a store from a connection string, with the store's defaults under the user's options. */
+function createSql(connectionString: string, replyTimeoutMs: number, transactionPooler: boolean, user: postgres.Options<{}> = {}, max = 10): AnySql {
+  const sql = postgres(connectionString, {
+    max,
+    onnotice: () => {},
+    backoff: reconnectBackoff,
+    connect_timeout: Math.max(1, Math.ceil(replyTimeoutMs / 1_000)),
+    ...(transactionPooler ? { prepare: false } : {}),
+    ...user,
+  });
+  // `options` is the live object the connections read when they open a socket: guard plain TCP to one host.
+  const o = sql.options as unknown as { ssl: unknown; host: string[]; path: unknown; socket: unknown };
+  if (!o.ssl && o.host.length === 1 && !o.path && !o.socket) o.socket = replyGuardedSocket(replyTimeoutMs);
+  return sql;
+}
+
 /**
  * Creates a PostgreSQL store over postgres.js. Give `sql` (yours; never ended by the store) or
  * `connectionString` with optional `connectionOptions` (the store creates and ends the instance).
  * Call `migrate()` before use.
- * @throws ValidationError INVALID_OPTION unless exactly one of `sql` and `connectionString` is given
+ *
+ * With `pooler: 'transaction'` the created `sql` runs without prepared statements, and LISTEN
+ * goes over an `sql` of its own (max 1) on `listenConnectionString`.
+ *
+ * @throws ValidationError INVALID_OPTION unless exactly one of `sql` and `connectionString` is
+ *   given; `prepare` when `pooler` is `'transaction'` and prepared statements are on (a pooler
+ *   hands each transaction any server connection: "prepared statement does not exist", 26000);
+ *   or for a bad `replyTimeoutMs`, `pooler`, `listenConnectionString`
  */
 export function createPostgresJsStore(options: PostgresJsStoreOptions): PostgresStore<PostgresJsTx> {
   if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
@@ -100,7 +235,16 @@ export function createPostgresJsStore(options: PostgresJsStoreOptions): Postgres
   if ((options.sql === undefined) === (options.connectionString === undefined)) {
     throw new ValidationError('INVALID_OPTION', 'sql', 'give exactly one of sql and connectionString');
   }
+  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options);
+  const transactionPooler = options.pooler === 'transaction';
+  if (transactionPooler && (options.sql ? options.sql.options.prepare !== false : options.connectionOptions?.prepare === true)) {
+    throw new ValidationError('INVALID_OPTION', 'prepare', "pooler 'transaction' needs prepare: false on the sql (prepared statements do not survive a transaction pooler)");
+  }
   const owns = options.sql === undefined;
-  const sql = options.sql ?? postgres(options.connectionString as string, { max: 10, onnotice: () => {}, ...options.connectionOptions });
-  return new PostgresStore(createPostgresJsDriver(sql, owns), options);
+  const sql = options.sql ?? createSql(options.connectionString as string, replyTimeoutMs, transactionPooler, options.connectionOptions);
+  const listenSql =
+    listenConnectionString === undefined
+      ? undefined
+      : { sql: createSql(listenConnectionString, replyTimeoutMs, false, { ...options.connectionOptions, prepare: false }, 1), owned: true };
+  return new PostgresStore(createPostgresJsDriver(sql, owns, listenSql), options);
 }

@@ -59,8 +59,8 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
-import { translateError } from './errors.js';
+import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { isDriverLevelError, translateError } from './errors.js';
 import { migrations } from './migrations.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice } from './notice.js';
 import { type Statements, statements, type TaskRow } from './sql.js';
@@ -85,10 +85,83 @@ export interface PostgresStoreOptions {
   readonly maxPayloadBytes?: number;
   /** LISTEN/NOTIFY channel (default `postpone_<schema>`, cut to 63 bytes). */
   readonly notifyChannel?: string;
+  /**
+   * For the connections the store creates (from `connectionString`): a connection that waited this
+   * long (ms) for the server, connecting or after sending a request, is destroyed and the call
+   * rejects with `ConnectionLostError` (or `ConnectionError` TIMEOUT while connecting). This bounds
+   * half-open connections. Default 30 000. Keep `statement_timeout` below it: a statement silent
+   * for longer is cut. Under TLS only the connect phase is bounded (set TCP keepalive and, for pg,
+   * `query_timeout`). Ignored for a `pool` / `sql` you pass: set the equivalents yourself.
+   */
+  readonly replyTimeoutMs?: number;
+  /**
+   * `'transaction'` when a transaction pooler (PgBouncer `pool_mode = transaction`, RDS Proxy…)
+   * stands between the store and PostgreSQL. Then postgres.js runs without prepared statements
+   * (a passed `sql` must have `prepare: false`), and `listen` needs `listenConnectionString`
+   * (LISTEN holds a session, which such a pooler does not keep). Default `'none'`.
+   */
+  readonly pooler?: 'none' | 'transaction';
+  /**
+   * A direct connection string (bypassing the pooler) used only for LISTEN. The store creates
+   * a connection of its own on it and ends it on `close()`.
+   */
+  readonly listenConnectionString?: string;
+  /**
+   * Called with the translated error when a connection the store holds is lost outside any call
+   * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
+   */
+  readonly onConnectionError?: (error: PostponeError) => void;
 }
 
 /** The options every PostgreSQL store factory takes, beside its driver's own. */
-export const STORE_OPTION_NAMES: readonly string[] = ['schema', 'clock', 'maxPayloadBytes', 'notifyChannel'];
+export const STORE_OPTION_NAMES: readonly string[] = [
+  'schema',
+  'clock',
+  'maxPayloadBytes',
+  'notifyChannel',
+  'replyTimeoutMs',
+  'pooler',
+  'listenConnectionString',
+  'onConnectionError',
+];
+
+/**
+ * Checks the connection options a factory uses before it creates anything.
+ * @throws ValidationError INVALID_OPTION naming the field
+ */
+export function validateDriverOptions(options: PostgresStoreOptions): { replyTimeoutMs?: number; listenConnectionString?: string } {
+  const replyTimeoutMs = options.replyTimeoutMs === undefined ? undefined : validatePositiveMs(options.replyTimeoutMs, 'replyTimeoutMs');
+  if (options.pooler !== undefined && options.pooler !== 'none' && options.pooler !== 'transaction') {
+    throw new ValidationError('INVALID_OPTION', 'pooler', "must be 'none' or 'transaction'");
+  }
+  const listen = options.listenConnectionString;
+  if (listen !== undefined && (typeof listen !== 'string' || listen.trim() === '')) {
+    throw new ValidationError('INVALID_OPTION', 'listenConnectionString', 'must be a non-empty connection string');
+  }
+  if (options.onConnectionError !== undefined && typeof options.onConnectionError !== 'function') {
+    throw new ValidationError('INVALID_OPTION', 'onConnectionError', 'must be a function');
+  }
+  return { ...(replyTimeoutMs === undefined ? {} : { replyTimeoutMs }), ...(listen === undefined ? {} : { listenConnectionString: listen }) };
+}
+
+/** The driver events of a store's options: errors translated, a throwing callback contained. */
+export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
+  return {
+    onConnectionError: (error) => {
+      try {
+        options.onConnectionError?.(translateError(error));
+      } catch {
+        // A throwing callback must not turn a lost idle connection into a crash.
+      }
+    },
+  };
+}
+
+/** `$1` channel, `$2` payload: the probe `listen` sends itself. */
+const NOTIFY_PROBE = 'select pg_notify($1, $2)';
+
+/** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
+export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -150,6 +223,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
   private readonly driver: Driver<Tx>;
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
+  private readonly pooler: 'none' | 'transaction';
   private closed = false;
   private closing: Promise<void> | undefined;
 
@@ -163,6 +237,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
+    validateDriverOptions(options);
+    this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
   }
 
@@ -311,7 +387,11 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
    * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
    *
-   * @throws whatever `work` threw, unchanged, after the rollback (the task stays CLAIMED, no effect)
+   * @throws whatever `work` threw, unchanged, after the rollback (the task stays CLAIMED, no effect),
+   *   unless it is a failure of the connection or the driver (a connection error, SQLSTATE class
+   *   08, 25, 26, 40, 53, 57, 58 or 42P05, e.g. 26000 "prepared statement does not exist" behind a
+   *   transaction pooler): that is translated like the store's own (`ConnectionLostError`,
+   *   `StoreError` with the SQLSTATE…, the original as `cause`) — it is not the handler's failure.
    */
   async complete(params: CompleteParams<Tx>): Promise<CompleteOutcome> {
     this.assertOpen();
@@ -343,7 +423,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
         return await this.missedCompleteOutcome(query, now, id, attempt);
       });
     } catch (error) {
-      if (workFailure !== undefined && error === workFailure.error) throw error;
+      if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw translateError(error, this.closed);
     }
   }
@@ -493,20 +573,68 @@ export class PostgresStore<Tx> implements Store<Tx> {
   /**
    * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
    * listens again after a lost connection, then calls `options.onReconnect`).
+   *
+   * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
+   * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
+   * listening one. A listener that would get nothing (e.g. LISTEN through a transaction pooler)
+   * is stopped and the call throws, so a caller never believes it listens when it does not.
+   *
    * @returns a function that stops listening
+   * @throws ValidationError INVALID_OPTION `listenConnectionString` when `pooler` is `'transaction'`
+   *   and no direct connection was given; StoreError when the probe never arrived;
+   *   ConnectionLostError / ConnectionError when the connection failed
    */
   async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions): Promise<Unlisten> {
     this.assertOpen();
-    return await this.call(() =>
+    if (this.pooler === 'transaction' && !this.driver.directListen) {
+      throw new ValidationError(
+        'INVALID_OPTION',
+        'listenConnectionString',
+        "LISTEN does not work through a transaction pooler: give a direct connection string for it (or use polling discovery)",
+      );
+    }
+    const probe = `{"op":"probe","nonce":"${Math.random().toString(36).slice(2)}${Date.now().toString(36)}"}`;
+    let probed: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      probed = resolve;
+    });
+    const unlisten = await this.call(() =>
       this.driver.listen(
         this.notifyChannel,
         (payload) => {
+          if (payload === probe) {
+            probed();
+            return;
+          }
           const notice = parseTaskNotice(payload);
           if (notice) onNotice(notice);
         },
         options,
       ),
     );
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      const heard = await Promise.race([
+        arrived.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), LISTEN_PROBE_TIMEOUT_MS);
+        }),
+      ]);
+      if (!heard) {
+        throw new StoreError(
+          `LISTEN on ${this.notifyChannel} receives no notifications (a probe sent through the store did not arrive within ${LISTEN_PROBE_TIMEOUT_MS} ms): ` +
+            `is a transaction pooler in between? Set pooler: 'transaction' and listenConnectionString, or use polling discovery`,
+          undefined,
+        );
+      }
+      return unlisten;
+    } catch (error) {
+      await unlisten().catch(() => {});
+      throw translateError(error, this.closed);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Stops listeners and ends the pool if the store created it. Idempotent; later calls throw StoreClosedError. */

@@ -118,8 +118,8 @@ describe('entry points', () => {
 
   it('the main entry imports no driver; each subpath imports only its own', () => {
     expect([...importsOf(resolve(src, 'index.ts'))].sort()).toEqual(['@postpone/core']);
-    expect([...importsOf(resolve(src, 'pg.ts'))].sort()).toEqual(['@postpone/core', 'pg']);
-    expect([...importsOf(resolve(src, 'postgres-js.ts'))].sort()).toEqual(['@postpone/core', 'postgres']);
+    expect([...importsOf(resolve(src, 'pg.ts'))].sort()).toEqual(['@postpone/core', 'node:net', 'pg']);
+    expect([...importsOf(resolve(src, 'postgres-js.ts'))].sort()).toEqual(['@postpone/core', 'node:net', 'postgres']);
   });
 
   it('package.json exports the two subpaths', async () => {

@@ -3,7 +3,7 @@
  * the error class and code, and that the task table is still empty.
  */
 import {
-  ConnectionLostError,
+  ConnectionError,
   MAX_DELAY_MS,
   PostponeError,
   type ScheduleInput,
@@ -190,7 +190,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     expect((await store.countByState()).SCHEDULED).toBe(1);
   });
 
-  it('a store pointed at a port with nothing listening → ConnectionLostError, nothing written', async () => {
+  it('a store pointed at a port with nothing listening → ConnectionError REFUSED, nothing written', async () => {
     const { freePort } = await import('@postpone/embedded');
     const url = new URL(kit.url);
     url.port = String(await freePort());
@@ -198,10 +198,11 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     const dead = deadKit.store({ schema: admin.schema });
     try {
       const error = await captureError(() => dead.schedule({ kind: 'k' }));
-      expect(error).toBeInstanceOf(ConnectionLostError);
-      expect((error as PostponeError).code).toBe('CONNECTION_LOST');
-      expect(await captureError(() => dead.claim({ owner: 'w', limit: 1, leaseMs: 1_000 }))).toBeInstanceOf(ConnectionLostError);
-      expect(await captureError(() => dead.listen(() => {}))).toBeInstanceOf(ConnectionLostError);
+      expect(error).toBeInstanceOf(ConnectionError);
+      expect((error as ConnectionError).code).toBe('CONNECTION_FAILED');
+      expect((error as ConnectionError).reason).toBe('REFUSED');
+      expect(await captureError(() => dead.claim({ owner: 'w', limit: 1, leaseMs: 1_000 }))).toMatchObject({ reason: 'REFUSED' });
+      expect(await captureError(() => dead.listen(() => {}))).toMatchObject({ reason: 'REFUSED' });
     } finally {
       await dead.close();
       await deadKit.close();
