@@ -26,3 +26,4 @@ export * from './settings.js';
 export * from './verdict.js';
 export * from './case-context.js';
 export * from './run-case.js';
+export * from './history.js';
