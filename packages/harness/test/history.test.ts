@@ -175,7 +175,7 @@ describe('history checker', () => {
     expect(outcome).toBe('CANCELLED');
     const op = recorder.ops[1];
     expect(op).toMatchObject({ type: 'cancel', id: '9', outcome: 'CANCELLED' });
-    expect(op!.type === 'cancel' && op.returnedAtMs >= op.invokedAtMs).toBe(true);
+    expect(op?.type === 'cancel' && op.returnedAtMs >= op.invokedAtMs).toBe(true);
     await expect(recorder.cancel('9', async () => Promise.reject(new Error('down')))).rejects.toThrow('down');
     expect(recorder.ops).toHaveLength(2);
   });
