@@ -18,7 +18,9 @@ async function fatal(error: unknown): Promise<never> {
   process.exit(1);
 }
 
-process.on('unhandledRejection', (error) => void fatal(error));
+process.on('unhandledRejection', (error) => void fatal(`unhandledRejection: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+// An uncaught exception (e.g. an unhandled 'error' event of a connection) is reported before the exit, never hidden.
+process.on('uncaughtException', (error) => void fatal(`uncaughtException: ${error.stack ?? error.message}`));
 
 async function main(): Promise<void> {
   const config = ParentChannel.config();
