@@ -123,6 +123,10 @@ export type ChildEvent =
   | { readonly type: 'failed'; readonly id: string; readonly attempt: number; readonly outcome: string; readonly error: string }
   | { readonly type: 'rejectedStale'; readonly id: string; readonly attempt: number; readonly operation: string }
   | { readonly type: 'reclaimed'; readonly id: string; readonly attempt: number; readonly outcome: string }
+  /** Hybrid discovery re-read the store (`reason`: start, fallback, horizon, gap, reconnect). */
+  | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number }
+  /** How long one `store.claim` took, in ms (monotonic clock of the child), and how many it returned. */
+  | { readonly type: 'claimTimed'; readonly ms: number; readonly count: number; readonly ok: boolean }
   | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }
   /** A worker `error` event (`operation` set) or a fatal error of the child (no `operation`). */
   | { readonly type: 'error'; readonly message: string; readonly operation?: string }
