@@ -104,7 +104,9 @@ export interface ChildConfig {
   readonly connection?: ConnectionPlan;
   readonly run:
     | { readonly mode: 'worker'; readonly worker: WorkerSettings; readonly handler: HandlerPlan; readonly variant?: VariantPlan }
-    | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan };
+    | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan }
+    /** Waits for `migrate` controls and migrates the named schema with a fresh store each time. */
+    | { readonly mode: 'migrate' };
 }
 
 /** Child → test. */
@@ -127,6 +129,8 @@ export type ChildEvent =
   | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number }
   /** How long one `store.claim` took, in ms (monotonic clock of the child), and how many it returned. */
   | { readonly type: 'claimTimed'; readonly ms: number; readonly count: number; readonly ok: boolean }
+  /** A `migrate` control finished: `ms` taken, `error` text when it threw. */
+  | { readonly type: 'migrated'; readonly schema: string; readonly ms: number; readonly error?: string }
   | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }
   /** A worker `error` event (`operation` set) or a fatal error of the child (no `operation`). */
   | { readonly type: 'error'; readonly message: string; readonly operation?: string }
@@ -142,7 +146,9 @@ export type ChildControl =
   /** Releases the handler parked at `point` for task `id` (any task / any point when omitted). */
   | { readonly type: 'proceed'; readonly id?: string; readonly point?: FaultPoint }
   /** Graceful stop: the child stops claiming, finishes, reports `stopped` and exits 0. */
-  | { readonly type: 'stop' };
+  | { readonly type: 'stop' }
+  /** Migrate mode: run `store.migrate()` on `schema` now. */
+  | { readonly type: 'migrate'; readonly schema: string };
 
 /** The environment variable carrying the JSON {@link ChildConfig}. */
 export const CONFIG_ENV = 'POSTPONE_HARNESS_CONFIG';

@@ -9,6 +9,7 @@
 import { ParentChannel } from './channel.js';
 import { openResources } from './resources.js';
 import { prepareClaimLoop } from './run-claim-loop.js';
+import { prepareMigrate } from './run-migrate.js';
 import { prepareWorker } from './run-worker.js';
 
 const channel = new ParentChannel();
@@ -25,7 +26,12 @@ process.on('uncaughtException', (error) => void fatal(`uncaughtException: ${erro
 async function main(): Promise<void> {
   const config = ParentChannel.config();
   const resources = await openResources(config);
-  const runner = config.run.mode === 'worker' ? await prepareWorker(config.run, resources, channel) : await prepareClaimLoop(config.run.loop, resources, channel);
+  const runner =
+    config.run.mode === 'worker'
+      ? await prepareWorker(config.run, resources, channel)
+      : config.run.mode === 'migrate'
+        ? prepareMigrate(config, channel)
+        : await prepareClaimLoop(config.run.loop, resources, channel);
   let started = false;
   const start = () => {
     if (started) return;
