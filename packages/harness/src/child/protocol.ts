@@ -134,7 +134,8 @@ export type ChildEvent =
   | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }
   /** A worker `error` event (`operation` set) or a fatal error of the child (no `operation`). */
   | { readonly type: 'error'; readonly message: string; readonly operation?: string }
-  | { readonly type: 'stopped' }
+  /** `wallMs`: the child's `Date.now()` when it stopped (shows a faked clock). */
+  | { readonly type: 'stopped'; readonly wallMs?: number }
   /** Added by the test side when the process ends; never sent by the child. */
   | { readonly type: 'exited'; readonly code: number | null; readonly signal: NodeJS.Signals | null };
 

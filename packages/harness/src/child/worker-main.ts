@@ -45,7 +45,7 @@ async function main(): Promise<void> {
       void (async () => {
         await runner.stop();
         await resources.close();
-        await channel.emit({ type: 'stopped' });
+        await channel.emit({ type: 'stopped', wallMs: Date.now() });
         process.exit(0);
       })().catch(fatal);
     }
