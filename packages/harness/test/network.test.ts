@@ -41,7 +41,7 @@ describe('evidence: half-open connections', () => {
             tasks: 100,
             firstDueMs: 300,
             spreadMs: 7_000,
-            settleMs: 40_000,
+            settleMs: 20_000,
             handler: { workMs: 350 },
             databaseUrl: poolProxy.rewrite(ctx.databaseUrl),
             // The LISTEN session through a proxy of its own, so the two faults are separate.
@@ -99,7 +99,7 @@ describe('evidence: pool starved by handlers', () => {
           v,
           ctx,
           variant,
-          { workers: 2, tasks: 60, firstDueMs: 300, spreadMs: 2_000, settleMs: 40_000, poolSize: 4, handler: { holdConnectionMs: 1_500 }, prefix: p },
+          { workers: 2, tasks: 60, firstDueMs: 300, spreadMs: 2_000, settleMs: 12_000, poolSize: 4, handler: { holdConnectionMs: 1_500 }, prefix: p },
           async () => {},
         );
         total += violations;
