@@ -30,3 +30,4 @@ export * from './history.js';
 export * from './fault-run.js';
 export * from './pg-server.js';
 export * from './fault-cases.js';
+export * from './soak.js';
