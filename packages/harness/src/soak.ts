@@ -159,7 +159,8 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
   })();
 
   const storm = (async () => {
-    await sleep(Math.max(0, startedAt + o.durationMs / 2 - performance.now()));
+    // At 40 % of the run, away from the restarts (spread evenly: at 1/2 with one, 1/3 and 2/3 with two).
+    await sleep(Math.max(0, startedAt + o.durationMs * 0.4 - performance.now()));
     // Random tasks, some waiting, some running, some finished; 16 cancels in flight at once.
     const targets = Array.from({ length: o.cancels }, () => run.ids[Math.floor(random() * run.ids.length)]!);
     let next = 0;

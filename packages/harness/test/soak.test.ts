@@ -17,7 +17,7 @@ describe('evidence: the soak, short', () => {
       seed: 20_261_130,
     });
     const s = r.verdict.stats;
-    const pass = r.verdict.violations.length === 0 && r.allTerminal && r.crashed.length === 0 && r.kills + r.stops >= 4 && r.restarts === 1;
+    const pass = r.verdict.violations.length === 0 && r.allTerminal && r.crashed.length === 0 && r.kills + r.stops >= 4 && r.restarts === 1 && (r.cancelOutcomes.CANCELLED ?? 0) > 0;
     const line = recordCase('soak_short', pass, {
       violations: r.verdict.violations.length,
       ...(r.verdict.violations.length > 0 ? { firstViolations: describeViolations(r.verdict.violations) } : {}),
@@ -28,6 +28,8 @@ describe('evidence: the soak, short', () => {
       restarts: r.restarts,
       cancels: r.cancelsSent,
       cancelled: r.cancelOutcomes.CANCELLED ?? 0,
+      cancelOutcomes: Object.entries(r.cancelOutcomes).map(([k, n]) => `${k}:${n}`),
+      cancelErrors: r.cancelErrors,
       claims: s.claims,
       unobservedClaims: s.unobservedClaims,
       reclaims: s.reclaims,
