@@ -69,6 +69,12 @@ describe('evidence: half-open connections', () => {
           v.set(`${p}latenessP99AfterListenFaultMs`, late.length ? late[Math.ceil(0.99 * late.length) - 1]! : -1);
           v.set(`${p}reconnectRebuilds`, run.children.flatMap((c) => c.eventsOf('wheelRebuilt')).filter((e) => e.reason === 'reconnect').length);
         }
+        const hung = v.fields[`${p}stopHung`];
+        v.equal(`${p}graceful stop not hung on a half-open connection`, hung, []);
+        if (listenFaultAt > 0) {
+          // The listener must notice its half-open connection (heartbeat) and listen again; else hybrid silently degrades to fallback polling.
+          v.atLeast(`${p}listener reconnected after its connection went half-open`, Number(v.fields[`${p}reconnectRebuilds`]), 1);
+        }
         v.holds(`${p}pool connections were blackholed`, (blackholed[0] ?? 0) > 0, `blackholed ${JSON.stringify(blackholed)}`);
       }
       v.set('violations', total);
