@@ -35,6 +35,15 @@ export const CASE_ORDER: readonly string[] = [
   'wheel_restart_needs_durable',
   'hybrid_restart_real',
   'hybrid_vs_poll_latency',
+  'db_restart_mid_run',
+  'backend_terminated',
+  'half_open_connections',
+  'read_only_window',
+  'pool_starved_by_handlers',
+  'migrate_concurrently',
+  'pgbouncer_transaction_mode',
+  'wall_clock_steps',
+  'soak_short',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

@@ -37,8 +37,14 @@ export interface CaseContext {
  * Runs `body` with a fresh case context and always tears it down.
  * @param databaseUrl the server to use
  * @param prefix schema name prefix
+ * @param options `migrate: false` leaves the schema to the body (default: migrated)
  */
-export async function withCaseContext<T>(databaseUrl: string, prefix: string, body: (ctx: CaseContext) => Promise<T>): Promise<T> {
+export async function withCaseContext<T>(
+  databaseUrl: string,
+  prefix: string,
+  body: (ctx: CaseContext) => Promise<T>,
+  options: { readonly migrate?: boolean } = {},
+): Promise<T> {
   const schema = uniqueSchemaName(prefix);
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   pool.on('error', () => {});
@@ -66,7 +72,7 @@ export async function withCaseContext<T>(databaseUrl: string, prefix: string, bo
     },
   };
   try {
-    await store.migrate();
+    if (options.migrate !== false) await store.migrate();
     return await body(ctx);
   } finally {
     await group.killAll();

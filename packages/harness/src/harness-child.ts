@@ -16,9 +16,9 @@ export function childEntry(): URL {
   return new URL(`./child/worker-main${extension}`, import.meta.url);
 }
 
-/** Spawns one harness child in `group` (killed with the group). */
-export function spawnHarnessChild(group: ProcessGroup, config: ChildConfig): HarnessChild {
-  return group.spawn<ChildEvent, ChildControl>(childEntry(), { name: config.name, env: { [CONFIG_ENV]: JSON.stringify(config) } });
+/** Spawns one harness child in `group` (killed with the group), with `env` added to its environment. */
+export function spawnHarnessChild(group: ProcessGroup, config: ChildConfig, env: Readonly<Record<string, string>> = {}): HarnessChild {
+  return group.spawn<ChildEvent, ChildControl>(childEntry(), { name: config.name, env: { ...env, [CONFIG_ENV]: JSON.stringify(config) } });
 }
 
 /** Waits until every child reported `ready`. */

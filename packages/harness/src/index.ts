@@ -26,3 +26,8 @@ export * from './settings.js';
 export * from './verdict.js';
 export * from './case-context.js';
 export * from './run-case.js';
+export * from './history.js';
+export * from './fault-run.js';
+export * from './pg-server.js';
+export * from './fault-cases.js';
+export * from './soak.js';

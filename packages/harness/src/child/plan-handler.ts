@@ -12,6 +12,7 @@ import type { HandlerContext } from '@postpone/worker';
 import { callExternal } from '../external-service.js';
 import type { ParentChannel } from './channel.js';
 import type { FaultPoint, HandlerPlan } from './protocol.js';
+import type { ChildResources } from './resources.js';
 
 /** The result a planned handler returns: who completed which attempt. */
 export interface PlannedResult {
@@ -34,7 +35,7 @@ function abortedOrAfter(signal: AbortSignal, ms: number): Promise<void> {
   return sleep(ms, undefined, { signal }).catch(() => {});
 }
 
-export function planHandler(plan: HandlerPlan, name: string, channel: ParentChannel) {
+export function planHandler(plan: HandlerPlan, name: string, channel: ParentChannel, resources?: ChildResources) {
   const parksAt = (point: FaultPoint, attempt: number) =>
     (plan.park ?? []).some((p) => p.point === point && (p.attempts === undefined || p.attempts.includes(attempt)));
 
@@ -54,9 +55,18 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
       await channel.emit({ type: 'externalCalled', id, attempt, key, applied });
       if (parksAt('afterExternal', attempt)) await channel.park(id, attempt, 'afterExternal');
     }
+    if (plan.holdConnectionMs !== undefined && resources) {
+      const release = await resources.takeConnection();
+      try {
+        await sleep(plan.holdConnectionMs);
+      } finally {
+        release();
+      }
+    }
     if (plan.workMs !== undefined) await sleep(plan.workMs);
     if (plan.awaitAbortMs !== undefined) await abortedOrAfter(ctx.signal, plan.awaitAbortMs);
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
+    if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
     return { by: name, attempt };
   };
 }

@@ -27,6 +27,14 @@ export interface HandlerPlan {
   readonly awaitAbortMs?: number;
   /** Throw on attempts `<= failAttempts` (use a large number to always fail). */
   readonly failAttempts?: number;
+  /**
+   * Write one `<schema>.history_effect` row (no unique key) in the completing transaction
+   * (`onCompleteTx`), so the history checker sees every effect that committed, duplicates included.
+   * The table must exist (`createHistoryEffectTable`).
+   */
+  readonly historyEffect?: boolean;
+  /** Take a connection from the child's own pool (pg) or `sql.reserve()` (postgres.js) and hold it this many ms. */
+  readonly holdConnectionMs?: number;
 }
 
 /** Settings of the real worker runtime in the child. */
@@ -40,6 +48,28 @@ export interface WorkerSettings {
   readonly reclaimEveryMs?: number;
   /** How long an aborted handler may take to settle before it is abandoned (default: the worker's). */
   readonly abandonGraceMs?: number;
+  /** `poll` (default) or `hybrid` discovery. */
+  readonly discovery?: 'poll' | 'hybrid';
+  /** Hybrid's periodic re-read of the store, in ms (default: the worker's). */
+  readonly fallbackPollMs?: number;
+  /** Completions per `completeMany` (default: the worker's). */
+  readonly completeBatchSize?: number;
+}
+
+/** How the child connects: driver and the driver settings that bound a dead connection. */
+export interface ConnectionPlan {
+  /** `pg` (node-postgres, default) or `postgres` (postgres.js). */
+  readonly driver?: 'pg' | 'postgres';
+  /** Per-query client-side timeout in ms (pg `query_timeout`; postgres.js has none). */
+  readonly queryTimeoutMs?: number;
+  /** Connect timeout in ms (pg `connectionTimeoutMillis`, postgres.js `connect_timeout`). */
+  readonly connectTimeoutMs?: number;
+  /** TCP keepalive: pg `keepAlive` + `keepAliveInitialDelayMillis`, postgres.js `keep_alive` (s). */
+  readonly keepAliveMs?: number;
+  /** postgres.js `prepare` (set false behind a transaction-mode pooler). */
+  readonly prepare?: boolean;
+  /** Database URL for LISTEN when it differs (a pooler in front of the rest). */
+  readonly listenUrl?: string;
 }
 
 /** The broken variants a child may use (negative controls; never part of the product). */
@@ -70,9 +100,13 @@ export interface ChildConfig {
   readonly waitForStart?: boolean;
   /** Size of the child's connection pool (default: a worker's concurrency + 4, else 4). */
   readonly poolSize?: number;
+  /** Driver and connection settings (default: pg with its defaults). */
+  readonly connection?: ConnectionPlan;
   readonly run:
     | { readonly mode: 'worker'; readonly worker: WorkerSettings; readonly handler: HandlerPlan; readonly variant?: VariantPlan }
-    | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan };
+    | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan }
+    /** Waits for `migrate` controls and migrates the named schema with a fresh store each time. */
+    | { readonly mode: 'migrate' };
 }
 
 /** Child → test. */
@@ -91,8 +125,17 @@ export type ChildEvent =
   | { readonly type: 'failed'; readonly id: string; readonly attempt: number; readonly outcome: string; readonly error: string }
   | { readonly type: 'rejectedStale'; readonly id: string; readonly attempt: number; readonly operation: string }
   | { readonly type: 'reclaimed'; readonly id: string; readonly attempt: number; readonly outcome: string }
-  | { readonly type: 'error'; readonly message: string }
-  | { readonly type: 'stopped' }
+  /** Hybrid discovery re-read the store (`reason`: start, fallback, horizon, gap, reconnect). */
+  | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number }
+  /** How long one `store.claim` took, in ms (monotonic clock of the child), and how many it returned. */
+  | { readonly type: 'claimTimed'; readonly ms: number; readonly count: number; readonly ok: boolean }
+  /** A `migrate` control finished: `ms` taken, `error` text when it threw. */
+  | { readonly type: 'migrated'; readonly schema: string; readonly ms: number; readonly error?: string }
+  | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }
+  /** A worker `error` event (`operation` set) or a fatal error of the child (no `operation`). */
+  | { readonly type: 'error'; readonly message: string; readonly operation?: string }
+  /** `wallMs`: the child's `Date.now()` when it stopped (shows a faked clock). */
+  | { readonly type: 'stopped'; readonly wallMs?: number }
   /** Added by the test side when the process ends; never sent by the child. */
   | { readonly type: 'exited'; readonly code: number | null; readonly signal: NodeJS.Signals | null };
 
@@ -104,7 +147,9 @@ export type ChildControl =
   /** Releases the handler parked at `point` for task `id` (any task / any point when omitted). */
   | { readonly type: 'proceed'; readonly id?: string; readonly point?: FaultPoint }
   /** Graceful stop: the child stops claiming, finishes, reports `stopped` and exits 0. */
-  | { readonly type: 'stop' };
+  | { readonly type: 'stop' }
+  /** Migrate mode: run `store.migrate()` on `schema` now. */
+  | { readonly type: 'migrate'; readonly schema: string };
 
 /** The environment variable carrying the JSON {@link ChildConfig}. */
 export const CONFIG_ENV = 'POSTPONE_HARNESS_CONFIG';

@@ -1,17 +1,26 @@
 /**
  * What a child process holds: its name, a small `pg` pool of its own, and the real PostgreSQL store
- * over that pool in the test's schema.
+ * in the test's schema — over that pool (driver `pg`, the default) or over a postgres.js `sql` of its
+ * own (driver `postgres`).
  */
-import { createPgStore, type PgTx } from '@postpone/postgres/pg';
-import type { Store } from '@postpone/core';
+import { overrideStore, type Store } from '@postpone/core';
+import type { PostgresStore } from '@postpone/postgres';
+import { createPgStore } from '@postpone/postgres/pg';
+import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
-import type { ChildConfig } from './protocol.js';
+import postgres from 'postgres';
+import type { ChildConfig, ConnectionPlan } from './protocol.js';
 
 export interface ChildResources {
   readonly name: string;
   readonly schema: string;
+  /** The child's `pg` pool (the store's own with driver `pg`; the negative controls' otherwise). */
   readonly pool: pg.Pool;
-  readonly store: Store<PgTx>;
+  readonly store: Store<unknown>;
+  /** Inserts one `history_effect` row inside the store's transaction handle `tx`. */
+  insertHistoryEffect(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
+  /** Takes one connection from the store's own pool; resolves with its release. */
+  takeConnection(): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -21,26 +30,88 @@ export interface Runner {
   stop(): Promise<void>;
 }
 
+function pgPoolConfig(url: string, max: number, c: ConnectionPlan): pg.PoolConfig {
+  return {
+    connectionString: url,
+    max,
+    ...(c.queryTimeoutMs === undefined ? {} : { query_timeout: c.queryTimeoutMs }),
+    ...(c.connectTimeoutMs === undefined ? {} : { connectionTimeoutMillis: c.connectTimeoutMs }),
+    ...(c.keepAliveMs === undefined ? {} : { keepAlive: true, keepAliveInitialDelayMillis: c.keepAliveMs }),
+  };
+}
+
+function postgresJsOptions(max: number, c: ConnectionPlan): postgres.Options<{}> {
+  return {
+    max,
+    onnotice: () => {},
+    ...(c.connectTimeoutMs === undefined ? {} : { connect_timeout: Math.max(1, Math.ceil(c.connectTimeoutMs / 1_000)) }),
+    ...(c.keepAliveMs === undefined ? {} : { keep_alive: Math.max(1, Math.ceil(c.keepAliveMs / 1_000)) }),
+    ...(c.prepare === undefined ? {} : { prepare: c.prepare }),
+  };
+}
+
 /**
  * Opens the pool and the store, and makes one round trip, so a child reports `ready` only once it can
  * reach the database (and its first claim pays no connection setup).
  * @throws the driver's error when the database cannot be reached
  */
 export async function openResources(config: ChildConfig): Promise<ChildResources> {
+  const c = config.connection ?? {};
   // A worker refuses a shared pool below concurrency + 3 (+1 for LISTEN): see POOL_RESERVE in @postpone/worker.
   const max = config.poolSize ?? (config.run.mode === 'worker' ? config.run.worker.concurrency + 4 : 4);
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max });
+  const pool = new pg.Pool(pgPoolConfig(config.databaseUrl, max, c));
   // An idle client whose connection dies is dropped by the pool, which then emits 'error'.
   pool.on('error', () => {});
-  const store = createPgStore({ pool, schema: config.schema });
+  const historyEffect = `insert into ${pg.escapeIdentifier(config.schema)}.history_effect (task_id, attempt, worker) values ($1::bigint, $2, $3)`;
+  const closers: (() => Promise<void>)[] = [];
+  let store: Store<unknown>;
+  let insertHistoryEffect: ChildResources['insertHistoryEffect'];
+  let takeConnection: ChildResources['takeConnection'];
+  if ((c.driver ?? 'pg') === 'pg') {
+    const pgStore = createPgStore({ pool, schema: config.schema });
+    store = pgStore as Store<unknown>;
+    closers.push(() => pgStore.close());
+    insertHistoryEffect = async (tx, id, attempt, worker) => {
+      await (tx as pg.PoolClient).query(historyEffect, [id, attempt, worker]);
+    };
+    takeConnection = async () => {
+      const client = await pool.connect();
+      return () => client.release();
+    };
+  } else {
+    const sql = postgres(config.databaseUrl, postgresJsOptions(max, c));
+    const jsStore = createPostgresJsStore({ sql, schema: config.schema });
+    store = jsStore as Store<unknown>;
+    closers.push(async () => {
+      await jsStore.close();
+      await sql.end({ timeout: 2 });
+    });
+    insertHistoryEffect = async (tx, id, attempt, worker) => {
+      await (tx as postgres.TransactionSql).unsafe(historyEffect, [id, attempt, worker]);
+    };
+    takeConnection = async () => {
+      const reserved = await sql.reserve();
+      return () => reserved.release();
+    };
+    await sql.unsafe('select 1');
+  }
+  if (c.listenUrl !== undefined) {
+    // LISTEN straight to the server while everything else goes through the pooler.
+    const direct = createPgStore({ connectionString: c.listenUrl, schema: config.schema, poolConfig: { max: 1 } });
+    closers.push(() => direct.close());
+    const listen: PostgresStore<unknown>['listen'] = (onNotice, options) => direct.listen(onNotice, options);
+    store = overrideStore(store, { listen });
+  }
   await pool.query('select 1');
   return {
     name: config.name,
     schema: config.schema,
     pool,
     store,
+    insertHistoryEffect,
+    takeConnection,
     async close() {
-      await store.close();
+      for (const close of closers) await close().catch(() => {});
       await pool.end();
     },
   };

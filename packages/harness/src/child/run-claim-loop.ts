@@ -6,6 +6,7 @@
  * transaction.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
 import { NegativeControls, type NaiveClaim } from '../negative/controls.js';
 import type { ParentChannel } from './channel.js';
 import type { ClaimLoopPlan } from './protocol.js';
@@ -42,7 +43,7 @@ export async function prepareClaimLoop(loop: ClaimLoopPlan, resources: ChildReso
         attempt: t.attempt,
         owner,
         result: { by: owner, attempt: t.attempt },
-        work: (tx) => controls.insertEffectNoUnique(t.id, t.attempt, owner, tx),
+        work: (tx) => controls.insertEffectNoUnique(t.id, t.attempt, owner, tx as pg.PoolClient),
       });
       void channel.emit({ type: 'committed', id: t.id, attempt: t.attempt, outcome });
     }

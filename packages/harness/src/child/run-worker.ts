@@ -18,9 +18,20 @@ export interface WorkerRun {
   readonly variant?: VariantPlan;
 }
 
-/** `store` with every extend answer sent to the test as an `extended` event. */
+/** `store` with every extend answer sent to the test as an `extended` event, and every claim's duration as `claimTimed`. */
 function observeExtend<Tx>(store: Store<Tx>, channel: ParentChannel): Store<Tx> {
   return overrideStore(store, {
+    claim: async (params) => {
+      const started = performance.now();
+      try {
+        const tasks = await store.claim(params);
+        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, count: tasks.length, ok: true });
+        return tasks;
+      } catch (error) {
+        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, count: 0, ok: false });
+        throw error;
+      }
+    },
     extend: async (params) => {
       const ok = await store.extend(params);
       void channel.emit({ type: 'extended', id: params.id, attempt: params.attempt, ok });
@@ -46,7 +57,9 @@ function forwardEvents(worker: Worker<unknown>, channel: ParentChannel): void {
   worker.on('failed', ({ task, error, result }) => void channel.emit({ type: 'failed', id: task.id, attempt: task.attempt, outcome: result.outcome, error }));
   worker.on('rejectedStale', ({ task, operation }) => void channel.emit({ type: 'rejectedStale', id: task.id, attempt: task.attempt, operation }));
   worker.on('reclaimed', ({ task }) => void channel.emit({ type: 'reclaimed', id: task.id, attempt: task.attempt, outcome: task.outcome }));
-  worker.on('error', ({ error, operation }) => void channel.emit({ type: 'error', message: `${operation}: ${String(error)}` }));
+  worker.on('wheelRebuilt', ({ reason, listed }) => void channel.emit({ type: 'wheelRebuilt', reason, listed }));
+  worker.on('released', ({ task, outcome }) => void channel.emit({ type: 'released', id: task.id, attempt: task.attempt, outcome }));
+  worker.on('error', ({ error, operation }) => void channel.emit({ type: 'error', operation, message: `${operation}: ${String(error)}` }));
 }
 
 /**
@@ -63,7 +76,7 @@ export async function prepareWorker(run: WorkerRun, resources: ChildResources, c
   const { worker: settings } = run;
   const worker = createWorker<unknown>({
     store: observeExtend(store, channel),
-    handlers: { [run.handler.kind]: planHandler(run.handler, resources.name, channel) },
+    handlers: { [run.handler.kind]: planHandler(run.handler, resources.name, channel, resources) },
     id: resources.name,
     concurrency: settings.concurrency,
     leaseMs: settings.leaseMs,
@@ -72,6 +85,9 @@ export async function prepareWorker(run: WorkerRun, resources: ChildResources, c
     backoffBaseMs: settings.backoffBaseMs,
     ...(settings.reclaimEveryMs === undefined ? {} : { reclaimEveryMs: settings.reclaimEveryMs }),
     ...(settings.abandonGraceMs === undefined ? {} : { abandonGraceMs: settings.abandonGraceMs }),
+    ...(settings.discovery === undefined ? {} : { discovery: settings.discovery }),
+    ...(settings.fallbackPollMs === undefined ? {} : { hybrid: { fallbackPollMs: settings.fallbackPollMs } }),
+    ...(settings.completeBatchSize === undefined ? {} : { completeBatchSize: settings.completeBatchSize }),
   });
   forwardEvents(worker, channel);
   return {

@@ -9,6 +9,7 @@
 import { ParentChannel } from './channel.js';
 import { openResources } from './resources.js';
 import { prepareClaimLoop } from './run-claim-loop.js';
+import { prepareMigrate } from './run-migrate.js';
 import { prepareWorker } from './run-worker.js';
 
 const channel = new ParentChannel();
@@ -18,12 +19,19 @@ async function fatal(error: unknown): Promise<never> {
   process.exit(1);
 }
 
-process.on('unhandledRejection', (error) => void fatal(error));
+process.on('unhandledRejection', (error) => void fatal(`unhandledRejection: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+// An uncaught exception (e.g. an unhandled 'error' event of a connection) is reported before the exit, never hidden.
+process.on('uncaughtException', (error) => void fatal(`uncaughtException: ${error.stack ?? error.message}`));
 
 async function main(): Promise<void> {
   const config = ParentChannel.config();
   const resources = await openResources(config);
-  const runner = config.run.mode === 'worker' ? await prepareWorker(config.run, resources, channel) : await prepareClaimLoop(config.run.loop, resources, channel);
+  const runner =
+    config.run.mode === 'worker'
+      ? await prepareWorker(config.run, resources, channel)
+      : config.run.mode === 'migrate'
+        ? prepareMigrate(config, channel)
+        : await prepareClaimLoop(config.run.loop, resources, channel);
   let started = false;
   const start = () => {
     if (started) return;
@@ -37,7 +45,7 @@ async function main(): Promise<void> {
       void (async () => {
         await runner.stop();
         await resources.close();
-        await channel.emit({ type: 'stopped' });
+        await channel.emit({ type: 'stopped', wallMs: Date.now() });
         process.exit(0);
       })().catch(fatal);
     }

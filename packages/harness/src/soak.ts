@@ -1,0 +1,258 @@
+/**
+ * The soak: tasks spread over a few minutes, worker processes (both drivers, poll and hybrid), a
+ * random SIGKILL or SIGSTOP/SIGCONT every 2–5 s, database restarts in immediate mode, a cancel storm
+ * — every operation recorded and the whole history judged by {@link checkHistory}.
+ * `pnpm soak` runs the full size (scripts/soak.ts → evidence/soak.md); `soak_short` in the tests
+ * runs 30 s of it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type CaseContext, withCaseContext } from './case-context.js';
+import type { Variant } from './fault-cases.js';
+import { faultSettings, variantName } from './fault-cases.js';
+import { FaultRun } from './fault-run.js';
+import { allReady, type HarnessChild } from './harness-child.js';
+import type { HistoryVerdict } from './history.js';
+import { PgServer } from './pg-server.js';
+
+export interface SoakOptions {
+  readonly tasks: number;
+  /** Tasks are due over this many ms; the chaos runs as long. */
+  readonly durationMs: number;
+  readonly workers: number;
+  /** Server restarts (immediate stop, `restartOutageMs` down), spread evenly over the run. */
+  readonly restarts: number;
+  readonly restartOutageMs: number;
+  /** Cancels sent in one storm at the middle of the run. */
+  readonly cancels: number;
+  /** A chaos event every `chaosMinMs..chaosMaxMs`. */
+  readonly chaosMinMs: number;
+  readonly chaosMaxMs: number;
+  /** Wait this long at most for every task to be terminal after the run. */
+  readonly settleMs: number;
+  readonly seed?: number;
+  /** Progress lines (default: none). */
+  readonly log?: (line: string) => void;
+}
+
+export interface SoakReport {
+  readonly options: SoakOptions;
+  readonly verdict: HistoryVerdict;
+  readonly kills: number;
+  readonly stops: number;
+  readonly restarts: number;
+  readonly cancelsSent: number;
+  readonly cancelOutcomes: Readonly<Record<string, number>>;
+  readonly cancelErrors: number;
+  readonly processes: number;
+  readonly crashed: readonly string[];
+  readonly allTerminal: boolean;
+  readonly openAtEnd: number;
+  readonly elapsedMs: number;
+  readonly latenessP50Ms: number;
+  readonly latenessP99Ms: number;
+  readonly errorsByOperation: Readonly<Record<string, number>>;
+}
+
+const VARIANTS: readonly Variant[] = [
+  { driver: 'pg', discovery: 'poll' },
+  { driver: 'postgres', discovery: 'hybrid' },
+  { driver: 'postgres', discovery: 'poll' },
+  { driver: 'pg', discovery: 'hybrid' },
+];
+
+/** A small deterministic PRNG (mulberry32), so a run's chaos can be replayed by its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/**
+ * Runs the soak on a PostgreSQL server of its own.
+ * @returns the checker's verdict and the figures of the run
+ */
+export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const server = await PgServer.start();
+  try {
+    return await withCaseContext(server.url, 'soak', (ctx) => soakIn(ctx, server, options));
+  } finally {
+    await server.close();
+  }
+}
+
+async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promise<SoakReport> {
+  const log = o.log ?? (() => {});
+  const random = prng(o.seed ?? 12_345);
+  const settings = { leaseMs: 2_000, renewEveryMs: 600, concurrency: 20, pollIntervalMs: 100, reclaimEveryMs: 500 };
+  const run = new FaultRun(ctx, { settings: faultSettings(VARIANTS[0]!, settings), handler: { workMs: 20 } });
+  await run.prepare();
+  // One slot per worker; a killed worker is replaced by a fresh process in its slot.
+  const slots: HarnessChild[] = [];
+  let generation = 0;
+  const spawnSlot = (i: number): HarnessChild => {
+    const variant = VARIANTS[i % VARIANTS.length]!;
+    const child = run.spawn(`s${i + 1}-${variantName(variant)}-g${++generation}`, {
+      settings: faultSettings(variant, settings),
+      connection: { driver: variant.driver, connectTimeoutMs: 3_000 },
+    });
+    // Started once it is ready (a control sent earlier would reach no listener).
+    void child
+      .waitFor('ready', () => true, 60_000)
+      .then(() => child.send({ type: 'start' }))
+      .catch(() => {});
+    return child;
+  };
+  for (let i = 0; i < o.workers; i++) slots.push(spawnSlot(i));
+  await allReady(slots, 60_000);
+
+  // Schedule everything up front, due over the run.
+  await run.schedule(o.tasks, 500, o.durationMs, 10);
+  log(`scheduled ${o.tasks} tasks over ${o.durationMs} ms`);
+  const startedAt = performance.now();
+  const until = startedAt + o.durationMs;
+  let kills = 0;
+  let stops = 0;
+  let restarts = 0;
+  let cancelsSent = 0;
+  let cancelErrors = 0;
+
+  const chaos = (async () => {
+    for (let i = 0; i < 10_000 && performance.now() < until; i++) {
+      await sleep(o.chaosMinMs + random() * (o.chaosMaxMs - o.chaosMinMs));
+      if (performance.now() >= until) break;
+      const slot = Math.floor(random() * slots.length);
+      const child = slots[slot]!;
+      if (!child.alive) {
+        slots[slot] = spawnSlot(slot);
+        continue;
+      }
+      if (random() < 0.5) {
+        run.killed.add(child);
+        await child.kill9().catch(() => {});
+        kills++;
+        slots[slot] = spawnSlot(slot);
+        log(`kill -9 ${child.name}`);
+      } else {
+        child.sigstop();
+        stops++;
+        await sleep(500 + random() * 2_500);
+        if (child.alive) child.sigcont();
+        log(`SIGSTOP/SIGCONT ${child.name}`);
+      }
+    }
+  })();
+
+  const restartsDone = (async () => {
+    for (let r = 1; r <= o.restarts; r++) {
+      await sleep(Math.max(0, startedAt + (r * o.durationMs) / (o.restarts + 1) - performance.now()));
+      await server.stopImmediate();
+      await sleep(o.restartOutageMs);
+      await server.start();
+      restarts++;
+      log(`database restarted (${o.restartOutageMs} ms down)`);
+    }
+  })();
+
+  const storm = (async () => {
+    // At 40 % of the run, away from the restarts (spread evenly: at 1/2 with one, 1/3 and 2/3 with two).
+    await sleep(Math.max(0, startedAt + o.durationMs * 0.4 - performance.now()));
+    // Random tasks, some waiting, some running, some finished; 16 cancels in flight at once.
+    const targets = Array.from({ length: o.cancels }, () => run.ids[Math.floor(random() * run.ids.length)]!);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < targets.length) {
+          const id = targets[next++]!;
+          cancelsSent++;
+          if ((await run.cancel(id)) === undefined) cancelErrors++;
+        }
+      }),
+    );
+    log(`cancel storm: ${cancelsSent} sent, ${cancelErrors} errors`);
+  })();
+
+  await Promise.all([chaos, restartsDone, storm]);
+  for (const c of slots) if (c.alive) c.sigcont();
+  log('chaos over; waiting for every task to be terminal');
+  let allTerminal = true;
+  let openAtEnd = 0;
+  try {
+    await run.waitAllTerminal(o.settleMs, 250);
+  } catch {
+    allTerminal = false;
+    openAtEnd = o.tasks - (await ctx.db.countIn(['DONE', 'DEAD', 'CANCELLED'], run.ids));
+  }
+  const elapsedMs = performance.now() - startedAt;
+  await run.stop();
+  // A SIGKILLed worker may have claimed tasks whose reports never left it: at most its concurrency each.
+  run.recorder.unobservedClaimsAllowed = kills * settings.concurrency;
+  const verdict = await run.judge();
+  const cancelOutcomes: Record<string, number> = {};
+  for (const op of run.recorder.ops) if (op.type === 'cancel') cancelOutcomes[op.outcome] = (cancelOutcomes[op.outcome] ?? 0) + 1;
+  const late = run
+    .claims()
+    .map((c) => c.claimedAtMs - c.dueAtMs)
+    .sort((a, b) => a - b);
+  const q = (p: number) => (late.length === 0 ? -1 : late[Math.min(late.length - 1, Math.ceil(p * late.length) - 1)]!);
+  return {
+    options: o,
+    verdict,
+    kills,
+    stops,
+    restarts,
+    cancelsSent,
+    cancelOutcomes,
+    cancelErrors,
+    processes: run.children.length,
+    crashed: run.crashed(),
+    allTerminal,
+    openAtEnd,
+    elapsedMs,
+    latenessP50Ms: q(0.5),
+    latenessP99Ms: q(0.99),
+    errorsByOperation: run.errorsByOperation(),
+  };
+}
+
+/** The report as Markdown (evidence/soak.md). */
+export function soakMarkdown(r: SoakReport, when: Date): string {
+  const s = r.verdict.stats;
+  const lines = [
+    '# Soak',
+    '',
+    `Run ${when.toISOString()} by \`pnpm soak\` (packages/harness/scripts/soak.ts). Seed ${r.options.seed ?? 12_345}.`,
+    '',
+    `**Verdict: ${r.verdict.violations.length === 0 && r.allTerminal && r.crashed.length === 0 ? 'PASS' : 'FAIL'} — ${r.verdict.violations.length} violations** (history checker: claim before due, claim after CANCELLED, duplicate effect, effect not of the DONE attempt, lost task, terminal state changed, attempt not +1 per claim, stale commit accepted).`,
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| tasks | ${r.options.tasks} due over ${r.options.durationMs / 1000} s |`,
+    `| worker slots | ${r.options.workers} (pg poll, postgres.js hybrid, postgres.js poll, pg hybrid), ${r.processes} processes in all |`,
+    `| SIGKILL | ${r.kills} (each replaced by a fresh process) |`,
+    `| SIGSTOP/SIGCONT | ${r.stops} (0.5–3 s each) |`,
+    `| database restarts | ${r.restarts} (immediate mode, ${r.options.restartOutageMs} ms down, same port) |`,
+    `| cancels | ${r.cancelsSent} sent in one storm, ${r.cancelErrors} errors; outcomes ${JSON.stringify(r.cancelOutcomes)} |`,
+    `| claims | ${s.claims} (unobserved, from killed workers: ${s.unobservedClaims}) |`,
+    `| renewals | ${s.renewals} (refused ${s.renewalsRefused}) |`,
+    `| completes / fails / releases / reclaims | ${s.completes} / ${s.fails} / ${s.releases} / ${s.reclaims} |`,
+    `| effect rows (effect + history_effect) | ${s.effects} |`,
+    `| final states | ${JSON.stringify(s.finalStates)} |`,
+    `| every task terminal | ${r.allTerminal} (open at end: ${r.openAtEnd}) |`,
+    `| worker crashes | ${r.crashed.length === 0 ? 'none' : r.crashed.join('; ')} |`,
+    `| lateness p50 / p99 (database clock) | ${r.latenessP50Ms} / ${r.latenessP99Ms} ms |`,
+    `| worker store errors by operation | ${JSON.stringify(r.errorsByOperation)} |`,
+    `| elapsed | ${Math.round(r.elapsedMs / 1000)} s |`,
+    '',
+    `Violations by kind: ${JSON.stringify(r.verdict.counts)}`,
+    '',
+  ];
+  if (r.verdict.violations.length > 0) {
+    lines.push('First violations:', '', ...r.verdict.violations.slice(0, 20).map((v) => `- ${v.kind} task ${v.taskId}: ${v.detail}`), '');
+  }
+  return lines.join('\n');
+}

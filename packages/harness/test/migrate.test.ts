@@ -1,0 +1,96 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { uniqueSchemaName, dropSchema } from '@postpone/embedded';
+import { migrations, statements } from '@postpone/postgres';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { describe, it } from 'vitest';
+import { allReady, type HarnessChild, runCase, runVariant, withCaseContext } from '../src/index.js';
+
+const ROUNDS = 10;
+const PROCESSES = 4;
+const BLOCK_LIMIT_MS = 200;
+
+describe('evidence: concurrent migrations', () => {
+  it('migrate_concurrently: 4 processes migrate a fresh schema at once (10 rounds); the last migration applied while older workers claim', async () => {
+    await runCase('migrate_concurrently', async (v, ctx) => {
+      // Part 1: four processes (two per driver) migrate the same fresh schema at the same moment.
+      const migrators: HarnessChild[] = Array.from({ length: PROCESSES }, (_, i) =>
+        ctx.spawn({ name: `m${i + 1}`, connection: { driver: i % 2 === 0 ? 'pg' : 'postgres' }, run: { mode: 'migrate' } }),
+      );
+      await allReady(migrators);
+      const errors: string[] = [];
+      const slowest: number[] = [];
+      const schemas: string[] = [];
+      try {
+        for (let round = 0; round < ROUNDS; round++) {
+          const schema = uniqueSchemaName('migr');
+          schemas.push(schema);
+          const marks = migrators.map((m) => m.events.mark());
+          await Promise.all(migrators.map((m) => m.send({ type: 'migrate', schema })));
+          const done = await Promise.all(migrators.map((m, i) => m.waitFor('migrated', (e) => e.schema === schema, 30_000, marks[i])));
+          for (const d of done) if (d.error !== undefined) errors.push(`${round}:${d.error}`);
+          slowest.push(Math.round(Math.max(...done.map((d) => d.ms))));
+        }
+        const versions = await ctx.pool.query<{ n: number }>(
+          `select count(distinct (table_schema)) ::int as n from information_schema.tables where table_name = 'migration' and table_schema = any($1::text[])`,
+          [schemas],
+        );
+        v.set('rounds', ROUNDS).set('processes', PROCESSES).set('migrateErrors', errors.length).set('slowestMigrateMs', slowest);
+        v.equal('migrate errors (deadlock, duplicate object)', errors, []);
+        v.equal('schemas migrated', versions.rows[0]?.n, ROUNDS);
+      } finally {
+        for (const s of schemas) await dropSchema(ctx.databaseUrl, s).catch(() => {});
+      }
+
+      // Part 2: workers claim on a schema one migration behind; the last migration is applied meanwhile.
+      const all = migrations('x');
+      const last = all.at(-1)!;
+      v.set('appliedWhileClaiming', `v${last.version}:${last.name}`);
+      await withCaseContext(
+        testDatabaseUrl(),
+        'migr_live',
+        async (live) => {
+          const s = statements(live.schema);
+          const client = await live.pool.connect();
+          try {
+            await client.query('begin');
+            await client.query(s.schemaCreate);
+            await client.query(s.migrationTableCreate);
+            for (const m of migrations(live.schema).slice(0, -1)) {
+              await client.query(m.sql);
+              await client.query(s.migrationInsert, [m.version, m.name]);
+            }
+            await client.query('commit');
+          } finally {
+            client.release();
+          }
+          let window = { from: 0, to: 0 };
+          const variant = { driver: 'pg', discovery: 'poll' } as const;
+          const { run } = await runVariant(
+            v,
+            live,
+            variant,
+            { workers: 2, tasks: 100, firstDueMs: 200, spreadMs: 4_000, settleMs: 30_000, handler: { workMs: 100 }, prefix: 'live_' },
+            async (_run, startedAt) => {
+              await sleep(Math.max(0, startedAt + 1_500 - performance.now()));
+              const from = performance.now();
+              await live.store.migrate();
+              window = { from, to: performance.now() };
+            },
+          );
+          const timed = run.children.flatMap((c) => c.eventsOf('claimTimed'));
+          const during = timed.filter((e) => e.receivedAt - e.ms <= window.to && e.receivedAt >= window.from);
+          const maxDuring = during.length === 0 ? 0 : Math.round(Math.max(...during.map((e) => e.ms)));
+          const failedClaims = timed.filter((e) => !e.ok).length;
+          v.set('live_migrateMs', Math.round(window.to - window.from))
+            .set('live_claimsDuringMigration', during.length)
+            .set('live_maxClaimBlockedMs', maxDuring)
+            .set('live_maxClaimMs', Math.round(Math.max(...timed.map((e) => e.ms))))
+            .set('live_failedClaims', failedClaims);
+          v.atMost(`claim blocked during the migration (ms)`, maxDuring, BLOCK_LIMIT_MS);
+          v.equal('failed claims', failedClaims, 0);
+        },
+        { migrate: false },
+      );
+    });
+  }, 180_000);
+});
