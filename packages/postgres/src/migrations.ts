@@ -5,6 +5,7 @@
  * in {@link ./store.ts} applies the missing versions inside one transaction holding an advisory lock.
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
+import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -71,5 +72,7 @@ create table ${q}.effect (
       sql: `drop index ${q}.task_due_idx;
 create index task_due_idx on ${q}.task (due_at, id) where state = 'SCHEDULED';`,
     }),
+    // Version 5 — store operations (list, retry, prune, stats): see ./admin-sql.ts.
+    Object.freeze({ version: ADMIN_MIGRATION_VERSION, name: 'store operations', sql: adminMigrationSql(schema) }),
   ]);
 }
