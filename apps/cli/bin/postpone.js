@@ -17,7 +17,7 @@ if (!existsSync(main)) {
   process.stderr.write('postpone: building @postpone/cli and its dependencies (first run in this checkout)…\n');
   const built = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@postpone/cli...', '--output-logs=errors-only'], {
     cwd: workspace,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 2, 2], // build output on stderr: stdout stays the command's own
   });
   if (built.status !== 0 || !existsSync(main)) {
     process.stderr.write('postpone: the build failed; run `pnpm turbo run build --filter=@postpone/cli...` to see why\n');
