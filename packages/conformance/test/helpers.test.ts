@@ -51,6 +51,7 @@ describe('conformance helpers', () => {
       'validationCases',
       'observeCases',
       'lifecycleCases',
+      'adminCases',
     ]);
   });
 });
