@@ -2,6 +2,7 @@
  * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors).
  */
 import { afterEach, beforeEach, describe } from 'vitest';
+import { adminCases } from './cases-admin.js';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
@@ -36,6 +37,7 @@ export const CONFORMANCE_CASES = [
   validationCases,
   observeCases,
   lifecycleCases,
+  adminCases,
 ] as const;
 
 /**

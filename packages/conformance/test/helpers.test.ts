@@ -52,6 +52,7 @@ describe('conformance helpers', () => {
       'validationCases',
       'observeCases',
       'lifecycleCases',
+      'adminCases',
     ]);
   });
 });

@@ -23,6 +23,7 @@ export * from './clock.js';
 export * from './validate.js';
 export * from './transition.js';
 export * from './store.js';
+export * from './admin.js';
 export * from './params.js';
 export * from './complete-many.js';
 export * from './override-store.js';

@@ -6,6 +6,7 @@
  * same transaction: a `pg` client for the node-postgres store, a transaction `sql` for postgres.js,
  * a {@link MemoryTx}-like object for the in-memory store.
  */
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from './admin.js';
 import type { CompleteManyItem } from './complete-many.js';
 import type { Json } from './json.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
@@ -176,6 +177,31 @@ export interface Store<Tx = unknown> {
 
   /** Counts tasks by state. */
   countByState(): Promise<StateCounts>;
+
+  /**
+   * Lists tasks matching every given filter, one page at a time by keyset (never OFFSET): pass the
+   * page's `nextCursor` back as `cursor`. Order by id (`newest` first by default).
+   * @throws ValidationError (see `validateListParams`), StoreClosedError, ConnectionLostError, StoreError
+   */
+  listTasks(params?: ListTasksParams): Promise<TaskPage>;
+
+  /**
+   * Retries a DEAD or CANCELLED task as a NEW task (same kind and payload, fresh attempt budget,
+   * `retryOf` = the original); the original keeps its state and records `retriedAs`. Idempotent: a
+   * second call returns the same new task (`ALREADY_RETRIED`). Other states: `NOT_RETRYABLE`.
+   * @throws ValidationError (see `validateRetryParams`), StoreClosedError, ConnectionLostError, StoreError
+   */
+  retry(params: RetryParams): Promise<RetryResult>;
+
+  /**
+   * Deletes DONE, CANCELLED and DEAD tasks last updated before the cut-off, with their effect rows,
+   * in batches of `batchSize` (each its own short transaction), until a batch comes back short.
+   * @throws ValidationError (see `validatePruneParams`), StoreClosedError, ConnectionLostError, StoreError
+   */
+  prune(params: PruneParams): Promise<PruneResult>;
+
+  /** Live counts (SCHEDULED, due, CLAIMED, DEAD) by kind and the oldest due task's lateness; reads no DONE/CANCELLED history. */
+  stats(): Promise<StoreStats>;
 
   /** The store's clock. */
   now(): Promise<Date>;

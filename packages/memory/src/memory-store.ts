@@ -56,6 +56,8 @@ import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
 import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
+import { MemoryAdmin } from './admin.js';
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 export interface MemoryStoreOptions {
   /** Source of "now" for due times, leases and timestamps (default {@link systemClock}). */
@@ -77,6 +79,13 @@ export class MemoryStore implements Store<MemoryTx> {
   readonly #clock: Clock;
   readonly #maxPayloadBytes: number;
   #closed = false;
+  readonly #admin = new MemoryAdmin({
+    db: this.#db,
+    locks: this.#locks,
+    nowMs: () => this.#clock.now(),
+    insert: (input) => this.#insertTasks([input], undefined)[0] as ScheduledTask,
+    assertOpen: () => this.#assertOpen(),
+  });
 
   /** @throws ValidationError INVALID_OPTION for a clock without `now()` or a bad `maxPayloadBytes` */
   constructor(options: MemoryStoreOptions = {}) {
@@ -245,6 +254,12 @@ export class MemoryStore implements Store<MemoryTx> {
     for (const task of this.#db.tasks.values()) counts[task.state] += 1;
     return counts;
   }
+
+  /** Store operations (list, retry, prune, stats): see `./admin.ts`. */
+  listTasks = (params?: ListTasksParams): Promise<TaskPage> => this.#admin.listTasks(params);
+  retry = (params: RetryParams): Promise<RetryResult> => this.#admin.retry(params);
+  prune = (params: PruneParams): Promise<PruneResult> => this.#admin.prune(params);
+  stats = (): Promise<StoreStats> => this.#admin.stats();
 
   async now(): Promise<Date> {
     this.#assertOpen();

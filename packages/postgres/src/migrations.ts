@@ -5,6 +5,7 @@
  * in {@link ./store.ts} applies the missing versions inside one transaction holding an advisory lock.
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
+import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -91,5 +92,7 @@ update ${q}.task
    set failures = attempt - case when state in ('CLAIMED', 'DONE') then 1 else 0 end
  where attempt > case when state in ('CLAIMED', 'DONE') then 1 else 0 end;`,
     }),
+    // Version 4 — store operations (list, retry, prune, stats): see ./admin-sql.ts.
+    Object.freeze({ version: ADMIN_MIGRATION_VERSION, name: 'store operations', sql: adminMigrationSql(schema) }),
   ]);
 }

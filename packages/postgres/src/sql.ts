@@ -51,7 +51,7 @@ const DEAD = literal(TaskState.DEAD);
 export const STATE_CHECK_LIST = TASK_STATES.map(literal).join(', ');
 
 /** Columns of a full task row, aliased to driver-neutral names (see {@link TaskRow}). */
-function taskColumns(t: string): string {
+export function taskColumns(t: string): string {
   return [
     `${t}.id::text as id`,
     `${t}.kind as kind`,
@@ -75,7 +75,7 @@ function taskColumns(t: string): string {
  * A `pg_notify` call announcing row `t` on `channel` (see `./notice.ts`):
  * `{"op":"scheduled"|"cancelled","id":"42","dueAtMs":…}`. Compared `is null` so it fits in a select list.
  */
-function notice(op: TaskNoticeOp, channel: string, t: string): string {
+export function notice(op: TaskNoticeOp, channel: string, t: string): string {
   return `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
 }
 

@@ -64,6 +64,8 @@ import { isDriverLevelError, translateError } from './errors.js';
 import { migrations } from './migrations.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice } from './notice.js';
 import { type Statements, statements, type TaskRow } from './sql.js';
+import { PostgresAdmin } from './admin.js';
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 /** Default schema of the tables. */
 export const DEFAULT_SCHEMA = 'postpone';
@@ -185,7 +187,7 @@ function date(ms: unknown): Date {
   return new Date(Number(ms));
 }
 
-function toTask(row: Row): Task {
+export function toTask(row: Row): Task {
   const r = row as unknown as TaskRow;
   return {
     id: r.id,
@@ -240,6 +242,30 @@ export class PostgresStore<Tx> implements Store<Tx> {
     validateDriverOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
+    this.admin = new PostgresAdmin({
+      driver: driver as Driver<unknown>,
+      schema: this.schema,
+      notifyChannel: this.notifyChannel,
+      nowParam: () => this.nowParam(),
+      call: (op) => this.call(op),
+      assertOpen: () => this.assertOpen(),
+      toTask,
+    });
+  }
+
+  /** Store operations (list, retry, prune, stats): see `./admin.ts`. */
+  readonly admin: PostgresAdmin;
+  listTasks(params?: ListTasksParams): Promise<TaskPage> {
+    return this.admin.listTasks(params);
+  }
+  retry(params: RetryParams): Promise<RetryResult> {
+    return this.admin.retry(params);
+  }
+  prune(params: PruneParams): Promise<PruneResult> {
+    return this.admin.prune(params);
+  }
+  stats(): Promise<StoreStats> {
+    return this.admin.stats();
   }
 
   /**

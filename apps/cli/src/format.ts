@@ -1,0 +1,75 @@
+/**
+ * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
+ * text (no terminal control characters pass through: they are shown escaped).
+ */
+import type { Effect, StoreStats, TaskRecord } from '@postpone/core';
+
+/** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** An aligned table with a header row; cells are cut to `maxWidth` characters. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[], maxWidth = 60): string {
+  const cut = (s: string) => {
+    const p = printable(s);
+    return p.length > maxWidth ? `${p.slice(0, maxWidth - 1)}…` : p;
+  };
+  const cells = [header, ...rows].map((r) => r.map(cut));
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd()).join('\n');
+}
+
+const iso = (d: Date | null) => (d === null ? '-' : d.toISOString());
+
+export function taskTable(tasks: readonly TaskRecord[]): string {
+  return table(
+    ['ID', 'KIND', 'STATE', 'DUE', 'ATTEMPT', 'RETRY', 'LAST ERROR'],
+    tasks.map((t) => [
+      t.id,
+      t.kind,
+      t.state,
+      iso(t.dueAt),
+      `${t.attempt}/${t.maxAttempts}`,
+      t.retriedAs !== null ? `→ ${t.retriedAs}` : t.retryOf !== null ? `← ${t.retryOf}` : '-',
+      t.lastError ?? '-',
+    ]),
+  );
+}
+
+export function taskDetail(task: TaskRecord, effect: Effect | null): string {
+  const rows: [string, string][] = [
+    ['id', task.id],
+    ['kind', task.kind],
+    ['state', task.state + (task.cancelRequested ? ' (cancel requested)' : '')],
+    ['due', iso(task.dueAt)],
+    ['attempt', `${task.attempt} of ${task.maxAttempts}`],
+    ['lease', task.leaseOwner === null ? '-' : `${task.leaseOwner} until ${iso(task.leaseUntil)}`],
+    ['payload', JSON.stringify(task.payload)],
+    ['result', task.result === null ? '-' : JSON.stringify(task.result)],
+    ['last error', task.lastError ?? '-'],
+    ['retry of', task.retryOf ?? '-'],
+    ['retried as', task.retriedAs ?? '-'],
+    ['effect', effect === null ? '-' : `attempt ${effect.attempt} by ${effect.worker} at ${iso(effect.createdAt)}`],
+    ['created', iso(task.createdAt)],
+    ['updated', iso(task.updatedAt)],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${printable(v)}`).join('\n');
+}
+
+export function statsText(stats: StoreStats): string {
+  const lateness = stats.oldestDueLatenessMs === null ? 'none due' : `${stats.oldestDueLatenessMs} ms`;
+  const head = [
+    `now                 ${iso(stats.now)}`,
+    `scheduled           ${stats.scheduled} (due ${stats.due})`,
+    `claimed             ${stats.claimed}`,
+    `dead                ${stats.dead}`,
+    `oldest due waiting  ${lateness}`,
+  ].join('\n');
+  if (stats.byKind.length === 0) return head;
+  return `${head}\n\n${table(
+    ['KIND', 'SCHEDULED', 'DUE', 'CLAIMED', 'DEAD'],
+    stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]),
+  )}`;
+}

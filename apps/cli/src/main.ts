@@ -1,0 +1,290 @@
+/**
+ * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
+ * show, list, stats, retry, prune.
+ *
+ * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
+ * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
+ * option, bad value: the store's `ValidationError`). Errors go to stderr as
+ * `postpone: error <CODE>: <message>`, CODE being the typed error's `code`.
+ */
+import {
+  type Json,
+  parseTaskId,
+  PostponeError,
+  type RetryResult,
+  TASK_STATES,
+  type TaskState,
+  ValidationError,
+} from '@postpone/core';
+import { DEFAULT_SCHEMA, type PostgresStore } from '@postpone/postgres';
+import { createPgStore, type PgTx } from '@postpone/postgres/pg';
+import { Command, CommanderError, Option } from 'commander';
+import { statsText, taskDetail, taskTable } from './format.js';
+
+/** Bad usage found by the CLI itself (exit 2). */
+class UsageError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A command that ran but did not succeed (exit 1), e.g. NOT_FOUND. */
+class OutcomeError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface GlobalOptions {
+  readonly databaseUrl?: string;
+  readonly schema: string;
+  readonly json?: boolean;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500`, `500ms`, `30s`, `15m`, `2h`, `7d` → milliseconds. */
+export function parseDuration(text: string, field: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected a duration such as 500, 30s, 15m, 2h or 7d, got ${JSON.stringify(text)}`);
+  return Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
+}
+
+function parseDate(text: string, field: string): Date {
+  const d = new Date(text);
+  if (Number.isNaN(d.getTime())) throw new UsageError('INVALID_RUN_AT', `${field}: expected an ISO 8601 time such as 2030-01-01T12:00:00Z, got ${JSON.stringify(text)}`);
+  return d;
+}
+
+function parseInteger(text: string, field: string): number {
+  if (!/^-?\d+$/.test(text.trim())) throw new UsageError('INVALID_OPTION', `${field}: expected an integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function parsePayload(text: string): Json {
+  try {
+    return JSON.parse(text) as Json;
+  } catch (error) {
+    throw new UsageError('INVALID_PAYLOAD', `--payload: not JSON (${(error as Error).message})`);
+  }
+}
+
+type Out = { stdout: (text: string) => void };
+
+async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<PgTx>) => Promise<T>): Promise<T> {
+  const url = globals.databaseUrl ?? process.env.DATABASE_URL;
+  if (url === undefined || url === '') throw new UsageError('INVALID_OPTION', 'no database: set DATABASE_URL or pass --database-url');
+  const store = createPgStore({ connectionString: url, schema: globals.schema, poolConfig: { max: 2, connectionTimeoutMillis: 10_000 } });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function print(out: Out, globals: GlobalOptions, value: unknown, text: () => string): void {
+  out.stdout(globals.json ? JSON.stringify(value, null, 2) : text());
+}
+
+function retryText(id: string, r: RetryResult): string {
+  switch (r.outcome) {
+    case 'RETRIED':
+      return `RETRIED task ${id} as task ${r.id}, due ${r.dueAt.toISOString()}`;
+    case 'ALREADY_RETRIED':
+      return `ALREADY_RETRIED task ${id} was retried before as task ${r.id}`;
+    case 'NOT_RETRYABLE':
+      return `NOT_RETRYABLE task ${id} is ${r.state}; only DEAD and CANCELLED tasks can be retried`;
+    case 'NOT_FOUND':
+      return `NOT_FOUND no task ${id}`;
+  }
+}
+
+/** Builds the program; `out` receives what goes to stdout (one call per command). */
+export function buildProgram(out: Out): Command {
+  const program = new Command('postpone')
+    .description('Operate Postpone, durable delayed tasks on PostgreSQL: inspect, schedule, cancel, retry and prune tasks.')
+    .addOption(new Option('--database-url <url>', 'PostgreSQL connection string').env('DATABASE_URL'))
+    .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
+    .option('--json', 'print JSON instead of text')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
+
+  program
+    .command('migrate')
+    .description('create or upgrade the schema (idempotent, safe from many processes at once)')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      await withStore(g, (store) => store.migrate());
+      print(out, g, { migrated: true, schema: g.schema }, () => `schema ${g.schema} is up to date`);
+    });
+
+  program
+    .command('schedule <kind>')
+    .description('schedule one task')
+    .option('--payload <json>', 'JSON payload', 'null')
+    .option('--delay <duration>', 'delay from now: 500, 30s, 15m, 2h, 7d (default: due now)')
+    .option('--run-at <time>', 'absolute due time, ISO 8601 (instead of --delay)')
+    .option('--max-attempts <n>', 'attempts before DEAD (default 5)')
+    .action(async (kind: string, opts: { payload: string; delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const input = {
+        kind,
+        payload: parsePayload(opts.payload),
+        ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
+        ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
+        ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
+      };
+      const scheduled = await withStore(g, (store) => store.schedule(input));
+      print(out, g, scheduled, () => `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`);
+    });
+
+  program
+    .command('cancel <id>')
+    .description('cancel a task; prints CANCELLED, REQUESTED (running), TOO_LATE, ALREADY_CANCELLED or NOT_FOUND')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const outcome = await withStore(g, (store) => store.cancel(id));
+      print(out, g, { id, outcome }, () => `${outcome} task ${id}`);
+      if (outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+    });
+
+  program
+    .command('show <id>')
+    .description('show one task: payload, attempts, last error, retry links, effect')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const taskId = parseTaskId(id);
+      const found = await withStore(g, async (store) => {
+        const task = await store.admin.getRecord(taskId);
+        return task === null ? null : { task, effect: await store.getEffect(taskId) };
+      });
+      if (found === null) throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+      print(out, g, found, () => taskDetail(found.task, found.effect));
+    });
+
+  program
+    .command('list')
+    .description('list tasks, newest first, one page at a time (pass --cursor to get the next page)')
+    .option('--state <state...>', `only these states (${TASK_STATES.join(', ')})`)
+    .option('--kind <kind...>', 'only these kinds')
+    .option('--due-from <time>', 'only tasks due at or after this time (ISO 8601)')
+    .option('--due-before <time>', 'only tasks due before this time (ISO 8601)')
+    .option('--has-error', 'only tasks with a last error')
+    .option('--oldest', 'oldest first')
+    .option('--limit <n>', 'page size, 1..1000', '50')
+    .option('--cursor <cursor>', 'next page: the cursor printed by the previous page')
+    .action(
+      async (
+        opts: { state?: string[]; kind?: string[]; dueFrom?: string; dueBefore?: string; hasError?: boolean; oldest?: boolean; limit: string; cursor?: string },
+        cmd: Command,
+      ) => {
+        const g = globals(cmd);
+        const params = {
+          ...(opts.state !== undefined ? { states: opts.state.map((s) => s.toUpperCase() as TaskState) } : {}),
+          ...(opts.kind !== undefined ? { kinds: opts.kind } : {}),
+          ...(opts.dueFrom !== undefined ? { dueFrom: parseDate(opts.dueFrom, '--due-from') } : {}),
+          ...(opts.dueBefore !== undefined ? { dueBefore: parseDate(opts.dueBefore, '--due-before') } : {}),
+          ...(opts.hasError ? { hasError: true } : {}),
+          order: opts.oldest ? ('oldest' as const) : ('newest' as const),
+          limit: parseInteger(opts.limit, '--limit'),
+          ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+        };
+        const page = await withStore(g, (store) => store.listTasks(params));
+        print(out, g, page, () => {
+          const body = page.tasks.length === 0 ? 'no tasks' : taskTable(page.tasks);
+          return page.nextCursor === null ? body : `${body}\nmore: --cursor ${page.nextCursor}`;
+        });
+      },
+    );
+
+  program
+    .command('stats')
+    .description('live counts by kind (scheduled, due, claimed, dead) and the oldest due task’s lateness')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const stats = await withStore(g, (store) => store.stats());
+      print(out, g, stats, () => statsText(stats));
+    });
+
+  program
+    .command('retry <id>')
+    .description('retry a DEAD or CANCELLED task as a new task (same kind and payload, fresh attempts); idempotent')
+    .option('--delay <duration>', 'due after this delay (default: now)')
+    .option('--run-at <time>', 'due at this time, ISO 8601')
+    .option('--max-attempts <n>', 'attempts of the new task (default: the original’s)')
+    .action(async (id: string, opts: { delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const params = {
+        id,
+        ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
+        ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
+        ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
+      };
+      const result = await withStore(g, (store) => store.retry(params));
+      print(out, g, result, () => retryText(id, result));
+      if (result.outcome === 'NOT_FOUND' || result.outcome === 'NOT_RETRYABLE') throw new OutcomeError(result.outcome, retryText(id, result).replace(/^\S+ /, ''));
+    });
+
+  program
+    .command('prune')
+    .description('delete DONE, CANCELLED and DEAD tasks (and their effects) finished before a cut-off, in batches')
+    .option('--older-than <duration>', 'finished more than this long ago: 30s, 15m, 2h, 7d')
+    .option('--before <time>', 'finished before this time, ISO 8601')
+    .option('--batch-size <n>', 'rows per batch (1..10000)', '1000')
+    .action(async (opts: { olderThan?: string; before?: string; batchSize: string }, cmd: Command) => {
+      const g = globals(cmd);
+      if ((opts.olderThan === undefined) === (opts.before === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --older-than and --before');
+      const params = {
+        ...(opts.olderThan !== undefined ? { olderThanMs: parseDuration(opts.olderThan, '--older-than') } : {}),
+        ...(opts.before !== undefined ? { before: parseDate(opts.before, '--before') } : {}),
+        batchSize: parseInteger(opts.batchSize, '--batch-size'),
+      };
+      const result = await withStore(g, (store) => store.prune(params));
+      print(out, g, result, () => `pruned ${result.deleted} tasks and ${result.effectsDeleted} effects in ${result.batches} batches`);
+    });
+
+  return program;
+}
+
+/** Runs the CLI on `argv` (without node and script); resolves to the exit code. */
+export async function run(argv: readonly string[], out: Out = { stdout: (t) => process.stdout.write(`${t}\n`) }): Promise<number> {
+  const program = buildProgram(out);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    return report(error);
+  }
+}
+
+function report(error: unknown): number {
+  const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
+  if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message
+  if (error instanceof UsageError) {
+    say(error.code, error.message);
+    return 2;
+  }
+  if (ValidationError.isInstance(error)) {
+    say(error.code, error.message);
+    return 2;
+  }
+  if (error instanceof OutcomeError) {
+    say(error.code, error.message);
+    return 1;
+  }
+  if (PostponeError.isInstance(error)) {
+    say(error.code, error.message);
+    return 1;
+  }
+  say('UNEXPECTED', error instanceof Error ? error.message : String(error));
+  return 1;
+}
+
+process.exitCode = await run(process.argv.slice(2));

@@ -1,0 +1,159 @@
+/**
+ * The built `postpone` binary as a child process against the real PostgreSQL of this test package:
+ * every command, its output (text and --json), exit codes (0 ok, 1 failure, 2 bad usage) and the
+ * typed error code on stderr.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { createPgStore } from '@postpone/postgres/pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const BIN = fileURLToPath(new URL('../bin/postpone.js', import.meta.url));
+const schema = uniqueSchemaName('cli');
+let url = '';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function postpone(args: readonly string[], env: Record<string, string | undefined> = { DATABASE_URL: url }): Promise<Run> {
+  const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '' };
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, '--schema', schema, ...args], { env: childEnv, timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function json<T>(args: readonly string[]): Promise<T> {
+  const r = await postpone(['--json', ...args]);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+beforeAll(async () => {
+  url = testDatabaseUrl();
+  const r = await postpone(['migrate']);
+  expect(r).toEqual({ code: 0, stdout: `schema ${schema} is up to date\n`, stderr: '' });
+});
+
+afterAll(async () => {
+  await dropSchema(url, schema);
+});
+
+/** Drives a fresh task of `kind` to DEAD through the store API (the CLI has no claim command). */
+async function makeDead(kind: string, payload: unknown): Promise<string> {
+  const store = createPgStore({ connectionString: url, schema });
+  try {
+    const { id } = await store.schedule({ kind, payload, maxAttempts: 1 });
+    const [claimed] = await store.claim({ owner: 'test-worker', limit: 1, leaseMs: 10_000 });
+    expect(claimed?.id).toBe(id);
+    expect(await store.fail({ id, attempt: 1, error: 'smtp said 550', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+    return id;
+  } finally {
+    await store.close();
+  }
+}
+
+describe('postpone', () => {
+  it('prints --help for the program and every command, exit 0', async () => {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['retry'], ['prune']]) {
+      const r = await postpone([...command, '--help'], {});
+      expect(r.code, command.join(' ')).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
+    }
+  });
+
+  it('schedule, list, a DEAD task retried once, show, stats, cancel, prune', async () => {
+    const later = await json<{ id: string; dueAt: string }>(['schedule', 'remind', '--delay', '2h', '--payload', '{"user":7}']);
+    expect(Date.parse(later.dueAt)).toBeGreaterThan(Date.now() + 7_000_000);
+    const dead = await makeDead('mail', { to: '<script>alert(1)</script>' });
+
+    const listed = await json<{ tasks: { id: string; state: string }[]; nextCursor: string | null }>(['list']);
+    expect(listed.tasks.map((t) => [t.id, t.state])).toEqual([
+      [dead, 'DEAD'],
+      [later.id, 'SCHEDULED'],
+    ]);
+    const table = await postpone(['list', '--state', 'dead']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`^ID\\s+KIND\\s+STATE\\s+DUE\\s+ATTEMPT\\s+RETRY\\s+LAST ERROR\\n${dead}\\s+mail\\s+DEAD\\s+\\S+\\s+1/1\\s+-\\s+smtp said 550\\n$`));
+
+    const retried = await postpone(['retry', dead]);
+    expect(retried.code).toBe(0);
+    const newId = /as task (\d+), due/.exec(retried.stdout)?.[1];
+    expect(newId).toBeDefined();
+    expect(await json(['retry', dead])).toEqual({ outcome: 'ALREADY_RETRIED', id: newId });
+
+    const shown = await postpone(['show', dead]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^state\s+DEAD$/m);
+    expect(shown.stdout).toMatch(new RegExp(`^retried as\\s+${newId}$`, 'm'));
+    expect(shown.stdout).toContain('{"to":"<script>alert(1)</script>"}');
+    const fresh = await json<{ task: { state: string; retryOf: string; payload: unknown; attempt: number }; effect: unknown }>(['show', newId as string]);
+    expect(fresh).toMatchObject({ task: { state: 'SCHEDULED', retryOf: dead, payload: { to: '<script>alert(1)</script>' }, attempt: 0 }, effect: null });
+
+    const stats = await json<{ scheduled: number; due: number; dead: number; byKind: unknown[]; oldestDueLatenessMs: number | null }>(['stats']);
+    expect(stats).toMatchObject({ scheduled: 2, due: 1, claimed: 0, dead: 1 });
+    expect(stats.byKind).toEqual([
+      { kind: 'mail', scheduled: 1, due: 1, claimed: 0, dead: 1 },
+      { kind: 'remind', scheduled: 1, due: 0, claimed: 0, dead: 0 },
+    ]);
+    expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(0);
+
+    expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `CANCELLED task ${later.id}\n`, stderr: '' });
+    expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `ALREADY_CANCELLED task ${later.id}\n`, stderr: '' });
+    const notRetryable = await postpone(['retry', newId as string]);
+    expect(notRetryable.code).toBe(1);
+    expect(notRetryable.stderr).toBe(`postpone: error NOT_RETRYABLE: task ${newId} is SCHEDULED; only DEAD and CANCELLED tasks can be retried\n`);
+
+    expect(await json(['prune', '--older-than', '0'])).toEqual({ deleted: 2, effectsDeleted: 0, batches: 1 });
+    expect((await json<{ tasks: { id: string }[] }>(['list'])).tasks.map((t) => t.id)).toEqual([newId]);
+  });
+
+  it('pages with --limit and the printed cursor', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json<{ id: string }>(['schedule', 'page-test'])).id);
+    const first = await postpone(['list', '--kind', 'page-test', '--oldest', '--limit', '2']);
+    expect(first.code).toBe(0);
+    const cursor = /^more: --cursor (\S+)$/m.exec(first.stdout)?.[1];
+    expect(cursor).toBeDefined();
+    const second = await json<{ tasks: { id: string }[]; nextCursor: string | null }>(['list', '--kind', 'page-test', '--oldest', '--limit', '2', '--cursor', cursor as string]);
+    expect(second).toMatchObject({ tasks: [{ id: ids[2] }], nextCursor: null });
+  });
+
+  it('bad usage exits 2 with the typed error code on stderr; failures exit 1', async () => {
+    const cases: [string[], number, RegExp][] = [
+      [['list', '--bogus'], 2, /unknown option '--bogus'/],
+      [['frobnicate'], 2, /unknown command 'frobnicate'/],
+      [['schedule', 'k', '--delay', '5x'], 2, /^postpone: error INVALID_OPTION: --delay: expected a duration/],
+      [['schedule', 'k', '--max-attempts', '0'], 2, /^postpone: error INVALID_MAX_ATTEMPTS: maxAttempts: /],
+      [['schedule', 'k', '--payload', '{'], 2, /^postpone: error INVALID_PAYLOAD: --payload: not JSON/],
+      [['schedule', '', '--payload', '1'], 2, /^postpone: error INVALID_KIND: kind: must not be empty/],
+      [['list', '--state', 'RUNNING'], 2, /^postpone: error INVALID_OPTION: states\[0\]: must be one of/],
+      [['list', '--limit', '5000'], 2, /^postpone: error INVALID_OPTION: limit: must be an integer 1\.\.1000/],
+      [['list', '--cursor', 'nope'], 2, /^postpone: error INVALID_OPTION: cursor: /],
+      [['show', 'abc'], 2, /^postpone: error INVALID_TASK_ID: id: /],
+      [['prune'], 2, /^postpone: error INVALID_OPTION: give exactly one of --older-than and --before/],
+      [['show', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
+      [['cancel', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
+      [['retry', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
+    ];
+    for (const [args, code, stderr] of cases) {
+      const r = await postpone(args);
+      expect(r.code, args.join(' ')).toBe(code);
+      expect(r.stderr, args.join(' ')).toMatch(stderr);
+    }
+    const noDatabase = await postpone(['stats'], {});
+    expect(noDatabase).toEqual({ code: 2, stdout: '', stderr: 'postpone: error INVALID_OPTION: no database: set DATABASE_URL or pass --database-url\n' });
+    const unreachable = await postpone(['stats', '--database-url', 'postgres://nobody:x@127.0.0.1:1/none'], {});
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^postpone: error CONNECTION_LOST: /);
+  });
+});

@@ -1,0 +1,284 @@
+/**
+ * Operating a store: list, retry, prune and stats (the `Store` methods `listTasks`, `retry`, `prune`,
+ * `stats`). Their parameter and result shapes, and the input checks every store runs first, so a bad
+ * call is refused the same way everywhere (a {@link ValidationError}) before anything is read or written.
+ *
+ * Terms:
+ * - history: DONE, CANCELLED and DEAD tasks; they never change state again (SPEC.md §1.5).
+ * - retry (also called requeue): a NEW task with the kind and payload of a DEAD or CANCELLED one; the
+ *   original keeps its state and records the new id (`retriedAs`), the new one points back (`retryOf`).
+ * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches.
+ */
+import { ValidationError } from './errors.js';
+import { TASK_STATES, type TaskState } from './states.js';
+import type { Task, TaskId } from './task.js';
+import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from './validate.js';
+
+/** Default and largest page of `listTasks`. */
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 1_000;
+/** Most kinds one `listTasks` call may filter on. */
+export const MAX_LIST_KINDS = 100;
+/** Default and largest batch of `prune` (rows deleted per statement / transaction). */
+export const DEFAULT_PRUNE_BATCH = 1_000;
+export const MAX_PRUNE_BATCH = 10_000;
+
+/** The states `prune` deletes. */
+export const PRUNABLE_STATES: readonly TaskState[] = Object.freeze(['DONE', 'CANCELLED', 'DEAD'] as const);
+/** The states `retry` accepts. */
+export const RETRYABLE_STATES: readonly TaskState[] = Object.freeze(['DEAD', 'CANCELLED'] as const);
+
+/** `newest`: highest id (latest scheduled) first; `oldest`: lowest id first. */
+export type ListOrder = 'newest' | 'oldest';
+
+export interface ListTasksParams {
+  /** Only tasks in one of these states (default: every state). Non-empty. */
+  readonly states?: readonly TaskState[];
+  /** Only tasks of one of these kinds (1..{@link MAX_LIST_KINDS}). */
+  readonly kinds?: readonly string[];
+  /** Only tasks due at or after this time. */
+  readonly dueFrom?: Date;
+  /** Only tasks due strictly before this time. */
+  readonly dueBefore?: Date;
+  /** true: only tasks with a `lastError`; false: only tasks without one. */
+  readonly hasError?: boolean;
+  /** Default `newest`. */
+  readonly order?: ListOrder;
+  /** Page size 1..{@link MAX_LIST_LIMIT} (default {@link DEFAULT_LIST_LIMIT}). */
+  readonly limit?: number;
+  /** `nextCursor` of the previous page, with the same filters and order; omit (or null) for the first page. */
+  readonly cursor?: string | null;
+}
+
+/** A task row with its retry links. */
+export interface TaskRecord extends Task {
+  /** The task this one retries (it may have been pruned since), or null. */
+  readonly retryOf: TaskId | null;
+  /** The task that retries this one, or null. */
+  readonly retriedAs: TaskId | null;
+}
+
+export interface TaskPage {
+  readonly tasks: readonly TaskRecord[];
+  /** Opaque; pass it as `cursor` for the next page. Null when this page is the last. */
+  readonly nextCursor: string | null;
+}
+
+export interface RetryParams {
+  /** A DEAD or CANCELLED task. */
+  readonly id: TaskId;
+  /** Delay from the store's now in ms (default 0: due now). Not with `runAt`. */
+  readonly delayMs?: number;
+  /** Absolute due time. Not with `delayMs`. */
+  readonly runAt?: Date;
+  /** Attempts of the new task (default: the original's `maxAttempts`). */
+  readonly maxAttempts?: number;
+}
+
+/**
+ * What `retry` returns. Expected situations are outcomes, not errors (as for cancel):
+ * - `RETRIED`: a new SCHEDULED task `id` was made, due at `dueAt`, with a fresh attempt budget.
+ * - `ALREADY_RETRIED`: this task was retried before; `id` is that new task (no third task is made).
+ * - `NOT_RETRYABLE`: the task is SCHEDULED, CLAIMED or DONE (`state`); nothing changed.
+ * - `NOT_FOUND`: no such task.
+ */
+export type RetryResult =
+  | { readonly outcome: 'RETRIED'; readonly id: TaskId; readonly dueAt: Date }
+  | { readonly outcome: 'ALREADY_RETRIED'; readonly id: TaskId }
+  | { readonly outcome: 'NOT_RETRYABLE'; readonly state: TaskState }
+  | { readonly outcome: 'NOT_FOUND' };
+export type RetryOutcome = RetryResult['outcome'];
+
+export interface PruneParams {
+  /** Delete history finished (last updated) strictly before this time. Give this or `olderThanMs`. */
+  readonly before?: Date;
+  /** Delete history finished more than this many ms before the store's now. */
+  readonly olderThanMs?: number;
+  /** Rows per batch, 1..{@link MAX_PRUNE_BATCH} (default {@link DEFAULT_PRUNE_BATCH}); each batch is its own short transaction. */
+  readonly batchSize?: number;
+}
+
+export interface PruneResult {
+  /** Tasks deleted. */
+  readonly deleted: number;
+  /** Effect rows deleted with them. */
+  readonly effectsDeleted: number;
+  /** Batches run (the last one found fewer than `batchSize` rows). */
+  readonly batches: number;
+}
+
+/** Live counts of one kind. */
+export interface KindStats {
+  readonly kind: string;
+  readonly scheduled: number;
+  /** SCHEDULED and due (dueAt ≤ the store's now): waiting for a worker. */
+  readonly due: number;
+  readonly claimed: number;
+  readonly dead: number;
+}
+
+/**
+ * What `stats` returns. DONE and CANCELLED are history and are not counted here (on PostgreSQL that
+ * would read every finished row; `countByState` does that when you need it).
+ */
+export interface StoreStats {
+  /** The store's clock at the read. */
+  readonly now: Date;
+  readonly scheduled: number;
+  readonly due: number;
+  readonly claimed: number;
+  readonly dead: number;
+  /** Per kind with any of the counts above non-zero, by kind. */
+  readonly byKind: readonly KindStats[];
+  /** `now − dueAt` of the oldest due SCHEDULED task in ms, or null when none is due. */
+  readonly oldestDueLatenessMs: number | null;
+}
+
+/** Validated `listTasks` parameters, ready for a store. `cursorId` is the last id of the previous page. */
+export interface NormalizedListParams {
+  readonly states: readonly TaskState[] | null;
+  readonly kinds: readonly string[] | null;
+  readonly dueFrom: Date | null;
+  readonly dueBefore: Date | null;
+  readonly hasError: boolean | null;
+  readonly order: ListOrder;
+  readonly limit: number;
+  readonly cursorId: TaskId | null;
+}
+
+const LIST_FIELDS = ['states', 'kinds', 'dueFrom', 'dueBefore', 'hasError', 'order', 'limit', 'cursor'] as const;
+const CURSOR_PREFIX = 'c1.';
+
+/** Encodes the position after `lastId` for `order` (base64url text; opaque to callers). */
+export function encodeListCursor(order: ListOrder, lastId: TaskId): string {
+  return CURSOR_PREFIX + Buffer.from(JSON.stringify([order, lastId]), 'utf8').toString('base64url');
+}
+
+/**
+ * Decodes a cursor made by {@link encodeListCursor} for the same order.
+ * @throws ValidationError INVALID_OPTION (`cursor`) for anything else
+ */
+export function decodeListCursor(cursor: unknown, order: ListOrder): TaskId {
+  const bad = (why: string) => new ValidationError('INVALID_OPTION', 'cursor', `${why}; pass the nextCursor of the previous page unchanged`);
+  if (typeof cursor !== 'string' || !cursor.startsWith(CURSOR_PREFIX) || cursor.length > 200) throw bad('is not a cursor of listTasks');
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8'));
+  } catch {
+    throw bad('is not a cursor of listTasks');
+  }
+  if (!Array.isArray(decoded) || decoded.length !== 2) throw bad('is not a cursor of listTasks');
+  if (decoded[0] !== order) throw bad(`was made for order ${JSON.stringify(decoded[0])}, not ${JSON.stringify(order)}`);
+  try {
+    return parseTaskId(decoded[1], 'cursor');
+  } catch {
+    throw bad('is not a cursor of listTasks');
+  }
+}
+
+function plainObject(value: unknown, field: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ValidationError('INVALID_OPTION', field, 'must be an object');
+  }
+  return value as Record<string, unknown>;
+}
+
+function nonEmptyArray(value: unknown, field: string, max: number): readonly unknown[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > max) {
+    throw new ValidationError('INVALID_OPTION', field, `must be an array of 1..${max} items`);
+  }
+  return value;
+}
+
+/**
+ * Checks `listTasks` parameters (every field optional; unknown fields refused).
+ * @throws ValidationError INVALID_OPTION (states, kinds, hasError, order, limit, cursor, unknown fields),
+ *   INVALID_KIND (`kinds[i]`), INVALID_RUN_AT (dueFrom, dueBefore)
+ */
+export function validateListParams(params: unknown = {}): NormalizedListParams {
+  const p = plainObject(params ?? {}, 'params');
+  rejectUnknownFields(p, LIST_FIELDS);
+  const states =
+    p.states === undefined
+      ? null
+      : nonEmptyArray(p.states, 'states', TASK_STATES.length * 2).map((s, i) => {
+          if (!TASK_STATES.includes(s as TaskState)) {
+            throw new ValidationError('INVALID_OPTION', `states[${i}]`, `must be one of ${TASK_STATES.join(', ')}, got ${JSON.stringify(s)}`);
+          }
+          return s as TaskState;
+        });
+  const kinds = p.kinds === undefined ? null : nonEmptyArray(p.kinds, 'kinds', MAX_LIST_KINDS).map((k, i) => validateKind(k, `kinds[${i}]`));
+  const dueFrom = p.dueFrom === undefined ? null : validateRunAt(p.dueFrom, 'dueFrom');
+  const dueBefore = p.dueBefore === undefined ? null : validateRunAt(p.dueBefore, 'dueBefore');
+  if (p.hasError !== undefined && typeof p.hasError !== 'boolean') throw new ValidationError('INVALID_OPTION', 'hasError', 'must be a boolean');
+  const order = p.order ?? 'newest';
+  if (order !== 'newest' && order !== 'oldest') throw new ValidationError('INVALID_OPTION', 'order', `must be "newest" or "oldest", got ${JSON.stringify(order)}`);
+  const limit = p.limit ?? DEFAULT_LIST_LIMIT;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new ValidationError('INVALID_OPTION', 'limit', `must be an integer 1..${MAX_LIST_LIMIT}, got ${String(limit)}`);
+  }
+  const cursorId = p.cursor === undefined || p.cursor === null ? null : decodeListCursor(p.cursor, order);
+  return {
+    states: states === null ? null : [...new Set(states)],
+    kinds: kinds === null ? null : [...new Set(kinds)],
+    dueFrom,
+    dueBefore,
+    hasError: p.hasError ?? null,
+    order,
+    limit,
+    cursorId,
+  };
+}
+
+/** Validated `retry` parameters. `runAt` null means due at the store's now + `delayMs`; `maxAttempts` null keeps the original's. */
+export interface NormalizedRetryParams {
+  readonly id: TaskId;
+  readonly delayMs: number;
+  readonly runAt: Date | null;
+  readonly maxAttempts: number | null;
+}
+
+/**
+ * Checks `retry` parameters.
+ * @throws ValidationError INVALID_TASK_ID, INVALID_DELAY (also when both delayMs and runAt are given), INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_OPTION
+ */
+export function validateRetryParams(params: unknown): NormalizedRetryParams {
+  const p = plainObject(params, 'params');
+  rejectUnknownFields(p, ['id', 'delayMs', 'runAt', 'maxAttempts']);
+  const id = parseTaskId(p.id);
+  if (p.delayMs !== undefined && p.runAt !== undefined) throw new ValidationError('INVALID_DELAY', 'delayMs', 'give delayMs or runAt, not both');
+  return {
+    id,
+    delayMs: p.delayMs === undefined ? 0 : validateDelayMs(p.delayMs),
+    runAt: p.runAt === undefined ? null : validateRunAt(p.runAt),
+    maxAttempts: p.maxAttempts === undefined ? null : validateMaxAttempts(p.maxAttempts),
+  };
+}
+
+/** Validated `prune` parameters: exactly one of `before` / `olderThanMs`. */
+export interface NormalizedPruneParams {
+  readonly before: Date | null;
+  readonly olderThanMs: number | null;
+  readonly batchSize: number;
+}
+
+/**
+ * Checks `prune` parameters.
+ * @throws ValidationError INVALID_OPTION (neither or both cut-offs, bad batchSize, unknown fields), INVALID_RUN_AT (before), INVALID_DELAY (olderThanMs)
+ */
+export function validatePruneParams(params: unknown): NormalizedPruneParams {
+  const p = plainObject(params, 'params');
+  rejectUnknownFields(p, ['before', 'olderThanMs', 'batchSize']);
+  if ((p.before === undefined) === (p.olderThanMs === undefined)) {
+    throw new ValidationError('INVALID_OPTION', 'before', 'give exactly one cut-off: before (a Date) or olderThanMs');
+  }
+  const batchSize = p.batchSize ?? DEFAULT_PRUNE_BATCH;
+  if (typeof batchSize !== 'number' || !Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PRUNE_BATCH) {
+    throw new ValidationError('INVALID_OPTION', 'batchSize', `must be an integer 1..${MAX_PRUNE_BATCH}, got ${String(batchSize)}`);
+  }
+  return {
+    before: p.before === undefined ? null : validateRunAt(p.before, 'before'),
+    olderThanMs: p.olderThanMs === undefined ? null : validateDelayMs(p.olderThanMs, 'olderThanMs'),
+    batchSize,
+  };
+}

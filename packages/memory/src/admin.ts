@@ -1,0 +1,160 @@
+/**
+ * The operations of the in-memory store (list, retry, prune, stats): the same contract as the
+ * PostgreSQL store, over the committed rows. Retry links live beside the rows, as the SQL columns
+ * `retry_of` / `retried_as` do; they never change a task's state (terminal states stay terminal).
+ */
+import {
+  encodeListCursor,
+  type KindStats,
+  type ListTasksParams,
+  type NormalizedSchedule,
+  PRUNABLE_STATES,
+  type PruneParams,
+  type PruneResult,
+  RETRYABLE_STATES,
+  type RetryParams,
+  type RetryResult,
+  type ScheduledTask,
+  type StoreStats,
+  type Task,
+  type TaskId,
+  type TaskPage,
+  type TaskRecord,
+  TaskState,
+  validateListParams,
+  validatePruneParams,
+  validateRetryParams,
+} from '@postpone/core';
+import type { MemoryDatabase } from './database.js';
+import type { TaskLocks } from './task-locks.js';
+
+export interface MemoryAdminContext {
+  readonly db: MemoryDatabase;
+  readonly locks: TaskLocks;
+  readonly nowMs: () => number;
+  /** Inserts and commits one task the way schedule does. */
+  readonly insert: (input: NormalizedSchedule) => ScheduledTask;
+  readonly assertOpen: () => void;
+}
+
+export class MemoryAdmin {
+  readonly #retryOf = new Map<TaskId, TaskId>();
+  readonly #retriedAs = new Map<TaskId, TaskId>();
+
+  constructor(private readonly ctx: MemoryAdminContext) {}
+
+  async listTasks(params: ListTasksParams = {}): Promise<TaskPage> {
+    this.ctx.assertOpen();
+    const p = validateListParams(params);
+    const sign = p.order === 'newest' ? -1 : 1;
+    const after = p.cursorId === null ? null : BigInt(p.cursorId);
+    const matching = [...this.ctx.db.tasks.values()]
+      .filter(
+        (t) =>
+          (p.states === null || p.states.includes(t.state)) &&
+          (p.kinds === null || p.kinds.includes(t.kind)) &&
+          (p.dueFrom === null || t.dueAt.getTime() >= p.dueFrom.getTime()) &&
+          (p.dueBefore === null || t.dueAt.getTime() < p.dueBefore.getTime()) &&
+          (p.hasError === null || (t.lastError !== null) === p.hasError) &&
+          (after === null || (sign < 0 ? BigInt(t.id) < after : BigInt(t.id) > after)),
+      )
+      .sort((a, b) => sign * compareIds(a.id, b.id));
+    const page = matching.slice(0, p.limit).map((t) => this.#record(t));
+    const last = page.at(-1);
+    return { tasks: page, nextCursor: matching.length > p.limit && last !== undefined ? encodeListCursor(p.order, last.id) : null };
+  }
+
+  async retry(params: RetryParams): Promise<RetryResult> {
+    this.ctx.assertOpen();
+    const p = validateRetryParams(params);
+    return this.ctx.locks.run(p.id, () => {
+      this.ctx.assertOpen();
+      const original = this.ctx.db.tasks.get(p.id);
+      if (original === undefined) return { outcome: 'NOT_FOUND' };
+      const previous = this.#retriedAs.get(p.id);
+      if (previous !== undefined) return { outcome: 'ALREADY_RETRIED', id: previous };
+      if (!RETRYABLE_STATES.includes(original.state)) return { outcome: 'NOT_RETRYABLE', state: original.state };
+      const scheduled = this.ctx.insert({
+        kind: original.kind,
+        payload: structuredClone(original.payload),
+        payloadText: JSON.stringify(original.payload),
+        delayMs: p.delayMs,
+        runAt: p.runAt,
+        maxAttempts: p.maxAttempts ?? original.maxAttempts,
+      });
+      this.#retriedAs.set(p.id, scheduled.id);
+      this.#retryOf.set(scheduled.id, p.id);
+      return { outcome: 'RETRIED', id: scheduled.id, dueAt: scheduled.dueAt };
+    });
+  }
+
+  async prune(params: PruneParams): Promise<PruneResult> {
+    this.ctx.assertOpen();
+    const p = validatePruneParams(params);
+    const cutMs = p.before !== null ? p.before.getTime() : this.ctx.nowMs() - (p.olderThanMs as number);
+    let deleted = 0;
+    let effectsDeleted = 0;
+    let batches = 0;
+    for (;;) {
+      this.ctx.assertOpen();
+      batches += 1;
+      const batch = [...this.ctx.db.tasks.values()]
+        .filter((t) => PRUNABLE_STATES.includes(t.state) && t.updatedAt.getTime() < cutMs && !this.ctx.locks.isLocked(t.id))
+        .slice(0, p.batchSize);
+      for (const task of batch) {
+        if (this.ctx.db.effects.delete(task.id)) effectsDeleted += 1;
+        this.ctx.db.tasks.delete(task.id);
+        // A retry of this task keeps its `retryOf` (it may point at a pruned task, as in SQL).
+        this.#retriedAs.delete(task.id);
+      }
+      deleted += batch.length;
+      if (batch.length < p.batchSize) break;
+      await Promise.resolve(); // let other calls run between batches, as separate transactions do
+    }
+    return { deleted, effectsDeleted, batches };
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.ctx.assertOpen();
+    const nowMs = this.ctx.nowMs();
+    const kinds = new Map<string, { scheduled: number; due: number; claimed: number; dead: number }>();
+    let oldestDue: number | null = null;
+    for (const t of this.ctx.db.tasks.values()) {
+      if (t.state !== TaskState.SCHEDULED && t.state !== TaskState.CLAIMED && t.state !== TaskState.DEAD) continue;
+      let k = kinds.get(t.kind);
+      if (k === undefined) kinds.set(t.kind, (k = { scheduled: 0, due: 0, claimed: 0, dead: 0 }));
+      if (t.state === TaskState.SCHEDULED) {
+        k.scheduled += 1;
+        if (t.dueAt.getTime() <= nowMs) {
+          k.due += 1;
+          oldestDue = oldestDue === null ? t.dueAt.getTime() : Math.min(oldestDue, t.dueAt.getTime());
+        }
+      } else if (t.state === TaskState.CLAIMED) k.claimed += 1;
+      else k.dead += 1;
+    }
+    const byKind: KindStats[] = [...kinds].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([kind, c]) => ({ kind, ...c }));
+    const sum = (f: (k: KindStats) => number) => byKind.reduce((n, k) => n + f(k), 0);
+    return {
+      now: new Date(nowMs),
+      scheduled: sum((k) => k.scheduled),
+      due: sum((k) => k.due),
+      claimed: sum((k) => k.claimed),
+      dead: sum((k) => k.dead),
+      byKind,
+      oldestDueLatenessMs: oldestDue === null ? null : nowMs - oldestDue,
+    };
+  }
+
+  /** The retry links of a task (for getTask-like reads). */
+  record(task: Task): TaskRecord {
+    return this.#record(task);
+  }
+
+  #record(task: Task): TaskRecord {
+    return { ...structuredClone(task), retryOf: this.#retryOf.get(task.id) ?? null, retriedAs: this.#retriedAs.get(task.id) ?? null };
+  }
+}
+
+function compareIds(a: TaskId, b: TaskId): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

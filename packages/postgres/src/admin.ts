@@ -1,0 +1,144 @@
+/**
+ * The store operations (list, retry, prune, stats) of `PostgresStore`, over the statements of
+ * `./admin-sql.ts`. Inputs are checked by core first (`validateListParams`, …), so every store
+ * refuses the same calls with the same `ValidationError`.
+ */
+import {
+  encodeListCursor,
+  type KindStats,
+  type ListTasksParams,
+  type PruneParams,
+  type PruneResult,
+  type RetryParams,
+  type RetryResult,
+  type StoreStats,
+  type TaskPage,
+  type TaskRecord,
+  type TaskState,
+  validateListParams,
+  validatePruneParams,
+  validateRetryParams,
+} from '@postpone/core';
+import { type AdminStatements, adminStatements } from './admin-sql.js';
+import type { Driver, Param, Row } from './driver.js';
+
+/** What the store lends its operations: its driver, clock parameter and error translation. */
+export interface PostgresAdminContext {
+  readonly driver: Driver<unknown>;
+  readonly schema: string;
+  readonly notifyChannel: string;
+  /** `$1` of time-dependent statements: the injected clock's time as ISO text, or null (database clock). */
+  readonly nowParam: () => string | null;
+  /** Runs `op`, translating driver errors into Postpone's typed errors. */
+  readonly call: <T>(op: () => Promise<T>) => Promise<T>;
+  readonly assertOpen: () => void;
+  /** Maps a row of `taskColumns` to a Task. */
+  readonly toTask: (row: Row) => import('@postpone/core').Task;
+}
+
+export class PostgresAdmin {
+  readonly sql: AdminStatements;
+
+  constructor(private readonly ctx: PostgresAdminContext) {
+    this.sql = adminStatements(ctx.schema);
+  }
+
+  async listTasks(params: ListTasksParams = {}): Promise<TaskPage> {
+    this.ctx.assertOpen();
+    const p = validateListParams(params);
+    const args: Param[] = [
+      p.states === null ? null : JSON.stringify(p.states),
+      p.kinds === null ? null : JSON.stringify(p.kinds),
+      p.dueFrom?.toISOString() ?? null,
+      p.dueBefore?.toISOString() ?? null,
+      p.hasError,
+      p.limit + 1,
+      p.cursorId,
+    ];
+    const statement =
+      p.kinds === null ? (p.order === 'newest' ? this.sql.listNewest : this.sql.listOldest) : p.order === 'newest' ? this.sql.listNewestByKind : this.sql.listOldestByKind;
+    const rows = await this.ctx.call(() => this.ctx.driver.query(statement, args));
+    const tasks = rows.slice(0, p.limit).map((r) => this.record(r));
+    const last = tasks.at(-1);
+    return { tasks, nextCursor: rows.length > p.limit && last !== undefined ? encodeListCursor(p.order, last.id) : null };
+  }
+
+  async getRecord(id: string): Promise<TaskRecord | null> {
+    const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.taskGetRecord, [id]));
+    return row ? this.record(row) : null;
+  }
+
+  async retry(params: RetryParams): Promise<RetryResult> {
+    this.ctx.assertOpen();
+    const p = validateRetryParams(params);
+    const args: Param[] = [this.ctx.nowParam(), p.id, p.delayMs, p.runAt?.toISOString() ?? null, p.maxAttempts, this.ctx.notifyChannel];
+    const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.taskRetry, args));
+    if (!row) return { outcome: 'NOT_FOUND' };
+    if (row.newid !== null && row.newid !== undefined) return { outcome: 'RETRIED', id: String(row.newid), dueAt: new Date(Number(row.dueatms)) };
+    if (row.retriedas !== null && row.retriedas !== undefined) return { outcome: 'ALREADY_RETRIED', id: String(row.retriedas) };
+    return { outcome: 'NOT_RETRYABLE', state: row.state as TaskState };
+  }
+
+  async prune(params: PruneParams): Promise<PruneResult> {
+    this.ctx.assertOpen();
+    const p = validatePruneParams(params);
+    let cutOff = p.before;
+    if (cutOff === null) {
+      const [row] = await this.ctx.call(() => this.ctx.driver.query(`select floor(extract(epoch from coalesce($1::timestamptz, now())) * 1000)::float8 as nowms`, [this.ctx.nowParam()]));
+      cutOff = new Date(Number(row?.nowms) - (p.olderThanMs as number));
+    }
+    const cut = cutOff.toISOString();
+    let deleted = 0;
+    let effectsDeleted = 0;
+    let batches = 0;
+    for (;;) {
+      this.ctx.assertOpen();
+      const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.pruneBatch, [cut, p.batchSize]));
+      batches += 1;
+      const n = Number(row?.deleted ?? 0);
+      deleted += n;
+      effectsDeleted += Number(row?.effectsdeleted ?? 0);
+      if (n < p.batchSize) break;
+    }
+    return { deleted, effectsDeleted, batches };
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.ctx.assertOpen();
+    const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.stats, [this.ctx.nowParam()]));
+    const nowMs = Number(rows[0]?.nowms);
+    const oldest = rows[0]?.oldestdueatms;
+    const kinds = new Map<string, { scheduled: number; due: number; claimed: number; dead: number }>();
+    for (const r of rows) {
+      if (r.state === null || r.state === undefined) continue;
+      const kind = String(r.kind);
+      let k = kinds.get(kind);
+      if (k === undefined) kinds.set(kind, (k = { scheduled: 0, due: 0, claimed: 0, dead: 0 }));
+      const n = Number(r.n);
+      if (r.state === 'SCHEDULED') {
+        k.scheduled += n;
+        k.due += Number(r.due);
+      } else if (r.state === 'CLAIMED') k.claimed += n;
+      else k.dead += n;
+    }
+    const byKind: KindStats[] = [...kinds].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([kind, c]) => ({ kind, ...c }));
+    const sum = (f: (k: KindStats) => number) => byKind.reduce((n, k) => n + f(k), 0);
+    return {
+      now: new Date(nowMs),
+      scheduled: sum((k) => k.scheduled),
+      due: sum((k) => k.due),
+      claimed: sum((k) => k.claimed),
+      dead: sum((k) => k.dead),
+      byKind,
+      oldestDueLatenessMs: oldest === null || oldest === undefined ? null : nowMs - Number(oldest),
+    };
+  }
+
+  private record(row: Row): TaskRecord {
+    return {
+      ...this.ctx.toTask(row),
+      retryOf: row.retryof === null || row.retryof === undefined ? null : String(row.retryof),
+      retriedAs: row.retriedas === null || row.retriedas === undefined ? null : String(row.retriedas),
+    };
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The store operations at 1 M rows (SPEC.md §2's "history never enters the live indexes", extended to
+ * the list, stats and prune of issue 15): EXPLAIN (ANALYZE, BUFFERS) of the very statements the store
+ * sends shows no sequential scan of `task`, and a page or the stats read less than a tenth of the
+ * table's pages (the live rows and one page of history at most) — history is not scanned. Generic plans (what
+ * postgres.js's prepared statements end up with) keep the index too.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminStatements } from '../src/admin-sql.js';
+import { Admin, makeKit } from './support/kits.js';
+
+const ROWS = 1_000_000;
+const admin = Admin.create('admin_plans');
+const kit = makeKit('pg');
+const sql = adminStatements(admin.schema);
+let tablePages = 0;
+
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  'Actual Rows'?: number;
+  Plans?: PlanNode[];
+};
+
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+async function explain(text: string, params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number; root: PlanNode }> {
+  const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, params);
+  const root = (row?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+  return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
+}
+
+function seqScansOfTask(nodes: PlanNode[]): PlanNode[] {
+  return nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'task');
+}
+
+function indexesUsed(nodes: PlanNode[]): string[] {
+  return [...new Set(nodes.map((n) => n['Index Name']).filter((n): n is string => n !== undefined))].sort();
+}
+
+beforeAll(async () => {
+  await kit.store({ schema: admin.schema }).migrate();
+  // One statement: ~987 k DONE, ~10 k CANCELLED, 1 000 each of DEAD (with last_error), SCHEDULED
+  // (half due), CLAIMED; 10 kinds; finished a day to an hour ago.
+  await admin.query(`insert into ${admin.t('task')}
+      (kind, payload, state, due_at, attempt, max_attempts, lease_owner, lease_until, last_error, created_at, updated_at)
+    select 'k' || (g % 10),
+           jsonb_build_object('n', g),
+           s.state,
+           case when s.state = 'SCHEDULED' then now() + ((g % 2000) - 1000) * interval '1 hour'
+                else now() - interval '1 day' + g * interval '50 millisecond' end,
+           case when s.state = 'SCHEDULED' then 0 else 1 end,
+           3,
+           case when s.state = 'CLAIMED' then 'w1' end,
+           case when s.state = 'CLAIMED' then now() + interval '1 hour' end,
+           case when s.state = 'DEAD' then 'boom ' || g end,
+           now() - interval '1 day' + g * interval '50 millisecond',
+           now() - interval '1 day' + g * interval '50 millisecond'
+      from generate_series(1, ${ROWS}) g,
+           lateral (select case when g % 1000 = 0 then 'DEAD' when g % 1000 = 1 then 'SCHEDULED' when g % 1000 = 2 then 'CLAIMED'
+                                when g % 100 = 3 then 'CANCELLED' else 'DONE' end as state) s`);
+  await admin.query(`vacuum analyze ${admin.t('task')}`);
+  const [row] = await admin.query<{ pages: number }>(`select relpages::int as pages from pg_class where oid = $1::regclass`, [admin.t('task')]);
+  tablePages = row?.pages ?? 0;
+}, 600_000);
+
+afterAll(async () => {
+  await kit.close();
+  await admin.drop();
+});
+
+// list parameters: $1 states, $2 kinds, $3 due from, $4 due before, $5 has error, $6 limit, $7 cursor id
+const LIST_CASES: [string, 'listNewest' | 'listOldest' | 'listNewestByKind' | 'listOldestByKind', unknown[]][] = [
+  ['newest, no filter', 'listNewest', [null, null, null, null, null, 51, null]],
+  ['oldest, no filter, from the middle', 'listOldest', [null, null, null, null, null, 51, '500000']],
+  ['DEAD, newest', 'listNewest', [JSON.stringify(['DEAD']), null, null, null, null, 51, null]],
+  ['DONE of kind k3, oldest first', 'listOldestByKind', [JSON.stringify(['DONE']), JSON.stringify(['k3']), null, null, null, 51, null]],
+  ['with a last error, any kind', 'listNewest', [null, null, null, null, true, 51, null]],
+  ['DEAD + CANCELLED, page after id 600000', 'listNewest', [JSON.stringify(['DEAD', 'CANCELLED']), null, null, null, null, 51, '600000']],
+  ['SCHEDULED of kind k1, due in a range', 'listOldestByKind', [JSON.stringify(['SCHEDULED']), JSON.stringify(['k1']), new Date(Date.now() - 7_200_000).toISOString(), new Date(Date.now() + 7_200_000).toISOString(), null, 51, null]],
+  ['with a last error, kinds k0 and k5', 'listNewestByKind', [null, JSON.stringify(['k0', 'k5']), null, null, true, 51, null]],
+];
+
+describe(`store operations at ${ROWS} rows`, () => {
+  it('the table is large: history dominates', async () => {
+    const counts = await admin.query<{ state: string; n: number }>(`select state, count(*)::int as n from ${admin.t('task')} group by state order by state`);
+    expect(Object.fromEntries(counts.map((c) => [c.state, c.n]))).toEqual({ CANCELLED: 10_000, CLAIMED: 1_000, DEAD: 1_000, DONE: 987_000, SCHEDULED: 1_000 });
+    expect(tablePages).toBeGreaterThan(10_000);
+  });
+
+  it.each(LIST_CASES)('list (%s): index scans only, under a tenth of the table', async (_name, statement, params) => {
+    const { nodes, buffers, root } = await explain(sql[statement], params);
+    if (seqScansOfTask(nodes).length > 0 || buffers >= tablePages / 10) {
+      const text = await admin.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${sql[statement]}`, params);
+      console.log(`${_name}\n${text.map((r) => r['QUERY PLAN']).join('\n')}`);
+    }
+    console.log(`list ${_name}: rows=${root['Actual Rows']} buffers=${buffers} tablePages=${tablePages} indexes=${indexesUsed(nodes).join(',')}`);
+    expect(seqScansOfTask(nodes)).toEqual([]);
+    expect(indexesUsed(nodes).some((i) => /^task_(state_id|state_kind_id|error)_idx$/.test(i))).toBe(true);
+    expect(root['Actual Rows']).toBeGreaterThan(0);
+    expect(buffers, `buffers of ${_name} (table: ${tablePages} pages)`).toBeLessThan(tablePages / 10);
+
+    const generic = await explain(sql[statement], [], 'generic_plan');
+    expect(seqScansOfTask(generic.nodes)).toEqual([]);
+    expect(indexesUsed(generic.nodes).length).toBeGreaterThan(0);
+    console.log(`list ${_name}, generic plan: indexes=${indexesUsed(generic.nodes).join(',')}`);
+  });
+
+  it('stats read live rows and the DEAD index part only', async () => {
+    const { nodes, buffers } = await explain(sql.stats, [null]);
+    if (seqScansOfTask(nodes).length > 0 || buffers >= tablePages / 10) {
+      const text = await admin.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${sql.stats}`, [null]);
+      console.log(`stats\n${text.map((r) => r['QUERY PLAN']).join('\n')}`);
+    }
+    expect(seqScansOfTask(nodes)).toEqual([]);
+    expect(buffers, `stats buffers (table: ${tablePages} pages)`).toBeLessThan(tablePages / 10);
+    console.log(`stats: buffers=${buffers} tablePages=${tablePages} indexes=${indexesUsed(nodes).join(',')}`);
+    const generic = await explain(sql.stats, [], 'generic_plan');
+    expect(seqScansOfTask(generic.nodes)).toEqual([]);
+
+    const store = kit.store({ schema: admin.schema });
+    const stats = await store.stats();
+    expect({ scheduled: stats.scheduled, due: stats.due, claimed: stats.claimed, dead: stats.dead }).toEqual({ scheduled: 1_000, due: 500, claimed: 1_000, dead: 1_000 });
+    expect(stats.byKind.map((k) => k.kind)).toEqual(["k0", "k1", "k2"]); // DEAD: g % 10 = 0, SCHEDULED: 1, CLAIMED: 2
+    expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(999 * 3_600_000);
+  });
+
+  it('prune walks task_finished_idx from the oldest finished row', async () => {
+    const cut = new Date(Date.now() - 23 * 3_600_000).toISOString(); // the first hour of history: ~72 000 rows
+    const { nodes } = await explain(sql.pruneBatch, [cut, 1_000], 'costs off');
+    expect(seqScansOfTask(nodes)).toEqual([]);
+    expect(indexesUsed(nodes)).toContain('task_finished_idx');
+    const store = kit.store({ schema: admin.schema });
+    const started = performance.now();
+    const result = await store.prune({ before: new Date(cut), batchSize: 5_000 });
+    const elapsedMs = Math.round(performance.now() - started);
+    const [left] = await admin.query<{ n: number }>(
+      `select count(*)::int as n from ${admin.t('task')} where state in ('DONE', 'CANCELLED', 'DEAD') and updated_at < $1::timestamptz`,
+      [cut],
+    );
+    expect(left?.n).toBe(0);
+    expect(result.deleted).toBeGreaterThan(60_000);
+    expect(result.batches).toBe(Math.floor(result.deleted / 5_000) + 1);
+    console.log(`prune: deleted=${result.deleted} batches=${result.batches} elapsedMs=${elapsedMs}`);
+  });
+});
