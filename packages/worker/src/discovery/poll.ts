@@ -27,8 +27,9 @@ export class PollDiscovery implements Discovery {
     private readonly pollIntervalMs: number,
   ) {}
 
+  /** Claims never wait for LISTEN: a listener that hangs (a half-open connection, a pooler) must not stop polling. */
   async start(): Promise<void> {
-    await this.listen();
+    void this.listen();
   }
 
   wantsClaim(): boolean {
