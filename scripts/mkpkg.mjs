@@ -23,7 +23,7 @@ const pkg = {
   devDependencies: { '@types/node': '20.19.43', typescript: '5.9.3', vitest: '4.1.12', vite: '8.3.8', ...JSON.parse(devJson || '{}') },
   ...(peerJson ? JSON.parse(peerJson) : {}),
 };
-writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + '\n');
-writeFileSync(`${dir}/tsconfig.json`, JSON.stringify({ extends: '../../tsconfig.base.json', compilerOptions: { noEmit: true }, include: ['src', 'test', '*.ts'] }, null, 2) + '\n');
-writeFileSync(`${dir}/tsconfig.build.json`, JSON.stringify({ extends: '../../tsconfig.base.json', compilerOptions: { outDir: 'dist', rootDir: 'src' }, include: ['src'] }, null, 2) + '\n');
+writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
+writeFileSync(`${dir}/tsconfig.json`, `${JSON.stringify({ extends: '../../tsconfig.base.json', compilerOptions: { noEmit: true }, include: ['src', 'test', '*.ts'] }, null, 2)}\n`);
+writeFileSync(`${dir}/tsconfig.build.json`, `${JSON.stringify({ extends: '../../tsconfig.base.json', compilerOptions: { outDir: 'dist', rootDir: 'src' }, include: ['src'] }, null, 2)}\n`);
 if (!existsSync(`${dir}/vitest.config.ts`)) writeFileSync(`${dir}/vitest.config.ts`, `import { defineConfig } from 'vitest/config';\nimport { sharedTestConfig } from '../../vitest.shared.js';\n\nexport default defineConfig({ test: sharedTestConfig() });\n`);

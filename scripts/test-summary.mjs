@@ -75,6 +75,7 @@ function nodeVersionIn(envFile) {
 /** Checks that are not vitest tests (.ci/run's fresh-clone start) append `CHECK <name> PASS|FAIL ...` lines to $POSTPONE_CHECKS_FILE. */
 function checks() {
   const r = { passed: 0, failed: 0, skipped: 0, problems: [] };
+  // biome-ignore lint/suspicious/noUndeclaredEnvVars: set by .ci/run
   const file = process.env.POSTPONE_CHECKS_FILE;
   if (!file || !existsSync(file)) return r;
   for (const line of readFileSync(file, 'utf8').split('\n')) {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import type { RunningDatabase } from '@postpone/embedded';
-import { type BenchSizes, type Section } from './config.js';
+import type { BenchSizes, Section } from './config.js';
 import { measureBacklogCurve } from './curves/backlog.js';
 import { measureHistoryCurve } from './curves/history.js';
 import { measureProcessesCurve } from './curves/processes.js';

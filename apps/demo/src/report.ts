@@ -157,7 +157,7 @@ export function buildReport(input: {
     const claimedByNew = restart === null ? 0 : (events.claimsBy.get(restart.workerId) ?? 0);
     invariants.push({
       name: 'a new worker started in its place and claimed tasks',
-      pass: restart !== null && restart.ready && claimedByNew > 0,
+      pass: restart?.ready === true && claimedByNew > 0,
       detail: restart === null ? 'no restart happened' : `${restart.workerId} ready ${restart.ready}, ${claimedByNew} claimed`,
     });
   }

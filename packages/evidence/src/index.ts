@@ -92,7 +92,7 @@ export function collectCases(dir = evidenceDir()): string {
     return i < 0 ? CASE_ORDER.length : i;
   };
   names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  const text = names.map((n) => readFileSync(join(casesDir, `${n}.txt`), 'utf8').trim()).join('\n') + '\n';
+  const text = `${names.map((n) => readFileSync(join(casesDir, `${n}.txt`), 'utf8').trim()).join('\n')}\n`;
   writeAtomic(join(dir, 'output.txt'), text);
   return text;
 }
@@ -106,7 +106,7 @@ export function recordCase(name: string, pass: boolean, fields: Record<string, C
   const line = formatCase(name, pass, fields);
   const dir = evidenceDir();
   mkdirSync(join(dir, 'cases'), { recursive: true });
-  writeAtomic(join(dir, 'cases', `${name}.txt`), line + '\n');
+  writeAtomic(join(dir, 'cases', `${name}.txt`), `${line}\n`);
   collectCases(dir);
   console.log(line);
   return line;
@@ -125,5 +125,5 @@ export function recordEnv(entries: Record<string, string | number>): void {
     }
   }
   for (const [k, v] of Object.entries(entries)) map.set(k, String(v));
-  writeAtomic(path, [...map].map(([k, v]) => `${k}: ${v}`).join('\n') + '\n');
+  writeAtomic(path, `${[...map].map(([k, v]) => `${k}: ${v}`).join('\n')}\n`);
 }

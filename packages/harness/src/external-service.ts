@@ -65,10 +65,19 @@ export class ExternalService {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.method === 'GET' && req.url === '/stats') return send(200, this.stats());
-    if (req.method !== 'POST' || req.url !== '/apply') return send(404, { error: 'not found' });
+    if (req.method === 'GET' && req.url === '/stats') {
+      send(200, this.stats());
+      return;
+    }
+    if (req.method !== 'POST' || req.url !== '/apply') {
+      send(404, { error: 'not found' });
+      return;
+    }
     const key = req.headers[IDEMPOTENCY_HEADER];
-    if (typeof key !== 'string' || key === '') return send(400, { error: `missing ${IDEMPOTENCY_HEADER} header` });
+    if (typeof key !== 'string' || key === '') {
+      send(400, { error: `missing ${IDEMPOTENCY_HEADER} header` });
+      return;
+    }
     this.callCount++;
     const applied = !this.keys.has(key);
     this.keys.add(key);

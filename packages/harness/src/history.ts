@@ -252,7 +252,7 @@ export function checkHistory(history: History): HistoryVerdict {
       const to = terminalOf(e);
       if (to) terminals.add(to);
     }
-    for (const c of cancelled) terminals.add('CANCELLED');
+    for (const _c of cancelled) terminals.add('CANCELLED');
     if (terminals.size > 1) report('terminal-changed', id, `terminal answers disagree: ${[...terminals].join(', ')}`);
     if (final && terminals.size === 1) {
       const only = [...terminals][0]!;
@@ -270,7 +270,7 @@ export function checkHistory(history: History): HistoryVerdict {
     for (const [source, rows] of bySource) {
       if (rows.length > 1) report('duplicate-effect', id, `${rows.length} rows in ${source}: ${rows.map((r) => `${r.attempt}:${r.worker}`).join(',')}`);
       for (const r of rows) {
-        if (!final || final.state !== 'DONE' || final.attempt !== r.attempt) {
+        if (final?.state !== 'DONE' || final.attempt !== r.attempt) {
           report('effect-not-done-attempt', id, `${source} row of attempt ${r.attempt} by ${r.worker}; final ${final ? `${final.state} at attempt ${final.attempt}` : 'missing'}`);
         }
       }

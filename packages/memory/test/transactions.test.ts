@@ -1,7 +1,7 @@
 import { PostponeError, StoreError, TaskState, TestClock, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { createMemoryStore, MemoryTx, SqlState } from '../src/index.js';
+import { createMemoryStore, type MemoryTx, SqlState } from '../src/index.js';
 
 
 function expectStoreError(error: unknown, sqlState: string): void {

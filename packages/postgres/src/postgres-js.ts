@@ -74,6 +74,7 @@ export interface PostgresJsStoreOptions extends PostgresStoreOptions {
    */
   readonly connectionString?: string;
   /** More settings for the `sql` the store creates from `connectionString` (ssl, max, timeouts…); they win over the store's. */
+  // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
   readonly connectionOptions?: postgres.Options<{}>;
 }
 
@@ -115,6 +116,7 @@ async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (p
   };
   // The parsed options of `base` (with `shared`) are taken as they are, as postgres.js's own listen does.
   const instance = postgres({
+    // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
     ...(base.options as unknown as postgres.Options<{}>),
     max: 1,
     idle_timeout: null,
@@ -128,6 +130,7 @@ async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (p
       listening = false;
       relisten();
     },
+  // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
   } as unknown as postgres.Options<{}>) as AnySql;
   const end = async () => {
     stopped = true;
@@ -201,6 +204,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
 }
 
 /** Creates the `sql` of a store from a connection string, with the store's defaults under the user's options. */
+// biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
 function createSql(connectionString: string, replyTimeoutMs: number, transactionPooler: boolean, user: postgres.Options<{}> = {}, max = 10): AnySql {
   const sql = postgres(connectionString, {
     max,

@@ -2,7 +2,7 @@
  * A bound on half-open connections (the peer or a middlebox stopped answering, no FIN, no RST):
  * TCP alone notices nothing while the kernel still acknowledges, so a query could wait forever.
  */
-import { Socket } from 'node:net';
+import type { Socket } from 'node:net';
 
 /** Default for `replyTimeoutMs` (see {@link guardReplies}). */
 export const DEFAULT_REPLY_TIMEOUT_MS = 30_000;

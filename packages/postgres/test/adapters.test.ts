@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { StoreClosedError, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SCHEMA, defaultNotifyChannel, PostgresStore } from '../src/index.js';
+import { DEFAULT_SCHEMA, defaultNotifyChannel, type PostgresStore } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
 import { Admin, makeKit, waitFor } from './support/kits.js';

@@ -31,7 +31,7 @@ function planNodes(node: PlanNode): PlanNode[] {
 
 async function explain(text: string, params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number; root: PlanNode }> {
   const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, params);
-  const root = (row?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+  const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
   return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
 }
 

@@ -94,7 +94,7 @@ describe('claim plan', () => {
     const claim = statements(admin.schema).taskClaim;
     const explain = async (text: string) => {
       const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) ${text}`, [null, 'w', 1_000, 10]);
-      return planNodes((row?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_due_idx');
+      return planNodes((row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_due_idx');
     };
     const [withNow] = await explain(claim);
     // The null parameter folds away: `COALESCE(now())`, STABLE, so usable as an index bound (§38.7).

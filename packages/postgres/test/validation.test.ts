@@ -5,7 +5,7 @@
 import {
   ConnectionError,
   MAX_DELAY_MS,
-  PostponeError,
+  type PostponeError,
   type ScheduleInput,
   StoreClosedError,
   TestClock,

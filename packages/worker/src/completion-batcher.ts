@@ -76,7 +76,7 @@ export class CompletionBatcher<Tx> {
     const items = batch.map((p) => ({ id: p.task.id, attempt: p.task.attempt, owner, result: p.result }));
     try {
       const outcomes = await callStore(deps, 'complete', batch.length === 1 ? batch[0]?.task : undefined, () => store.completeMany(items));
-      batch.forEach((p, i) => p.resolve(outcomes[i] as CompleteOutcome));
+      for (const [i, p] of batch.entries()) p.resolve(outcomes[i] as CompleteOutcome);
     } catch (error) {
       if (!ValidationError.isInstance(error)) {
         for (const p of batch) p.reject(error);

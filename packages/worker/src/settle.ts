@@ -52,5 +52,8 @@ export function anySignal(signals: readonly AbortSignal[]): { readonly signal: A
     }
   }
   for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
-  return { signal: controller.signal, dispose: () => signals.forEach((s) => s.removeEventListener('abort', onAbort)) };
+  const dispose = () => {
+    for (const s of signals) s.removeEventListener('abort', onAbort);
+  };
+  return { signal: controller.signal, dispose };
 }

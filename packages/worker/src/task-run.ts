@@ -19,7 +19,7 @@ import {
   validateJson,
 } from '@postpone/core';
 import type { Logger } from 'pino';
-import { AttemptReporter } from './attempt-reporter.js';
+import type { AttemptReporter } from './attempt-reporter.js';
 import { type AbortReason, TaskAbortedError } from './errors.js';
 import type { TypedEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';

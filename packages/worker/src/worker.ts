@@ -21,7 +21,7 @@ import { createDiscovery } from './discovery/create.js';
 import type { Discovery, DiscoveryStats } from './discovery/discovery.js';
 import { WorkerStoppedError } from './errors.js';
 import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
-import type { Handler, HandlerMap, PayloadMap } from './handler.js';
+import type { Handler, PayloadMap } from './handler.js';
 import { workerLogger } from './logger.js';
 import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { settle, whenAborted } from './settle.js';

@@ -85,7 +85,7 @@ describe('worker options, the whole space', () => {
           peekDue: watch('peekDue', (p) => base.peekDue(p)),
           reclaimExpired: watch('reclaimExpired', (p?: Parameters<typeof base.reclaimExpired>[0]) => base.reclaimExpired(p)),
         });
-        let worker;
+        let worker: ReturnType<typeof createWorker> | undefined;
         try {
           worker = createWorker({ store, handlers: { ping: async () => 'pong' }, ...chosen } as WorkerOptions<unknown>);
         } catch (error) {

@@ -40,6 +40,7 @@ function pgPoolConfig(url: string, max: number, c: ConnectionPlan): pg.PoolConfi
   };
 }
 
+// biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
 function postgresJsOptions(max: number, c: ConnectionPlan): postgres.Options<{}> {
   return {
     max,

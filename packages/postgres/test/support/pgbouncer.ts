@@ -79,7 +79,10 @@ export async function startPgBouncer(targetUrl: string, defaultPoolSize = 4): Pr
     env: { ...process.env, PATH },
   });
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+  const exit = new Promise<void>((resolve) => child.once('exit', () => {
+    exited = true;
+    resolve();
+  }));
   const deadline = Date.now() + 10_000;
   while (!(await accepts(port))) {
     if (exited || Date.now() > deadline) {

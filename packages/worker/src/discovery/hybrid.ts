@@ -184,7 +184,10 @@ export class HybridDiscovery implements Discovery {
     const notice = readNotice(value);
     if (notice === null) return;
     this.notices += 1;
-    if (notice.op === 'cancelRequested') return this.deps.onCancelRequested(notice.id);
+    if (notice.op === 'cancelRequested') {
+      this.deps.onCancelRequested(notice.id);
+      return;
+    }
     if (this.window === null) {
       if (this.early.length < MAX_EARLY_NOTICES) this.early.push(notice);
       return;
