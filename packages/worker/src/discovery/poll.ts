@@ -14,6 +14,9 @@ import { noticeSource, readNotice } from './notices.js';
 /** Least time between two LISTEN tries after one failed. */
 export const LISTEN_RETRY_MS = 5_000;
 
+/** Longest wait for LISTEN before the first claim (a store's listen answers within its own probe, 3 s for PostgreSQL). */
+export const LISTEN_START_WAIT_MS = 4_000;
+
 export class PollDiscovery implements Discovery {
   readonly mode = 'poll' as const;
   private unlisten: (() => Promise<void>) | null = null;
@@ -27,9 +30,17 @@ export class PollDiscovery implements Discovery {
     private readonly pollIntervalMs: number,
   ) {}
 
-  /** Claims never wait for LISTEN: a listener that hangs (a half-open connection, a pooler) must not stop polling. */
+  /**
+   * Listens before the first claim, so a cancel of the first tasks reaches them, but waits at most
+   * {@link LISTEN_START_WAIT_MS}: a listener that hangs (a half-open connection, a pooler) must not stop polling.
+   */
   async start(): Promise<void> {
-    void this.listen();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, LISTEN_START_WAIT_MS);
+    });
+    await Promise.race([this.listen(), bound]);
+    clearTimeout(timer);
   }
 
   wantsClaim(): boolean {
