@@ -22,7 +22,8 @@ describe('evidence: half-open connections', () => {
   it('half_open_connections: the proxy stops forwarding on the open connections (no FIN, no RST): first the pool, then the LISTEN connection', async () => {
     await runCase('half_open_connections', async (v, ctx) => {
       // pg gets a client-side query timeout and TCP keepalive; postgres.js has no per-query timeout.
-      const connection = { queryTimeoutMs: 2_000, connectTimeoutMs: 2_000, keepAliveMs: 1_000 };
+      // replyTimeoutMs: the product's reply guard on the child's own pool/sql and on the store's LISTEN pool.
+      const connection = { queryTimeoutMs: 2_000, connectTimeoutMs: 2_000, keepAliveMs: 1_000, replyTimeoutMs: 2_000 };
       v.set('violations', 0).set('pgQueryTimeoutMs', connection.queryTimeoutMs).set('keepAliveMs', connection.keepAliveMs);
       let total = 0;
       for (const variant of ALL_VARIANTS) {
@@ -209,7 +210,8 @@ describe('evidence: pgbouncer in transaction mode', () => {
               handler: { workMs: 200 },
               databaseUrl: bouncer.url,
               // Behind a transaction-mode pooler: no named prepared statements (postgres.js), LISTEN straight to the server.
-              connection: { prepare: false, ...(variant.listen === 'direct' ? { listenUrl: ctx.databaseUrl } : {}) },
+              // The product's options for it: pooler 'transaction' (+ listenConnectionString for hybrid).
+              connection: { pooler: 'transaction', prepare: false, ...(variant.listen === 'direct' ? { listenUrl: ctx.databaseUrl } : {}) },
               prefix: p,
             },
             async () => {},

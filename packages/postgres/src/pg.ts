@@ -45,6 +45,23 @@ const DEFAULT_POOL_MAX = 10;
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
+/**
+ * A listening connection sends `select 1` this often; when no reply comes within the same time
+ * (a half-open connection: no FIN, no RST), the connection is dropped and LISTEN starts again, so
+ * a lost LISTEN connection is noticed within 2 × this. The same bound caps UNLISTEN on stop.
+ */
+export const LISTEN_HEARTBEAT_MS = 5_000;
+
+/** Resolves with `work`, or rejects after `ms` (the timer never keeps the process alive). */
+function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no reply within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 type QueryResults = pg.QueryResult<Row> | pg.QueryResult<Row>[];
 
 function rowsOf(result: QueryResults): Row[] {
@@ -81,7 +98,8 @@ async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[])
 /**
  * LISTEN on a pool client held for the purpose. When that connection fails ('error' or 'end'), the
  * client is discarded and a new one listens again, pausing 100 ms doubling to 5 s between tries,
- * until stopped; `options.onReconnect` runs after each successful re-LISTEN.
+ * until stopped; `options.onReconnect` runs after each successful re-LISTEN. A heartbeat
+ * (`select 1` every {@link LISTEN_HEARTBEAT_MS}) counts a connection that stops answering as lost.
  * @throws the driver error when the first LISTEN fails (nothing keeps running then)
  */
 async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
@@ -98,11 +116,14 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
   const connect = async (): Promise<void> => {
     const client = await pool.connect();
     let lost = false;
+    let heartbeat: NodeJS.Timeout | undefined;
     // Both the failed LISTEN and the client's 'error' event report one loss: release once.
     const onLost = (error?: Error) => {
       if (lost) return;
       lost = true;
       detach();
+      // A half-open socket would stay open: end it so the pool does not keep it.
+      if (error !== undefined) (client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
       client.release(error ?? true);
       if (current?.client === client) {
         current = undefined;
@@ -111,6 +132,7 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
     };
     const onEnd = () => onLost();
     const detach = () => {
+      clearInterval(heartbeat);
       client.off('notification', onNotification);
       client.off('error', onLost);
       client.off('end', onEnd);
@@ -125,6 +147,18 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
       throw error;
     }
     current = { client, detach };
+    let beating = false;
+    heartbeat = setInterval(() => {
+      if (beating || lost) return;
+      beating = true;
+      within(client.query('select 1'), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
+        () => {
+          beating = false;
+        },
+        (error: unknown) => onLost(error instanceof Error ? error : new Error(String(error))),
+      );
+    }, LISTEN_HEARTBEAT_MS);
+    heartbeat.unref();
     if (stopped) await stop(); // unlistened while this reconnect was in flight
   };
 
@@ -151,9 +185,10 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
     if (held === undefined) return;
     held.detach();
     try {
-      await held.client.query(`unlisten ${pg.escapeIdentifier(channel)}`);
+      await within(held.client.query(`unlisten ${pg.escapeIdentifier(channel)}`), LISTEN_HEARTBEAT_MS, 'unlisten');
       held.client.release();
     } catch (error) {
+      (held.client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
       held.client.release(error as Error);
     }
   };

@@ -68,8 +68,15 @@ export interface ConnectionPlan {
   readonly keepAliveMs?: number;
   /** postgres.js `prepare` (set false behind a transaction-mode pooler). */
   readonly prepare?: boolean;
-  /** Database URL for LISTEN when it differs (a pooler in front of the rest). */
+  /** Database URL for LISTEN when it differs (a pooler in front of the rest): the store's `listenConnectionString`. */
   readonly listenUrl?: string;
+  /** The store's `pooler` option (`'transaction'` behind PgBouncer in transaction mode). */
+  readonly pooler?: 'none' | 'transaction';
+  /**
+   * The store's `replyTimeoutMs`; also guards the child's own pool / `sql` with the product's reply
+   * guard (`pgPoolConfig` / `replyGuardedSocket`), as a user who passes a pool of their own would.
+   */
+  readonly replyTimeoutMs?: number;
 }
 
 /** The broken variants a child may use (negative controls; never part of the product). */

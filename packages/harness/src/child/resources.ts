@@ -3,10 +3,9 @@
  * in the test's schema — over that pool (driver `pg`, the default) or over a postgres.js `sql` of its
  * own (driver `postgres`).
  */
-import { overrideStore, type Store } from '@postpone/core';
-import type { PostgresStore } from '@postpone/postgres';
-import { createPgStore } from '@postpone/postgres/pg';
-import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
+import type { Store } from '@postpone/core';
+import { createPgStore, pgPoolConfig as productPoolConfig } from '@postpone/postgres/pg';
+import { createPostgresJsStore, replyGuardedSocket } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
 import postgres from 'postgres';
 import type { ChildConfig, ConnectionPlan } from './protocol.js';
@@ -32,6 +31,8 @@ export interface Runner {
 
 function pgPoolConfig(url: string, max: number, c: ConnectionPlan): pg.PoolConfig {
   return {
+    // With replyTimeoutMs: the product's settings for a pool (reply-guarded socket), then the plan's.
+    ...(c.replyTimeoutMs === undefined ? {} : productPoolConfig(url, c.replyTimeoutMs)),
     connectionString: url,
     max,
     ...(c.queryTimeoutMs === undefined ? {} : { query_timeout: c.queryTimeoutMs }),
@@ -48,6 +49,16 @@ function postgresJsOptions(max: number, c: ConnectionPlan): postgres.Options<{}>
     ...(c.connectTimeoutMs === undefined ? {} : { connect_timeout: Math.max(1, Math.ceil(c.connectTimeoutMs / 1_000)) }),
     ...(c.keepAliveMs === undefined ? {} : { keep_alive: Math.max(1, Math.ceil(c.keepAliveMs / 1_000)) }),
     ...(c.prepare === undefined ? {} : { prepare: c.prepare }),
+    ...(c.replyTimeoutMs === undefined ? {} : { socket: replyGuardedSocket(c.replyTimeoutMs) }),
+  };
+}
+
+/** The store options the plan sets: `pooler`, `listenConnectionString`, `replyTimeoutMs`. */
+function storeOptions(c: ConnectionPlan) {
+  return {
+    ...(c.pooler === undefined ? {} : { pooler: c.pooler }),
+    ...(c.listenUrl === undefined ? {} : { listenConnectionString: c.listenUrl }),
+    ...(c.replyTimeoutMs === undefined ? {} : { replyTimeoutMs: c.replyTimeoutMs }),
   };
 }
 
@@ -69,7 +80,7 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
   let insertHistoryEffect: ChildResources['insertHistoryEffect'];
   let takeConnection: ChildResources['takeConnection'];
   if ((c.driver ?? 'pg') === 'pg') {
-    const pgStore = createPgStore({ pool, schema: config.schema });
+    const pgStore = createPgStore({ pool, schema: config.schema, ...storeOptions(c) });
     store = pgStore as Store<unknown>;
     closers.push(() => pgStore.close());
     insertHistoryEffect = async (tx, id, attempt, worker) => {
@@ -81,7 +92,7 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     };
   } else {
     const sql = postgres(config.databaseUrl, postgresJsOptions(max, c));
-    const jsStore = createPostgresJsStore({ sql, schema: config.schema });
+    const jsStore = createPostgresJsStore({ sql, schema: config.schema, ...storeOptions(c) });
     store = jsStore as Store<unknown>;
     closers.push(async () => {
       await jsStore.close();
@@ -95,13 +106,6 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
       return () => reserved.release();
     };
     await sql.unsafe('select 1');
-  }
-  if (c.listenUrl !== undefined) {
-    // LISTEN straight to the server while everything else goes through the pooler.
-    const direct = createPgStore({ connectionString: c.listenUrl, schema: config.schema, poolConfig: { max: 1 } });
-    closers.push(() => direct.close());
-    const listen: PostgresStore<unknown>['listen'] = (onNotice, options) => direct.listen(onNotice, options);
-    store = overrideStore(store, { listen });
   }
   await pool.query('select 1');
   return {

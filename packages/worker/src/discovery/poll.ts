@@ -87,7 +87,10 @@ export class PollDiscovery implements Discovery {
         else this.unlisten = unlisten;
         this.deps.succeeded();
       } catch (error) {
-        this.retryListenAt = this.deps.pacing.now() + LISTEN_RETRY_MS;
+        // A configuration the store refuses (e.g. LISTEN behind a transaction pooler without a
+        // direct connection) will not change: report it once and keep polling without notices.
+        const refused = (error as { name?: unknown } | null)?.name === 'ValidationError';
+        this.retryListenAt = refused ? Number.POSITIVE_INFINITY : this.deps.pacing.now() + LISTEN_RETRY_MS;
         this.deps.report(error, 'listen');
       } finally {
         this.listening = null;
