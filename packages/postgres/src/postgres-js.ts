@@ -81,13 +81,17 @@ export interface PostgresJsStoreOptions extends PostgresStoreOptions {
 /** First and largest pause between re-LISTEN attempts after the listening connection was lost, in ms. */
 const RELISTEN_FIRST_MS = 100;
 const RELISTEN_MAX_MS = 5_000;
+/** How often the LISTEN connection is asked `select 1`, and how long it may take to answer, in ms (as `pg`'s listener). */
+export const LISTEN_HEARTBEAT_MS = 5_000;
 
 /**
  * LISTEN on a postgres.js instance of its own (max 1, the settings of `base`), as `sql.listen`
  * does, but cleaned up when the first LISTEN fails (postgres.js 3.4.9 keeps the failed channel,
  * and later `sql.listen` calls on it await the old failure). When the connection is lost, LISTEN
  * is sent again after 100 ms doubling to 5 s until it succeeds or the listener is stopped;
- * `options.onReconnect` runs after each success.
+ * `options.onReconnect` runs after each success. A heartbeat (`select 1` every
+ * {@link LISTEN_HEARTBEAT_MS}) replaces a connection that stops answering (half-open): detected
+ * within two heartbeats (10 s).
  * @throws the driver error when the first LISTEN fails (the instance is ended)
  */
 async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
@@ -115,25 +119,59 @@ async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (p
     }, pauseMs);
   };
   // The parsed options of `base` (with `shared`) are taken as they are, as postgres.js's own listen does.
-  const instance = postgres({
-    // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
-    ...(base.options as unknown as postgres.Options<{}>),
-    max: 1,
-    idle_timeout: null,
-    max_lifetime: null,
-    fetch_types: false,
-    onnotify: (c: string, payload: string) => {
-      if (c === channel) onNotify(payload);
-    },
-    onclose: () => {
-      if (!listening) return;
+  const open = () =>
+    postgres({
+      // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
+      ...(base.options as unknown as postgres.Options<{}>),
+      max: 1,
+      idle_timeout: null,
+      max_lifetime: null,
+      fetch_types: false,
+      onnotify: (c: string, payload: string) => {
+        if (c === channel) onNotify(payload);
+      },
+      onclose: () => {
+        if (!listening) return;
+        listening = false;
+        relisten();
+      },
+      // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
+    } as unknown as postgres.Options<{}>) as AnySql;
+  let instance = open();
+  // A LISTEN connection is idle between notifications, so a half-open one (no FIN, no RST) would go
+  // unnoticed: a heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS replaces the
+  // connection and listens again (onReconnect tells the caller to re-read what it missed).
+  let beating = false;
+  const heartbeat = setInterval(() => {
+    if (stopped || !listening || beating) return;
+    beating = true;
+    let answered = false;
+    const current = instance;
+    const deadline = setTimeout(() => {
+      if (answered || stopped || current !== instance) return;
       listening = false;
+      instance = open();
+      void current.end({ timeout: 0 }).catch(() => undefined);
+      beating = false;
       relisten();
-    },
-  // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
-  } as unknown as postgres.Options<{}>) as AnySql;
+    }, LISTEN_HEARTBEAT_MS);
+    current.unsafe('select 1').then(
+      () => {
+        answered = true;
+        clearTimeout(deadline);
+        beating = false;
+      },
+      () => {
+        answered = true;
+        clearTimeout(deadline);
+        beating = false; // a lost connection: onclose listens again
+      },
+    );
+  }, LISTEN_HEARTBEAT_MS);
+  heartbeat.unref();
   const end = async () => {
     stopped = true;
+    clearInterval(heartbeat);
     if (timer !== undefined) clearTimeout(timer);
     await instance.end({ timeout: 1 });
   };
