@@ -150,11 +150,21 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
     current = undefined;
     if (held === undefined) return;
     held.detach();
+    // Until released the client is ours: pg emits 'error' for a connection cut during UNLISTEN even
+    // though the query also rejects ("Connection terminated unexpectedly"), and without a listener
+    // that event would crash the process (seen when the database restarted under a hybrid worker).
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken ??= error;
+    };
+    held.client.on('error', onError);
     try {
       await held.client.query(`unlisten ${pg.escapeIdentifier(channel)}`);
-      held.client.release();
     } catch (error) {
-      held.client.release(error as Error);
+      broken ??= error as Error;
+    } finally {
+      held.client.off('error', onError);
+      held.client.release(broken);
     }
   };
 
