@@ -184,12 +184,24 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
     current = undefined;
     if (held === undefined) return;
     held.detach();
+    // Until released the client is ours: pg emits 'error' for a connection cut during UNLISTEN even
+    // though the query also rejects ("Connection terminated unexpectedly"), and without a listener
+    // that event would crash the process (seen when the database restarted under a hybrid worker).
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken ??= error;
+    };
+    held.client.on('error', onError);
     try {
       await within(held.client.query(`unlisten ${pg.escapeIdentifier(channel)}`), LISTEN_HEARTBEAT_MS, 'unlisten');
-      held.client.release();
     } catch (error) {
+      broken ??= error as Error;
+      // A half-open connection never answers: drop its socket so the pool does not keep it.
       (held.client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
-      held.client.release(error as Error);
+    } finally {
+      // A broken client keeps the listener: it may still emit 'error' after its release.
+      if (broken === undefined) held.client.off('error', onError);
+      held.client.release(broken);
     }
   };
 

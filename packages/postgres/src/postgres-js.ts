@@ -12,6 +12,7 @@ import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
+import { isConnectionLoss } from './errors.js';
 import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
@@ -94,6 +95,23 @@ export const LISTEN_HEARTBEAT_MS = 5_000;
  * within two heartbeats (10 s).
  * @throws the driver error when the first LISTEN fails (the instance is ended)
  */
+/** How long a transaction whose connection was lost waits for postgres.js to report the close. */
+const LOST_TX_SETTLE_MS = 1_000;
+
+/** True when `settled` resolves within `ms`. */
+async function settledWithin(settled: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([settled.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
   let stopped = false;
   let listening = false;
@@ -214,7 +232,25 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       typeof (value as { savepoint?: unknown }).savepoint === 'function',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> {
-      return (await sql.begin((tx) => fn((text, params) => run(tx, text, params), tx))) as T;
+      // postgres.js 3.4.9: when the connection closes inside sql.begin, begin() rejects at once
+      // (its onclose race), but a callback that then rejects makes begin send `rollback` on the
+      // closed connection: write() → setImmediate(nextWrite) → socket.write on a null socket, an
+      // uncaught TypeError ("reading 'write'", connection.js:255) that killed the process; were the
+      // connection reused by then, the rollback would go to another session. So after a connection
+      // loss, once begin has settled (the connection is closed) the callback never settles; if begin
+      // does not settle within LOST_TX_SETTLE_MS the connection is alive and the error is rethrown.
+      let beginSettled = (): void => {};
+      const settled = new Promise<void>((resolve) => (beginSettled = resolve));
+      const begun = sql.begin(async (tx) => {
+        try {
+          return await fn((text, params) => run(tx, text, params), tx);
+        } catch (error) {
+          if (isConnectionLoss(error) && (await settledWithin(settled, LOST_TX_SETTLE_MS))) return new Promise<never>(() => {});
+          throw error;
+        }
+      });
+      begun.then(beginSettled, beginSettled);
+      return (await begun) as T;
     },
     async listen(channel, onNotify, options) {
       const unlisten = await listenOnOwnConnection(listenSql?.sql ?? sql, channel, onNotify, options);

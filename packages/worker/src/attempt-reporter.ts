@@ -2,7 +2,7 @@
  * Reports the end of an attempt to the store — complete, fail, release — fenced by the attempt, and
  * turns each answer into events and log lines. The store decides; the worker only reports what it said.
  */
-import { backoffMs, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type Store } from '@postpone/core';
+import { backoffMs, PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
 import type { TypedEmitter } from './events.js';
 import type { CompletionWrite } from './handler.js';
@@ -50,6 +50,7 @@ export class AttemptReporter<Tx> {
       writes.length === 0
         ? undefined
         : async (tx: Tx): Promise<void> => {
+            failure.writeFailed = null;
             for (const write of writes) {
               try {
                 await write(tx);
@@ -64,9 +65,11 @@ export class AttemptReporter<Tx> {
       outcome =
         work === undefined && this.batcher !== null
           ? await this.batcher.complete(task, result)
-          : await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), () => failure.writeFailed === null);
+          : await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), (error) => failure.writeFailed === null || PostponeError.isInstance(error));
     } catch (error) {
-      if (failure.writeFailed) return failure.writeFailed;
+      // A write that failed because the store failed (connection lost, refused, driver error — the
+      // store rethrows those as PostponeError) is not the handler's failure: the lease decides.
+      if (failure.writeFailed && !PostponeError.isInstance(error)) return failure.writeFailed;
       this.logger.error({ err: error, taskId: task.id, attempt: task.attempt }, 'complete failed; the lease will expire and the task be reclaimed');
       return null;
     }

@@ -3,7 +3,7 @@ import type { ClaimedTask } from '@postpone/core';
 import type { StoreOperation, TypedEmitter } from './events.js';
 import type { Pacing } from './pacing.js';
 
-/** Tries of a write whose connection was lost (the first included). */
+/** Tries of a write whose connection was lost or could not be made (the first included). */
 export const STORE_CALL_TRIES = 3;
 /** Wait before the first retry; doubles per retry. */
 export const STORE_RETRY_BASE_MS = 100;
@@ -14,28 +14,40 @@ export interface StoreCallDeps {
 }
 
 /**
- * Runs one store write; on `ConnectionLostError` (outcome unknown) retries it up to
- * {@link STORE_CALL_TRIES} times in all. That is safe because every write is fenced by attempt and
- * idempotent in effect: a retried complete of a committed attempt answers DONE again (core
- * `ConnectionLostError`). Every failure is emitted as an `error` event; the last one is rethrown.
+ * Runs one store write; on `ConnectionLostError` (outcome unknown) or a transient
+ * `ConnectionError` (code CONNECTION_FAILED, e.g. refused while the server restarts: nothing was
+ * sent) retries it up to {@link STORE_CALL_TRIES} times in all. That is safe because every write is
+ * fenced by attempt and idempotent in effect: a retried complete of a committed attempt answers DONE
+ * again (core `ConnectionLostError`). Every failure is emitted as an `error` event; the last one is
+ * rethrown.
  *
- * @param retryable extra condition for retrying (e.g. "the handler's own write did not throw")
+ * @param retryable extra condition for retrying, given the error (e.g. "the handler's own write did not throw")
  */
 export async function callStore<T>(
   deps: StoreCallDeps,
   operation: StoreOperation,
   task: ClaimedTask | undefined,
   fn: () => Promise<T>,
-  retryable: () => boolean = () => true,
+  retryable: (error: unknown) => boolean = () => true,
 ): Promise<T> {
   for (let tryNo = 1; ; tryNo++) {
     try {
       return await fn();
     } catch (error) {
       deps.events.emit('error', task ? { error, operation, task } : { error, operation });
-      const lost = PostponeError.isInstance(error) && error.code === 'CONNECTION_LOST';
-      if (!lost || !retryable() || tryNo >= STORE_CALL_TRIES) throw error;
+      if (!isRetryableStoreError(error) || !retryable(error) || tryNo >= STORE_CALL_TRIES) throw error;
       await deps.pacing.sleep(STORE_RETRY_BASE_MS * 2 ** (tryNo - 1));
     }
   }
+}
+
+/**
+ * True for the store errors a fenced write may be retried after: the connection was lost
+ * (CONNECTION_LOST) or could not be made for a reason that usually passes (CONNECTION_FAILED with
+ * `transient: true`: refused, DNS, unreachable, timeout, too many connections).
+ */
+export function isRetryableStoreError(error: unknown): boolean {
+  if (!PostponeError.isInstance(error)) return false;
+  if (error.code === 'CONNECTION_LOST') return true;
+  return error.code === 'CONNECTION_FAILED' && (error as { transient?: unknown }).transient === true;
 }

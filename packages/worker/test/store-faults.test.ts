@@ -2,7 +2,7 @@
  * The worker when the store misbehaves: lost connections, a claim answered after stop() began, and
  * several workers reclaiming at once. In-memory store behind a fault-injecting wrapper.
  */
-import { ConnectionLostError, TaskState, TestClock } from '@postpone/core';
+import { ConnectionError, ConnectionLostError, TaskState, TestClock } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { describe, expect, it } from 'vitest';
 import { createWorker, ManualPacing, waitForEvent, type WorkerEvents } from '../src/index.js';
@@ -33,6 +33,59 @@ describe('worker against a faulty store', () => {
     expect(errors.map((e) => e.operation)).toEqual(['complete']);
     expect(await store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: 'pong' });
     await worker.stop({ timeoutMs: 0 });
+  });
+
+  it.each(['complete', 'fail'] as const)('retries a %s refused while the database restarts (transient ConnectionError)', async (method) => {
+    const store = createMemoryStore();
+    const errors: WorkerEvents['error'][] = [];
+    const worker = createWorker({
+      store: faultyStore(store, {
+        [method]: (n: number) => {
+          if (n <= 2) throw new ConnectionError('REFUSED', 'connect ECONNREFUSED 127.0.0.1:5432 (injected)', undefined);
+        },
+      }),
+      handlers: {
+        ping: async () => {
+          if (method === 'fail') throw new Error('handler fails');
+          return 'pong';
+        },
+      },
+      completeBatchSize: 1,
+    });
+    worker.on('error', (e) => errors.push(e));
+    const { id } = await store.schedule({ kind: 'ping' });
+    const reported = waitForEvent(worker, method === 'complete' ? 'completed' : 'failed');
+    await worker.runOnce();
+    await reported;
+    expect(errors.map((e) => e.operation)).toEqual([method, method]);
+    const task = await store.getTask(id);
+    if (method === 'complete') expect(task).toMatchObject({ state: TaskState.DONE, result: 'pong', failures: 0 });
+    else expect(task).toMatchObject({ state: TaskState.SCHEDULED, failures: 1 });
+    await worker.stop({ timeoutMs: 0 });
+  });
+
+  it('does not retry a complete refused for a lasting reason, nor count it as the handler failing', async () => {
+    const store = createMemoryStore();
+    const errors: WorkerEvents['error'][] = [];
+    const worker = createWorker({
+      store: faultyStore(store, {
+        complete: () => {
+          throw new ConnectionError('AUTHENTICATION', 'password authentication failed (injected)', '28P01');
+        },
+      }),
+      handlers: { ping: async () => 'pong' },
+      completeBatchSize: 1,
+    });
+    worker.on('error', (e) => errors.push(e));
+    let failedEvents = 0;
+    worker.on('failed', () => (failedEvents += 1));
+    const { id } = await store.schedule({ kind: 'ping' });
+    await worker.runOnce();
+    await until(() => errors.length >= 1, 'the complete error', 2_000);
+    await worker.stop({ timeoutMs: 1_000 });
+    expect(errors.map((e) => e.operation)).toEqual(['complete']);
+    expect(failedEvents).toBe(0);
+    expect((await store.getTask(id))?.failures).toBe(0);
   });
 
   it('presumes the lease lost when extend keeps failing until the lease would have run out', async () => {

@@ -3,6 +3,7 @@
  * in the test's schema — over that pool (driver `pg`, the default) or over a postgres.js `sql` of its
  * own (driver `postgres`).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Store } from '@postpone/core';
 import { createPgStore, pgPoolConfig as productPoolConfig } from '@postpone/postgres/pg';
 import { createPostgresJsStore, replyGuardedSocket } from '@postpone/postgres/postgres-js';
@@ -28,6 +29,9 @@ export interface Runner {
   start(): void;
   stop(): Promise<void>;
 }
+
+/** Startup probes of the database (100 ms doubling to 1 s between them: about 20 s in all). */
+const STARTUP_PROBE_TRIES = 25;
 
 function pgPoolConfig(url: string, max: number, c: ConnectionPlan): pg.PoolConfig {
   return {
@@ -105,7 +109,17 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
       const reserved = await sql.reserve();
       return () => reserved.release();
     };
-    await sql.unsafe('select 1');
+    // A worker respawned while the database restarts (soak) waits for it, bounded, like a supervisor
+    // would restart it: a refused connection at startup is not a crash of a running worker.
+    for (let tryNo = 1, pauseMs = 100; ; tryNo++, pauseMs = Math.min(pauseMs * 2, 1_000)) {
+      try {
+        await sql.unsafe('select 1');
+        break;
+      } catch (error) {
+        if (tryNo >= STARTUP_PROBE_TRIES) throw error;
+        await sleep(pauseMs);
+      }
+    }
   }
   await pool.query('select 1');
   return {
