@@ -12,10 +12,11 @@
 //       one line per saved run, `run LABEL (node vX): N passed, N failed`, then the total of all
 //       runs as the last line, `N passed, N failed`.
 // Exit code 1 when any test failed or a report is missing, else 0.
+import { fileURLToPath } from 'node:url';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-const root = new URL('..', import.meta.url).pathname;
+const root = fileURLToPath(new URL('..', import.meta.url)); // a path with spaces must stay a path
 const ENV_FILE = join(root, 'evidence', 'env.txt');
 
 /** Every workspace package with a `test` script: { name, key, dir }. `key` names its saved report. */

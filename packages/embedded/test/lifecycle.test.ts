@@ -93,9 +93,9 @@ interface RunningChild {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
 
-function runChild(mode: string, options: { binDir?: string; serverModule?: string; node?: string; user?: string; cwd?: string; tmp?: string } = {}): RunningChild {
+function runChild(mode: string, options: { binDir?: string; serverModule?: string; node?: string; user?: string; cwd?: string; tmp?: string; fixture?: string } = {}): RunningChild {
   const node = options.node ?? process.execPath;
-  const args = [fixture, options.serverModule ?? join(dist, 'server.js'), mode, ...(options.binDir ? [options.binDir] : [])];
+  const args = [options.fixture ?? fixture, options.serverModule ?? join(dist, 'server.js'), mode, ...(options.binDir ? [options.binDir] : [])];
   const [file, argv] = options.user ? ['runuser', ['-u', options.user, '--', node, ...args]] : [node, args];
   const child = spawn(file, argv as string[], { env: { ...process.env, TMPDIR: options.tmp ?? scratch }, cwd: options.cwd ?? scratch, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -201,7 +201,7 @@ describe('runs for any user in any folder', () => {
     const tmp = join(open, 'tmp');
     mkdirSync(tmp);
     chmodSync(tmp, 0o1777);
-    const run = runChild('hold', { binDir, serverModule: join(open, 'server.js'), node, user: TEST_USER, cwd: open, tmp });
+    const run = runChild('hold', { binDir, serverModule: join(open, 'server.js'), fixture: join(open, 'embedded-child.mjs'), node, user: TEST_USER, cwd: open, tmp });
     const info = await run.info;
     expect(info.binDir).toBe(binDir); // its own user: no mirror needed
     expect(await selectOne(info.url)).toBe(1);
