@@ -191,7 +191,16 @@ async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (p
     stopped = true;
     clearInterval(heartbeat);
     if (timer !== undefined) clearTimeout(timer);
-    await instance.end({ timeout: 1 });
+    // end() never settles while a query waits on a dead connection (porsager/postgres#1097), and the
+    // heartbeat may be such a query on a half-open connection: bound the wait.
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([
+      instance.end({ timeout: 1 }).catch(() => undefined),
+      new Promise<void>((resolve) => {
+        bound = setTimeout(resolve, 2_000);
+      }),
+    ]);
+    clearTimeout(bound);
   };
   try {
     await instance.unsafe(statement);
