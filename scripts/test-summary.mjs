@@ -55,6 +55,13 @@ function total(reportOf) {
     skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
     // A suite that failed to load has no tests but is a failure all the same.
     for (const suite of r.testResults ?? []) {
+      // Each failed test by name with the first line of its failure, so the tail of a CI log says what broke.
+      for (const a of suite.assertionResults ?? []) {
+        if (a.status !== 'failed') continue;
+        const file = String(suite.name ?? '').replace(`${root}`, '');
+        const why = String((a.failureMessages ?? [])[0] ?? '').split('\n')[0].slice(0, 200);
+        problems.push(`${pkg.name}: FAILED ${file} > ${a.fullName ?? a.title}: ${why}`);
+      }
       if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) {
         failed += 1;
         problems.push(`${pkg.name}: ${suite.name} failed to load: ${String(suite.message ?? '').split('\n')[0]}`);

@@ -162,7 +162,7 @@ export function buildProgram(out: Out): Command {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
       const found = await withStore(g, async (store) => {
-        const task = await store.admin.getRecord(taskId);
+        const task = await store.getTaskRecord(taskId);
         return task === null ? null : { task, effect: await store.getEffect(taskId) };
       });
       if (found === null) throw new OutcomeError('NOT_FOUND', `no task ${id}`);

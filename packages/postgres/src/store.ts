@@ -28,6 +28,7 @@ import {
   PostponeError,
   type ReclaimedTask,
   type ReclaimOutcome,
+  type TaskRecord,
   type ReclaimParams,
   type ReleaseOutcome,
   type ReleaseParams,
@@ -253,8 +254,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
     });
   }
 
-  /** Store operations (list, retry, prune, stats): see `./admin.ts`. */
-  readonly admin: PostgresAdmin;
+  /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */
+  private readonly admin: PostgresAdmin;
   listTasks(params?: ListTasksParams): Promise<TaskPage> {
     return this.admin.listTasks(params);
   }
@@ -266,6 +267,15 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
   stats(): Promise<StoreStats> {
     return this.admin.stats();
+  }
+  /**
+   * One task with its operator fields (failures, last error, retry links), or null when no task has
+   * this id. Reads only; used by `postpone show`.
+   * @throws ConnectionLostError, StoreClosedError
+   */
+  getTaskRecord(id: string): Promise<TaskRecord | null> {
+    this.assertOpen();
+    return this.admin.getRecord(id);
   }
 
   /**
