@@ -271,10 +271,19 @@ class Server {
     await this.exited;
   }
 
-  /** Synchronous last resort at process exit: immediate shutdown, no waiting. */
-  kill(): void {
+  /**
+   * Synchronous last resort at process exit, where no event loop turns: immediate shutdown (SIGQUIT),
+   * then a blocking wait of at most `EXIT_WAIT_MS` for the postmaster (which outlives its backends) to
+   * be gone, SIGKILL after that. The data folder can be deleted only once nothing writes into it.
+   */
+  killSync(): void {
     const child = this.process;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT');
+    if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const pid = child.pid;
+    child.kill('SIGQUIT');
+    if (waitGoneSync(pid, EXIT_WAIT_MS)) return;
+    child.kill('SIGKILL');
+    waitGoneSync(pid, EXIT_WAIT_MS);
   }
 }
 
@@ -324,10 +333,45 @@ function onBeforeExit(): void {
 
 function onExit(): void {
   for (const { server, root } of running.values()) {
-    server.kill();
-    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+    try {
+      server.killSync();
+      removeSync(root);
+    } catch {
+      // Nothing may throw from an exit hook; a folder left behind is removed by the next start.
+    }
   }
   running.clear();
+}
+
+/** Longest blocking wait at process exit for the server to end, per signal (ms). */
+const EXIT_WAIT_MS = 3000;
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+function sleepSync(ms: number): void {
+  Atomics.wait(sleepCell, 0, 0, ms);
+}
+
+/** Blocks until `pid` is gone (zombies count as gone) or `timeoutMs` passed; true when gone. */
+function waitGoneSync(pid: number, timeoutMs: number): boolean {
+  const deadline = Date.now() + timeoutMs;
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false;
+    sleepSync(10);
+  }
+  return true;
+}
+
+/** `rmSync` with a few blocking retries: a file can appear while the tree is walked. */
+function removeSync(path: string): void {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      rmSync(path, { recursive: true, force: true });
+      if (!existsSync(path)) return;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+    if (attempt >= 5) return;
+    sleepSync(50);
+  }
 }
 
 function onSignal(signal: NodeJS.Signals): void {
