@@ -17,6 +17,7 @@ import { releaseCases } from './cases-release.js';
 import { scheduleCases } from './cases-schedule.js';
 import { staleCases } from './cases-stale.js';
 import { terminalCases } from './cases-terminal.js';
+import { traceContextCases } from './cases-trace-context.js';
 import { validationCases } from './cases-validation.js';
 import type { ConformanceHarness } from './harness.js';
 
@@ -38,6 +39,7 @@ export const CONFORMANCE_CASES = [
   observeCases,
   lifecycleCases,
   adminCases,
+  traceContextCases,
 ] as const;
 
 /**

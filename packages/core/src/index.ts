@@ -21,6 +21,7 @@ export * from './errors.js';
 export * from './backoff.js';
 export * from './clock.js';
 export * from './validate.js';
+export * from './trace-context.js';
 export * from './transition.js';
 export * from './store.js';
 export * from './admin.js';

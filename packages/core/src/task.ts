@@ -1,5 +1,6 @@
 import type { Json } from './json.js';
 import type { TaskState } from './states.js';
+import type { TraceContext } from './trace-context.js';
 
 /**
  * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
@@ -31,6 +32,8 @@ export interface Task {
   readonly lastError: string | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** The trace context given at schedule time; the field is absent when none was given. */
+  readonly traceContext?: TraceContext;
 }
 
 /** The local effect row written in the same transaction as DONE; at most one per task. */
@@ -59,6 +62,8 @@ export interface ClaimedTask<P extends Json = Json> {
   readonly leaseUntil: Date;
   /** The store's clock at the claim (database `now()`); `claimedAt - dueAt` is the lateness. */
   readonly claimedAt: Date;
+  /** The trace context given at schedule time; the field is absent when none was given. */
+  readonly traceContext?: TraceContext;
 }
 
 /** The idempotency key to hand an external service so retries of one task apply once: `task-<id>`. */

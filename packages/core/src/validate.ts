@@ -5,6 +5,7 @@
 import { ValidationError } from './errors.js';
 import type { Json } from './json.js';
 import type { TaskId } from './task.js';
+import { type TraceContext, validateTraceContext } from './trace-context.js';
 
 /** Largest accepted `delayMs`: 100 years. Delays above 2³¹−1 ms are valid; they live in the database, never in `setTimeout`. */
 export const MAX_DELAY_MS = 3_155_760_000_000;
@@ -35,6 +36,11 @@ export interface ScheduleInput<P = unknown> {
   readonly runAt?: Date;
   /** Attempts before DEAD, integer 1..2³¹−1 (default {@link DEFAULT_MAX_ATTEMPTS}). */
   readonly maxAttempts?: number;
+  /**
+   * The W3C trace context of the code scheduling the task (see `@postpone/worker`'s
+   * `activeTraceContext()`): the worker links each attempt's span to it. Omit it (or pass null) for none.
+   */
+  readonly traceContext?: TraceContext | null;
 }
 
 /** A validated schedule input, ready for a store. */
@@ -47,6 +53,8 @@ export interface NormalizedSchedule {
   readonly delayMs: number;
   readonly runAt: Date | null;
   readonly maxAttempts: number;
+  /** The validated trace context, or null. */
+  readonly traceContext: TraceContext | null;
 }
 
 export interface ValidationLimits {
@@ -179,7 +187,7 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
@@ -206,7 +214,8 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const maxAttempts = i.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : validateMaxAttempts(i.maxAttempts, f('maxAttempts'));
   const maxBytes = limits.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts };
+  const traceContext = i.traceContext === undefined || i.traceContext === null ? null : validateTraceContext(i.traceContext, f('traceContext'));
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext };
 }
 
 /**

@@ -210,7 +210,7 @@ describe('INVALID_OPTION', () => {
 
 describe('validateSchedule', () => {
   it('fills the defaults', () => {
-    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS });
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null });
   });
   it('keeps runAt, payload text and maxAttempts', () => {
     const runAt = new Date(Date.UTC(2031, 5, 1));
@@ -221,6 +221,7 @@ describe('validateSchedule', () => {
       delayMs: 0,
       runAt,
       maxAttempts: 2,
+      traceContext: null,
     });
   });
   it('honours maxPayloadBytes', () => {

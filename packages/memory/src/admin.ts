@@ -81,6 +81,8 @@ export class MemoryAdmin {
         delayMs: p.delayMs,
         runAt: p.runAt,
         maxAttempts: p.maxAttempts ?? original.maxAttempts,
+        // A retry is a new task scheduled by whoever retries it, not by the original's caller.
+        traceContext: null,
       });
       this.#retriedAs.set(p.id, scheduled.id);
       this.#retryOf.set(scheduled.id, p.id);

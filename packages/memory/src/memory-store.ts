@@ -343,6 +343,7 @@ export class MemoryStore implements Store<MemoryTx> {
       lastError: null,
       createdAt: now,
       updatedAt: now,
+      ...(input.traceContext === null ? {} : { traceContext: { ...input.traceContext } }),
     }));
     for (const task of scheduled) ws.putTask(task);
     if (tx === undefined) this.#db.commit(ws);
@@ -433,5 +434,6 @@ function toClaimedTask(task: Task, nowMs: number): ClaimedTask {
     dueAt: new Date(task.dueAt),
     leaseUntil: new Date(task.leaseUntil as Date),
     claimedAt: new Date(nowMs),
+    ...(task.traceContext === undefined ? {} : { traceContext: { ...task.traceContext } }),
   };
 }

@@ -44,6 +44,13 @@ export interface Migration {
  * written (a task DONE at its first attempt, the bulk of history, keeps the default 0); adding a
  * column with a constant default rewrites no rows (PostgreSQL 17 ALTER TABLE, Notes).
  *
+ * Version 4 — store operations (list, retry, prune, stats): see `./admin-sql.ts`.
+ *
+ * Version 5 — `trace_context`: the W3C trace context given at schedule time (core `TraceContext`,
+ * `{"traceparent":…,"tracestate":…}`), null when none was given. A nullable column without a default
+ * is added without rewriting the table (PostgreSQL 17 ALTER TABLE, Notes); a null costs one bit of
+ * the row's null bitmap.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -94,5 +101,10 @@ update ${q}.task
     }),
     // Version 4 — store operations (list, retry, prune, stats): see ./admin-sql.ts.
     Object.freeze({ version: ADMIN_MIGRATION_VERSION, name: 'store operations', sql: adminMigrationSql(schema) }),
+    Object.freeze({
+      version: 5,
+      name: 'trace context',
+      sql: `alter table ${q}.task add column if not exists trace_context jsonb;`,
+    }),
   ]);
 }

@@ -68,6 +68,7 @@ export function taskColumns(t: string): string {
     `${t}.last_error as lasterror`,
     `${ms(`${t}.created_at`)} as createdatms`,
     `${ms(`${t}.updated_at`)} as updatedatms`,
+    `${t}.trace_context::text as tracecontext`,
   ].join(', ');
 }
 
@@ -96,6 +97,8 @@ export interface TaskRow {
   lasterror: string | null;
   createdatms: number;
   updatedatms: number;
+  /** `{"traceparent":…,"tracestate":…}` as text, or null (migration 5). */
+  tracecontext: string | null;
 }
 
 /**
@@ -138,21 +141,22 @@ export function statements(schema: string) {
 
     // ---- task: schedule ------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` tasks as JSON text (`[{kind, payload, delayMs, runAt, maxAttempts}]`, `runAt` ISO
-     * text or null), `$3` notify channel → `{ id, dueatms }` rows, one per input, in id order (= input
+     * `$1` now, `$2` tasks as JSON text (`[{kind, payload, delayMs, runAt, maxAttempts, traceContext}]`,
+     * `runAt` ISO text or null, `traceContext` an object or null), `$3` notify channel → `{ id, dueatms }` rows, one per input, in id order (= input
      * order: the identity default is drawn row by row in the `order by ord` order of the SELECT).
      *
      * One statement for the whole batch: all rows or none. Each row sends a NOTIFY, which PostgreSQL
      * delivers only when the transaction commits (PostgreSQL 17 NOTIFY).
      */
     taskInsertMany: `with input as (
-  select x.kind, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.ord
+  select x.kind, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.ord
     from rows from (jsonb_to_recordset($2::text::jsonb)
-           as (kind text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer))
-         with ordinality as x(kind, payload, delay_ms, run_at, max_attempts, ord)
+           as (kind text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb))
+         with ordinality as x(kind, payload, delay_ms, run_at, max_attempts, trace_context, ord)
 ), inserted as (
-  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at)
-  select kind, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW}
+  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context)
+  select kind, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
+         nullif(trace_context, 'null'::jsonb)
     from input
    order by ord
   returning id, due_at
@@ -164,7 +168,8 @@ select i.id::text as id, ${ms('i.due_at')} as dueatms, ${notice('scheduled', '$3
     // ---- task: claim -------------------------------------------------------------------------------
     /**
      * `$1` now, `$2` owner, `$3` lease ms, `$4` limit → claimed rows `{ id, kind, payload, attempt,
-     * failures, maxattempts, dueatms, leaseuntilms, claimedatms }`. `attempt` grows at every claim
+     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext }` (`tracecontext` null
+     * unless the task was scheduled with one). `attempt` grows at every claim
      * (the fencing token); `failures` is left alone (core `transition('claim')`).
      *
      * The seed's atomic claim. The picking SELECT takes due rows with FOR UPDATE SKIP LOCKED, so
@@ -204,7 +209,7 @@ update ${task} t
    and t.state = ${S}
 returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
           t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
-          ${ms(NOW)} as claimedatms`,
+          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.

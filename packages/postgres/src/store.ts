@@ -43,6 +43,7 @@ import {
   type Task,
   type TaskId,
   TaskState,
+  type TraceContext,
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
@@ -206,7 +207,13 @@ export function toTask(row: Row): Task {
     lastError: r.lasterror,
     createdAt: date(r.createdatms),
     updatedAt: date(r.updatedatms),
+    ...traceContextOf(r.tracecontext),
   };
+}
+
+/** `{ traceContext }` from the `trace_context` column's text, or `{}` when it is null (the field is then absent). */
+function traceContextOf(text: unknown): { traceContext?: TraceContext } {
+  return text === null || text === undefined ? {} : { traceContext: JSON.parse(String(text)) as TraceContext };
 }
 
 /**
@@ -342,7 +349,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
       .map(
         (t) =>
           `{"kind":${JSON.stringify(t.kind)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
-          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts}}`,
+          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
+          `"traceContext":${JSON.stringify(t.traceContext)}}`,
       )
       .join(',')}]`;
     const params: Param[] = [this.nowParam(), json, this.notifyChannel];
@@ -401,6 +409,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
         dueAt: date(r.dueatms),
         leaseUntil: date(r.leaseuntilms),
         claimedAt: date(r.claimedatms),
+        ...traceContextOf(r.tracecontext),
       }))
       .sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
   }

@@ -2,11 +2,11 @@
  * The worker's typed events. Listeners run synchronously; a listener that throws is logged and never
  * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
  */
-import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
+import type { ClaimedTask, CompleteOutcome, FailResult, Json, PruneResult, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
 import type { AbortReason } from './errors.js';
 
-/** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery). */
-export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen';
+/** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
+export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
 
 /**
  * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
@@ -49,6 +49,8 @@ export interface WorkerEvents {
   storeUnavailable: { readonly error: unknown; readonly operation: StoreOperation | 'connection' };
   /** A call of the loop or of discovery succeeded after `storeUnavailable`: `downMs` later, after `failures` failed calls. */
   storeRecovered: { readonly downMs: number; readonly failures: number };
+  /** A scheduled prune (option `prune`) ended: what `store.prune` deleted, and how long it took (ms, monotonic clock). */
+  pruned: PruneResult & { readonly durationMs: number };
   /** The worker stopped (after `stop()`, or because the store was closed under it). */
   stopped: { readonly handedBack: number };
 }

@@ -13,6 +13,8 @@ export {
   defaultWorkerId,
   type DiscoveryMode,
   type HybridOptions,
+  type PruneOptions,
+  type ResolvedPruneOptions,
   type ResolvedHybridOptions,
   type ResolvedOptions,
   type WorkerOptions,
@@ -32,4 +34,6 @@ export {
 } from './events.js';
 export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
 export { systemPacing, type Pacing } from './pacing.js';
+export { ATTRIBUTES, DUE_WAITING_MIN_INTERVAL_MS, INSTRUMENTATION_SCOPE, METRICS, type AttemptOutcome } from './telemetry.js';
+export { activeTraceContext, withTraceContext } from './trace-context.js';
 export { ManualPacing } from './manual-pacing.js';

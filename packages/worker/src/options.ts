@@ -15,6 +15,8 @@ import {
   validatePositiveMs,
   MAX_COMPLETE_MANY,
   MAX_DELAY_MS,
+  MAX_PRUNE_BATCH,
+  DEFAULT_PRUNE_BATCH,
   rejectUnknownFields,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
@@ -79,6 +81,22 @@ export interface HybridOptions {
    * monotonic clock, is a gap: the wheel is rebuilt from the store at once. Default 1 000.
    */
   readonly pauseThresholdMs?: number;
+}
+
+/** The worker's scheduled prune of history (see {@link WorkerOptions.prune}). */
+export interface PruneOptions {
+  /** Delete DONE, CANCELLED and DEAD tasks finished more than this many ms before the store's now, 0..MAX_DELAY_MS (100 years). */
+  readonly olderThanMs: number;
+  /** Period between the end of one prune and the start of the next, in ms of the worker's pacing (1..2³¹−1). */
+  readonly everyMs: number;
+  /** Rows per batch (each its own short transaction), 1..10 000 (default 1 000, core `DEFAULT_PRUNE_BATCH`). */
+  readonly batchSize?: number;
+}
+
+export interface ResolvedPruneOptions {
+  readonly olderThanMs: number;
+  readonly everyMs: number;
+  readonly batchSize: number;
 }
 
 export interface ResolvedHybridOptions {
@@ -154,6 +172,13 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * must be below `leaseMs − renewEveryMs`: the lease left at that moment.
    */
   readonly completeBatchDelayMs?: number;
+  /**
+   * Prune history on a schedule while the worker runs: `store.prune({ olderThanMs, batchSize })` at
+   * start, then `everyMs` after each prune ended; stopped with the worker. Results are `pruned`
+   * events, failures `error` events (operation `prune`). Default: no pruning. The store must have
+   * `prune()` (every Postpone store does).
+   */
+  readonly prune?: PruneOptions;
   /** A pino logger to log through (a child bound to the worker id is used). */
   readonly logger?: Logger;
   /** Log level: of the built-in logger (default `silent`), or of the child of `logger`. */
@@ -178,6 +203,8 @@ export interface ResolvedOptions {
   readonly abandonGraceMs: number;
   readonly completeBatchSize: number;
   readonly completeBatchDelayMs: number;
+  /** Null: no scheduled prune. */
+  readonly prune: ResolvedPruneOptions | null;
   readonly logLevel: LevelWithSilent | undefined;
   readonly pacing: Pacing;
 }
@@ -206,8 +233,9 @@ export function defaultWorkerId(): string {
 const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
   'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
   'backoffBaseMs', 'maxBackoffMs', 'shutdownTimeoutMs', 'handlerTimeoutMs', 'abandonGraceMs', 'completeBatchSize', 'completeBatchDelayMs',
-  'logger', 'logLevel', 'pacing',
+  'prune', 'logger', 'logLevel', 'pacing',
 ]);
+const PRUNE_OPTION_NAMES: readonly string[] = ['olderThanMs', 'everyMs', 'batchSize'];
 const HYBRID_OPTION_NAMES: ReadonlySet<string> = new Set(['fallbackPollMs', 'tickMs', 'levels', 'slotsPerLevel', 'loadLimit', 'pauseThresholdMs']);
 
 
@@ -250,6 +278,7 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
   if (completeBatchDelayMs >= leaseMs - renewEveryMs) {
     throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${leaseMs - renewEveryMs}) so a queued completion cannot outlive its lease, got ${completeBatchDelayMs}`);
   }
+  const prune = resolvePrune(options.prune, store);
   if (options.logger !== undefined && (typeof options.logger !== 'object' || options.logger === null || typeof options.logger.child !== 'function')) {
     throw invalid('logger', 'must be a pino Logger');
   }
@@ -276,6 +305,7 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
     abandonGraceMs,
     completeBatchSize,
     completeBatchDelayMs,
+    prune,
     logLevel: options.logLevel,
     pacing,
   };
@@ -359,6 +389,24 @@ function resolveHybrid(options: unknown): ResolvedHybridOptions {
     throw invalid('hybrid.levels', `half the wheel horizon (tickMs × slotsPerLevel^levels / 2 = ${lookAheadMs} ms) is what each load reads ahead; a store reads at most ${MAX_DELAY_MS} ms (100 years) ahead: use fewer levels, fewer slots or a smaller tickMs`);
   }
   return { fallbackPollMs, tickMs, levels, slotsPerLevel, loadLimit, pauseThresholdMs };
+}
+
+/**
+ * @throws ValidationError INVALID_OPTION naming `prune`, `prune.<field>` (bad value, unknown field) or
+ *         `store` (no `prune()` method)
+ */
+function resolvePrune(options: unknown, store: unknown): ResolvedPruneOptions | null {
+  if (options === undefined) return null;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('prune', 'must be an object { olderThanMs, everyMs, batchSize? }');
+  rejectUnknownFields(options, PRUNE_OPTION_NAMES, 'prune.');
+  const o = options as Partial<PruneOptions>;
+  if (o.olderThanMs === undefined) throw invalid('prune.olderThanMs', 'is required: how old finished history must be before it is deleted, in ms');
+  if (o.everyMs === undefined) throw invalid('prune.everyMs', 'is required: the period between prunes, in ms');
+  const olderThanMs = validateNonNegativeMs(o.olderThanMs, 'prune.olderThanMs', MAX_DELAY_MS);
+  const everyMs = validatePositiveMs(o.everyMs, 'prune.everyMs', MAX_TIMER_MS);
+  const batchSize = optional(o.batchSize, DEFAULT_PRUNE_BATCH, (v) => validatePositiveInt(v, 'prune.batchSize', MAX_PRUNE_BATCH));
+  if (typeof (store as Record<string, unknown>).prune !== 'function') throw invalid('store', 'must be a Store with a prune() method when the prune option is set');
+  return { olderThanMs, everyMs, batchSize };
 }
 
 function validateWorkerId(id: unknown): string {

@@ -26,6 +26,7 @@ import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
 import { keepLease, type LeaseLossReason } from './lease-keeper.js';
 import type { ResolvedOptions } from './options.js';
 import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
+import type { AttemptTelemetry, WorkerTelemetry } from './telemetry.js';
 
 export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
 
@@ -35,6 +36,7 @@ export interface RunDeps<Tx> {
   readonly events: TypedEmitter;
   readonly reporter: AttemptReporter<Tx>;
   readonly logger: Logger;
+  readonly telemetry: WorkerTelemetry;
 }
 
 const ABORTED = Symbol('aborted');
@@ -48,6 +50,8 @@ export class TaskRun<Tx> {
   private readonly writes: CompletionWrite<Tx>[] = [];
   private readonly startedAt: number;
   private readonly logger: Logger;
+  /** The attempt's span and handler timing. */
+  private readonly telemetry: AttemptTelemetry;
   /** Resolves when the slot is free again (never rejects). */
   readonly finished: Promise<void>;
 
@@ -59,10 +63,12 @@ export class TaskRun<Tx> {
   ) {
     this.startedAt = deps.options.pacing.now();
     this.logger = deps.logger.child({ taskId: task.id, kind: task.kind, attempt: task.attempt });
+    this.telemetry = deps.telemetry.attempt(task);
     this.finished = this.execute(claimSentAt)
       .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
       .finally(() => {
         if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
+        this.telemetry.end();
       });
   }
 
@@ -76,19 +82,21 @@ export class TaskRun<Tx> {
     this.currentPhase = 'handedBack';
     this.halt.abort();
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
-    await this.deps.reporter.release(this.task);
+    const outcome = await this.deps.reporter.release(this.task);
+    this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
   }
 
   private async execute(claimSentAt: number): Promise<void> {
     const { handler, task } = this;
     if (handler === undefined) {
       this.currentPhase = 'finishing';
-      await this.deps.reporter.fail(task, describeThrown(new UnknownKindError(task.kind)));
+      await this.fail(describeThrown(new UnknownKindError(task.kind)));
       return;
     }
     this.watchLease(claimSentAt);
     this.watchTimeout();
-    const settled = settle(() => handler(task, this.context()));
+    const handlerStartedAt = this.deps.options.pacing.now();
+    const settled = settle(() => this.telemetry.run(() => handler(task, this.context())));
     let outcome: Settled<unknown> | typeof ABORTED | typeof TIMED_OUT = await Promise.race([
       settled,
       whenAborted(this.abort.signal).then((): typeof ABORTED => ABORTED),
@@ -101,21 +109,28 @@ export class TaskRun<Tx> {
     this.currentPhase = 'finishing';
     this.halt.abort();
     const reason = this.abortReason();
+    this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
     if (outcome === TIMED_OUT) {
       this.deps.events.emit('abandoned', { task, reason: reason ?? 'lease-lost' });
       const grace = this.deps.options.abandonGraceMs;
-      await this.deps.reporter.fail(task, `handler did not settle within ${grace} ms after its signal aborted (${reason}); abandoned`);
+      await this.fail(`handler did not settle within ${grace} ms after its signal aborted (${reason}); abandoned`);
       return;
     }
     if (reason === 'timeout') {
-      await this.deps.reporter.fail(task, describeThrown(this.abort.signal.reason));
+      await this.fail(describeThrown(this.abort.signal.reason));
       return;
     }
     if (!outcome.ok) {
-      await this.deps.reporter.fail(task, describeThrown(outcome.error));
+      await this.fail(describeThrown(outcome.error));
       return;
     }
     await this.completeWith(outcome.value);
+  }
+
+  /** Records the failed attempt (fenced `fail`) and what the store answered. */
+  private async fail(error: string): Promise<void> {
+    const result = await this.deps.reporter.fail(this.task, error);
+    this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome, error);
   }
 
   private async completeWith(value: unknown): Promise<void> {
@@ -123,11 +138,12 @@ export class TaskRun<Tx> {
     try {
       result = validateJson(value === undefined ? null : value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
     } catch (error) {
-      await this.deps.reporter.fail(this.task, describeThrown(error));
+      await this.fail(describeThrown(error));
       return;
     }
     const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt);
-    if (outcome !== null && typeof outcome === 'object') await this.deps.reporter.fail(this.task, describeThrown(outcome.writeError));
+    if (outcome !== null && typeof outcome === 'object') await this.fail(describeThrown(outcome.writeError));
+    else this.telemetry.finished(outcome ?? 'UNKNOWN');
   }
 
   private abortReason(): AbortReason | null {

@@ -25,8 +25,10 @@ import type { Handler, PayloadMap } from './handler.js';
 import { workerLogger } from './logger.js';
 import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { settle, whenAborted } from './settle.js';
+import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
 import { TaskRun } from './task-run.js';
+import { WorkerTelemetry } from './telemetry.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -59,6 +61,9 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly reporter: AttemptReporter<Tx>;
   private readonly discoverer: Discovery;
   private readonly health: StoreHealth;
+  private readonly telemetry: WorkerTelemetry;
+  /** Null without the `prune` option. */
+  private readonly pruner: Pruner | null;
   /** Wait before the loop's next store call, set when one failed (ms). */
   private retryInMs = 0;
   /** Removes the listener of lost idle connections (stores that report them, e.g. `pg`). */
@@ -86,6 +91,10 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.events = new TypedEmitter((error, event) => this.logger.error({ err: error, event }, 'event listener threw'));
     this.reporter = new AttemptReporter(this.store, this.options, this.events, this.logger);
     this.health = new StoreHealth(this.options.pacing, this.events, this.logger);
+    const store = this.store as Store<unknown>;
+    this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
+    const prune = this.options.prune;
+    this.pruner = prune === null ? null : new Pruner({ store, options: prune, pacing: this.options.pacing, events: this.events, logger: this.logger });
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
       pacing: this.options.pacing,
@@ -154,8 +163,10 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     } finally {
       this.claims.delete(tracked);
     }
-    for (const task of tasks) this.events.emit('claimed', { task });
-    if (tasks.length > 0) this.logger.debug({ count: tasks.length, limit }, 'claimed');
+    for (const task of tasks) {
+      this.events.emit('claimed', { task });
+      this.logger.debug({ taskId: task.id, kind: task.kind, attempt: task.attempt, latenessMs: task.claimedAt.getTime() - task.dueAt.getTime() }, 'claimed');
+    }
     if (this.isStopping()) {
       this.handedBackUnstarted += tasks.length;
       await Promise.all(tasks.map((task) => this.reporter.release(task)));
@@ -171,8 +182,12 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
    */
   async reclaim(): Promise<ReclaimedTask[]> {
     const tasks = await this.store.reclaimExpired();
-    for (const task of tasks) this.events.emit('reclaimed', { task });
-    if (tasks.length > 0) this.logger.info({ count: tasks.length }, 'reclaimed expired leases');
+    for (const task of tasks) {
+      this.events.emit('reclaimed', { task });
+      const line = { taskId: task.id, attempt: task.attempt, next: task.outcome };
+      if (task.outcome === 'DEAD') this.logger.warn(line, 'task is DEAD: its lease expired and it has no attempts left');
+      else this.logger.info(line, 'reclaimed an expired lease');
+    }
     return tasks;
   }
 
@@ -190,7 +205,10 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.currentState === 'running') return this;
     if (this.currentState !== 'idle') throw new WorkerStoppedError();
     this.currentState = 'running';
-    this.logger.info({ options: { ...this.options, pacing: undefined } }, 'worker started');
+    const { discovery, concurrency, leaseMs, prune } = this.options;
+    this.logger.info({ discovery, concurrency, leaseMs, ...(prune === null ? {} : { pruneEveryMs: prune.everyMs }) }, 'worker started');
+    this.telemetry.start();
+    this.pruner?.start();
     const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
     if (typeof source.onConnectionError === 'function') this.offConnectionError = source.onConnectionError((error) => this.health.failed(error, 'connection'));
     this.loopDone = this.loop();
@@ -254,6 +272,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       events: this.events,
       reporter: this.reporter,
       logger: this.logger,
+      telemetry: this.telemetry,
     });
     this.runs.add(run);
     void run.finished.then(() => {
@@ -326,9 +345,11 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   private async shutdown(): Promise<StopResult> {
+    const pruneStopped = this.pruner?.stop(this.deadline.signal);
     this.offConnectionError();
     await this.loopDone;
     await this.discoverer.stop();
+    await pruneStopped;
     await Promise.all([...this.claims]);
     await Promise.race([this.idle(), whenAborted(this.deadline.signal)]);
     const running = [...this.runs].filter((run) => run.phase === 'running');
@@ -336,6 +357,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     await this.idle();
     this.stopTimers.abort();
     this.currentState = 'stopped';
+    this.telemetry.stop();
     const result: StopResult = { handedBack: running.length + this.handedBackUnstarted };
     this.logger.info(result, 'stopped');
     this.events.emit('stopped', result);
