@@ -35,5 +35,5 @@ export {
 export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
 export { systemPacing, type Pacing } from './pacing.js';
 export { ATTRIBUTES, DUE_WAITING_MIN_INTERVAL_MS, INSTRUMENTATION_SCOPE, METRICS, type AttemptOutcome } from './telemetry.js';
-export { activeTraceContext, withTraceContext } from './trace-context.js';
+export { activeTraceContext, traceSchedules, withTraceContext } from './trace-context.js';
 export { ManualPacing } from './manual-pacing.js';

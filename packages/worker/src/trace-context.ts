@@ -4,7 +4,7 @@
  * global propagator, so it works whether or not the application registered one.
  */
 import { context, createTraceState, isSpanContextValid, type Context, type SpanContext, trace } from '@opentelemetry/api';
-import type { ScheduleInput, TraceContext } from '@postpone/core';
+import { overrideStore, type ScheduleInput, type Store, type TraceContext } from '@postpone/core';
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -25,9 +25,23 @@ export function activeTraceContext(ctx: Context = context.active()): TraceContex
  * `store.schedule(withTraceContext({ kind: 'send-reminder', payload, delayMs: 60_000 }))`.
  */
 export function withTraceContext<P>(input: ScheduleInput<P>): ScheduleInput<P> {
+  // Anything but a plain input is left to the store's validation to refuse.
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
   if (input.traceContext !== undefined && input.traceContext !== null) return input;
   const traceContext = activeTraceContext();
   return traceContext === null ? input : { ...input, traceContext };
+}
+
+/**
+ * `store` whose `schedule` and `scheduleMany` add the active trace context to every input that has
+ * none ({@link withTraceContext}); every other method is the store's own (core `overrideStore`).
+ * Schedule through it from traced code, and the worker's attempt spans link back to your spans.
+ */
+export function traceSchedules<S extends Store<Tx>, Tx = unknown>(store: S): S {
+  return overrideStore<S, Tx>(store, {
+    schedule: (input, options) => store.schedule(withTraceContext(input), options),
+    scheduleMany: (inputs, options) => store.scheduleMany(Array.isArray(inputs) ? inputs.map((input) => withTraceContext(input)) : inputs, options),
+  });
 }
 
 /** The remote span context a task's trace context names, or null when absent or unreadable. */
