@@ -96,8 +96,11 @@ export class AttemptReporter<Tx> {
       return null;
     }
     this.events.emit('failed', { task, error, result });
+    const line = { taskId: task.id, kind: task.kind, attempt: task.attempt, next: result.outcome, error };
     if (result.outcome === 'REJECTED_STALE') this.stale(task, 'fail');
-    else this.logger.warn({ taskId: task.id, kind: task.kind, attempt: task.attempt, next: result.outcome, error }, 'attempt failed');
+    else if (result.outcome === 'DEAD') this.logger.warn({ ...line, failures: task.failures + 1 }, 'task is DEAD: the attempt failed and no attempts are left');
+    else if (result.outcome === 'CANCELLED') this.logger.info(line, 'attempt failed; the task is CANCELLED (cancel was requested)');
+    else this.logger.warn({ ...line, retryInMs: delayMs }, 'attempt failed; retry scheduled');
     return result;
   }
 

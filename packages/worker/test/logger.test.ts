@@ -28,7 +28,7 @@ describe('worker logging', () => {
     await worker.runOnce();
     await failed;
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'handler says hello', workerId: 'w-log', taskId: id, kind: 'shaky', attempt: 1, step: 'inside' }));
-    expect(lines).toContainEqual(expect.objectContaining({ msg: 'attempt failed', level: 40, workerId: 'w-log', taskId: id, next: 'DEAD', error: 'Error: shaky failed' }));
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'task is DEAD: the attempt failed and no attempts are left', level: 40, workerId: 'w-log', taskId: id, next: 'DEAD', failures: 1, error: 'Error: shaky failed' }));
     await worker.stop({ timeoutMs: 0 });
   });
 

@@ -2,7 +2,8 @@
  * The whole option space: whatever createWorker accepts must work. A worker built from accepted
  * options is started against a real (in-memory) store, and none of the store calls its loop and
  * discovery make may be refused as invalid input (the kind of fault where `hybrid: { tickMs: 1000,
- * levels: 5, slotsPerLevel: 256 }` passed validation and then every wheel load failed).
+ * levels: 5, slotsPerLevel: 256 }` passed validation and then every wheel load failed). A prune
+ * schedule, when accepted, must give prunes the store accepts too.
  */
 import { overrideStore, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
@@ -39,6 +40,7 @@ const options = fc.record(
     abandonGraceMs: ms,
     completeBatchSize: count,
     completeBatchDelayMs: within(0, 100),
+    prune: fc.record({ olderThanMs: ms, everyMs: ms, batchSize: count }, { requiredKeys: [] }),
     hybrid: fc.record(
       {
         fallbackPollMs: ms,
@@ -68,7 +70,7 @@ describe('worker options, the whole space', () => {
       fc.asyncProperty(options, async (chosen) => {
         const base = createMemoryStore();
         const refused: unknown[] = [];
-        const calls = { claim: 0, peekDue: 0, reclaimExpired: 0 };
+        const calls = { claim: 0, peekDue: 0, reclaimExpired: 0, prune: 0 };
         const watch =
           <A, R>(name: keyof typeof calls, call: (params: A) => Promise<R>) =>
           async (params: A): Promise<R> => {
@@ -84,6 +86,7 @@ describe('worker options, the whole space', () => {
           claim: watch('claim', (p) => base.claim(p)),
           peekDue: watch('peekDue', (p) => base.peekDue(p)),
           reclaimExpired: watch('reclaimExpired', (p?: Parameters<typeof base.reclaimExpired>[0]) => base.reclaimExpired(p)),
+          prune: watch('prune', (p: Parameters<typeof base.prune>[0]) => base.prune(p)),
         });
         let worker: ReturnType<typeof createWorker> | undefined;
         try {
@@ -95,7 +98,11 @@ describe('worker options, the whole space', () => {
         accepted += 1;
         worker.start();
         try {
-          await until(() => calls.claim > 0 && (worker.options.discovery === 'poll' || calls.peekDue > 0), 'the first claim and load', 5_000);
+          await until(
+            () => calls.claim > 0 && (worker.options.discovery === 'poll' || calls.peekDue > 0) && (worker.options.prune === null || calls.prune > 0),
+            'the first claim, load and prune',
+            5_000,
+          );
         } finally {
           await worker.stop({ timeoutMs: 0 });
         }

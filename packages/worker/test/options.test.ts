@@ -1,4 +1,4 @@
-import { MAX_DELAY_MS, PostponeError, ValidationError } from '@postpone/core';
+import { MAX_DELAY_MS, overrideStore, PostponeError, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { describe, expect, it } from 'vitest';
 import { createWorker, HYBRID_DEFAULTS, TaskAbortedError, WORKER_DEFAULTS, WorkerStoppedError, type WorkerOptions } from '../src/index.js';
@@ -32,6 +32,7 @@ describe('worker options', () => {
       abandonGraceMs: 5_000,
       completeBatchSize: 50,
       completeBatchDelayMs: 0,
+      prune: null,
     });
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
@@ -98,6 +99,17 @@ describe('worker options', () => {
     [{ hybrid: { levels: 6, slotsPerLevel: 4_096 } }, 'hybrid.levels'],
     [{ hybrid: { loadLimit: 10_001 } }, 'hybrid.loadLimit'],
     [{ hybrid: { pauseThresholdMs: -1 } }, 'hybrid.pauseThresholdMs'],
+    [{ prune: 60_000 }, 'prune'],
+    [{ prune: null }, 'prune'],
+    [{ prune: {} }, 'prune.olderThanMs'],
+    [{ prune: { olderThanMs: 86_400_000 } }, 'prune.everyMs'],
+    [{ prune: { olderThanMs: -1, everyMs: 60_000 } }, 'prune.olderThanMs'],
+    [{ prune: { olderThanMs: MAX_DELAY_MS + 1, everyMs: 60_000 } }, 'prune.olderThanMs'],
+    [{ prune: { olderThanMs: 0, everyMs: 0 } }, 'prune.everyMs'],
+    [{ prune: { olderThanMs: 0, everyMs: 2 ** 31 } }, 'prune.everyMs'],
+    [{ prune: { olderThanMs: 0, everyMs: 1_000, batchSize: 0 } }, 'prune.batchSize'],
+    [{ prune: { olderThanMs: 0, everyMs: 1_000, batchSize: 10_001 } }, 'prune.batchSize'],
+    [{ prune: { olderThanMs: 0, every: 1_000 } }, 'prune.every'],
     // A 1 ms tick over 2 × 64 slots reaches 4 096 ms: loads reach 2 048 ms, not past a 5 s fallback.
     [{ hybrid: { tickMs: 1, levels: 2, fallbackPollMs: 5_000 } }, 'hybrid.tickMs'],
   ])('rejects %j with INVALID_OPTION on %s', (options, field) => {
@@ -120,6 +132,17 @@ describe('option names and error classes', () => {
   it('refuses an option name it does not know instead of using a default', () => {
     expect(rejection({ concurency: 5 })).toEqual({ code: 'INVALID_OPTION', field: 'concurency' });
     expect(rejection({ hybrid: { fallbackPoll: 100 } })).toEqual({ code: 'INVALID_OPTION', field: 'hybrid.fallbackPoll' });
+  });
+
+  it('takes a prune schedule (batchSize defaults to the store default) and refuses it for a store without prune()', () => {
+    expect(createWorker({ store, handlers, prune: { olderThanMs: 86_400_000, everyMs: 3_600_000 } }).options.prune).toEqual({
+      olderThanMs: 86_400_000,
+      everyMs: 3_600_000,
+      batchSize: 1_000,
+    });
+    const noPrune = overrideStore(store, { prune: undefined });
+    expect(rejection({ store: noPrune, prune: { olderThanMs: 0, everyMs: 1_000 } })).toEqual({ code: 'INVALID_OPTION', field: 'store' });
+    expect(() => createWorker({ store: noPrune, handlers })).not.toThrow();
   });
 
   it('refuses a maxBackoffMs beyond what a store accepts (100 years)', () => {
