@@ -17,6 +17,8 @@ import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker } from '@postpone/worker';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkDashboardOptions } from '../src/dashboard/command.js';
+import { isLoopbackHost } from '../src/dashboard/security.js';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
@@ -282,6 +284,28 @@ describe('postpone dashboard', () => {
     expect(page.status).toBe(200);
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     expect(await stopChild(child)).toBe(0);
+  });
+
+  it('tells loopback addresses from others and checks the options before binding', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', 'example.com', '::ffff:10.0.0.1', '']) expect(isLoopbackHost(host), host).toBe(false);
+    const raw = { host: '127.0.0.1', port: '0', refresh: '5s' };
+    expect(checkDashboardOptions(raw)).toEqual({ host: '127.0.0.1', port: 0, token: null, refreshMs: 5_000 });
+    const code = (over: Record<string, string>) => {
+      try {
+        checkDashboardOptions({ ...raw, ...over });
+        return 'OK';
+      } catch (error) {
+        return (error as { code: string }).code;
+      }
+    };
+    expect(code({ port: '65536' })).toBe('INVALID_OPTION');
+    expect(code({ refresh: '500ms' })).toBe('INVALID_OPTION');
+    expect(code({ refresh: '2m' })).toBe('INVALID_OPTION');
+    expect(code({ token: 'short' })).toBe('INVALID_OPTION');
+    expect(code({ token: 'has;semicolon-0123456789' })).toBe('INVALID_OPTION');
+    expect(code({ host: '0.0.0.0' })).toBe('TOKEN_REQUIRED');
+    expect(code({ host: '0.0.0.0', token: 'tok-0123456789abcdef0123' })).toBe('OK');
   });
 
   it('refuses a non-loopback --host without --token: exit 2, TOKEN_REQUIRED, nothing bound', async () => {
