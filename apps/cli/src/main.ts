@@ -1,6 +1,6 @@
 /**
  * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
- * show, list, stats, retry, prune.
+ * show, list, stats, retry, prune, and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
@@ -19,27 +19,9 @@ import {
 import { DEFAULT_SCHEMA, type PostgresStore } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
+import { OutcomeError, parseDuration, parseInteger, UsageError } from './args.js';
+import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { statsText, taskDetail, taskTable } from './format.js';
-
-/** Bad usage found by the CLI itself (exit 2). */
-class UsageError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** A command that ran but did not succeed (exit 1), e.g. NOT_FOUND. */
-class OutcomeError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -47,24 +29,12 @@ interface GlobalOptions {
   readonly json?: boolean;
 }
 
-const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `500`, `500ms`, `30s`, `15m`, `2h`, `7d` → milliseconds. */
-export function parseDuration(text: string, field: string): number {
-  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected a duration such as 500, 30s, 15m, 2h or 7d, got ${JSON.stringify(text)}`);
-  return Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
-}
+export { parseDuration };
 
 function parseDate(text: string, field: string): Date {
   const d = new Date(text);
   if (Number.isNaN(d.getTime())) throw new UsageError('INVALID_RUN_AT', `${field}: expected an ISO 8601 time such as 2030-01-01T12:00:00Z, got ${JSON.stringify(text)}`);
   return d;
-}
-
-function parseInteger(text: string, field: string): number {
-  if (!/^-?\d+$/.test(text.trim())) throw new UsageError('INVALID_OPTION', `${field}: expected an integer, got ${JSON.stringify(text)}`);
-  return Number(text);
 }
 
 function parsePayload(text: string): Json {
@@ -249,6 +219,11 @@ export function buildProgram(out: Out): Command {
       const result = await withStore(g, (store) => store.prune(params));
       print(out, g, result, () => `pruned ${result.deleted} tasks and ${result.effectsDeleted} effects in ${result.batches} batches`);
     });
+
+  registerDashboard(program, async (options, cmd) => {
+    const g = globals(cmd);
+    await withStore(g, (store) => serveDashboard(store, g.schema, options, out));
+  });
 
   return program;
 }

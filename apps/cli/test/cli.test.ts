@@ -64,7 +64,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['retry'], ['prune']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['retry'], ['prune'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));

@@ -85,6 +85,26 @@ function neverSent(error: unknown): boolean {
   return e.syscall === 'write' && isConnectionLoss(error);
 }
 
+/**
+ * Checks out a client with `onError` already listening. `await pool.connect()` is not enough: when a
+ * released client goes straight to a waiting `connect()`, the rest of the socket chunk that held the
+ * previous reply (a FATAL 57P01 after `pg_terminate_backend`, say) is parsed before the awaiting code
+ * runs, and an `error` event with no listener crashes the process. A callback runs synchronously.
+ * @throws the pool's connect error
+ */
+function checkout(pool: pg.Pool, onError: (error: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error || client === undefined) {
+        reject(error ?? new Error('pool.connect returned no client'));
+        return;
+      }
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
+}
+
 /** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
 async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
   try {
@@ -114,7 +134,14 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
 
   /** Checks out a client and LISTENs; a failure here is the caller's to handle. */
   const connect = async (): Promise<void> => {
-    const client = await pool.connect();
+    // An error between the checkout and the listeners below is kept and handled as a loss.
+    let early: Error | undefined;
+    let onError: ((error: Error) => void) | undefined;
+    const relay = (error: Error) => {
+      if (onError) onError(error);
+      else early ??= error;
+    };
+    const client = await checkout(pool, relay);
     let lost = false;
     let heartbeat: NodeJS.Timeout | undefined;
     // Both the failed LISTEN and the client's 'error' event report one loss: release once.
@@ -134,13 +161,14 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
     const detach = () => {
       clearInterval(heartbeat);
       client.off('notification', onNotification);
-      client.off('error', onLost);
+      client.off('error', relay);
       client.off('end', onEnd);
     };
     client.on('notification', onNotification);
-    client.on('error', onLost);
+    onError = onLost;
     client.on('end', onEnd);
     try {
+      if (early !== undefined) throw early;
       await client.query(`listen ${pg.escapeIdentifier(channel)}`);
     } catch (error) {
       onLost(error as Error);
@@ -273,14 +301,13 @@ export function createPgDriver(
       // A pooled connection may have died while idle and not been noticed yet: when `begin` itself
       // fails on a lost connection nothing ran, so one retry on a fresh client is safe.
       for (let attempt = 1; ; attempt++) {
-        const client = await pool.connect();
         let broken: Error | undefined;
         let begun = false;
         // Held: the pool's idle listener is off, so without this a cut connection is an uncaught 'error'.
         const onError = (error: Error) => {
           broken ??= error;
         };
-        client.on('error', onError);
+        const client = await checkout(pool, onError);
         try {
           await client.query('begin');
           begun = true;

@@ -90,10 +90,23 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     insertHistoryEffect = async (tx, id, attempt, worker) => {
       await (tx as pg.PoolClient).query(historyEffect, [id, attempt, worker]);
     };
-    takeConnection = async () => {
-      const client = await pool.connect();
-      return () => client.release();
-    };
+    takeConnection = () =>
+      new Promise((resolve, reject) => {
+        // The error listener goes on in the callback: after an `await pool.connect()` an error parsed
+        // from the same socket chunk would find no listener and crash the child.
+        pool.connect((error, client) => {
+          if (error || client === undefined) return reject(error ?? new Error('no client'));
+          let broken: Error | undefined;
+          const onError = (e: Error) => {
+            broken ??= e;
+          };
+          client.on('error', onError);
+          resolve(() => {
+            if (broken === undefined) client.off('error', onError);
+            client.release(broken);
+          });
+        });
+      });
   } else {
     const sql = postgres(config.databaseUrl, postgresJsOptions(max, c));
     const jsStore = createPostgresJsStore({ sql, schema: config.schema, ...storeOptions(c) });

@@ -1,0 +1,276 @@
+// The Postpone dashboard page script (served by `postpone dashboard`). It reads the JSON API under
+// /api/ and writes every value with textContent (never innerHTML), so task data shows as text.
+// Writing actions are POSTs carrying the page's CSRF token in the x-csrf-token header.
+/* global Chart */
+
+const meta = (name) => document.querySelector(`meta[name="${name}"]`).getAttribute('content');
+const CSRF = meta('csrf-token');
+const REFRESH_MS = Number(meta('refresh-ms'));
+const LIST_LIMIT = Number(meta('list-limit'));
+const $ = (id) => document.getElementById(id);
+
+const view = {
+  filters: { state: '', kind: '', hasError: false },
+  cursor: null, // cursor of the page shown (null: the first page)
+  nextCursor: null,
+  openId: null, // the task shown in the detail panel
+  listSeq: 0,
+  detailSeq: 0,
+};
+
+const iso = (value) => (value === null || value === undefined ? '–' : new Date(value).toISOString().replace('T', ' ').replace('Z', ' UTC'));
+const text = (value) => (value === null || value === undefined ? '–' : String(value));
+const ms = (value) => (value === null || value === undefined ? 'none due' : value < 1000 ? `${value} ms` : `${(value / 1000).toFixed(1)} s`);
+
+function cell(content) {
+  const td = document.createElement('td');
+  td.textContent = content;
+  return td;
+}
+
+async function api(path, init) {
+  const response = await fetch(path, { credentials: 'same-origin', ...init });
+  const body = await response.json().catch(() => ({ error: 'BAD_RESPONSE', message: `HTTP ${response.status}` }));
+  if (!response.ok) throw Object.assign(new Error(`${body.error}: ${body.message}`), { status: response.status, body });
+  return body;
+}
+
+function setStatus(message, isError) {
+  const el = $('status');
+  el.textContent = message;
+  el.classList.toggle('error', Boolean(isError));
+}
+
+// ---- charts (Chart.js from the installed package) ---------------------------------------------
+const dueChart = new Chart($('due-chart'), {
+  type: 'bar',
+  data: { labels: Array.from({ length: 60 }, (_, i) => `+${i}m`), datasets: [{ label: 'tasks due', data: new Array(60).fill(0), backgroundColor: '#4e79a7' }] },
+  options: {
+    animation: false,
+    maintainAspectRatio: false,
+    plugins: { legend: { display: false } },
+    scales: { x: { title: { display: true, text: 'minutes from now (store clock)' } }, y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'tasks' } } },
+  },
+});
+
+const latenessChart = new Chart($('lateness-chart'), {
+  type: 'scatter',
+  data: {
+    datasets: [
+      { label: 'CLAIMED (due → claim or last renewal)', data: [], backgroundColor: '#f28e2b' },
+      { label: 'DONE (due → completion)', data: [], backgroundColor: '#59a14f' },
+    ],
+  },
+  options: {
+    animation: false,
+    maintainAspectRatio: false,
+    scales: {
+      x: { type: 'linear', title: { display: true, text: 'seconds before now (store clock)' } },
+      y: { beginAtZero: true, title: { display: true, text: 'lateness, ms' } },
+    },
+  },
+});
+
+// ---- overview ----------------------------------------------------------------------------------
+function renderOverview(o) {
+  $('schema').textContent = o.schema;
+  $('store-now').textContent = iso(o.stats.now);
+  $('count-scheduled').textContent = String(o.stats.scheduled);
+  $('count-due').textContent = String(o.stats.due);
+  $('count-claimed').textContent = String(o.stats.claimed);
+  $('count-dead').textContent = String(o.stats.dead);
+  $('oldest-lateness').textContent = ms(o.stats.oldestDueLatenessMs);
+  $('by-kind')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...o.stats.byKind.map((k) => {
+        const tr = document.createElement('tr');
+        tr.append(cell(k.kind), cell(String(k.scheduled)), cell(String(k.due)), cell(String(k.claimed)), cell(String(k.dead)));
+        return tr;
+      }),
+    );
+  dueChart.data.datasets[0].data = o.due.counts;
+  dueChart.update('none');
+  $('due-total').textContent = String(o.due.total);
+  $('due-truncated').hidden = !o.due.truncated;
+  const now = Date.parse(o.stats.now);
+  const point = (p) => ({ x: (Date.parse(p.at) - now) / 1000, y: p.latenessMs });
+  latenessChart.data.datasets[0].data = o.lateness.filter((p) => p.state === 'CLAIMED').map(point);
+  latenessChart.data.datasets[1].data = o.lateness.filter((p) => p.state === 'DONE').map(point);
+  latenessChart.update('none');
+}
+
+// ---- task list ---------------------------------------------------------------------------------
+function listQuery() {
+  const q = new URLSearchParams({ limit: String(LIST_LIMIT) });
+  if (view.filters.state !== '') q.append('state', view.filters.state);
+  if (view.filters.kind !== '') q.append('kind', view.filters.kind);
+  if (view.filters.hasError) q.set('hasError', 'true');
+  if (view.cursor !== null) q.set('cursor', view.cursor);
+  return q;
+}
+
+async function loadList() {
+  const seq = ++view.listSeq;
+  const page = await api(`/api/tasks?${listQuery()}`);
+  if (seq !== view.listSeq) return; // a newer request (other filters) is on its way
+  view.nextCursor = page.nextCursor;
+  $('tasks')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...page.tasks.map((t) => {
+        const tr = document.createElement('tr');
+        tr.dataset.id = t.id;
+        tr.dataset.state = t.state;
+        tr.tabIndex = 0;
+        tr.classList.toggle('open', t.id === view.openId);
+        const retry = t.retriedAs !== null ? `→ ${t.retriedAs}` : t.retryOf !== null ? `← ${t.retryOf}` : '';
+        tr.append(cell(t.id), cell(t.kind), cell(t.state), cell(iso(t.dueAt)), cell(`${t.attempt}/${t.maxAttempts}`), cell(retry), cell(t.lastError ?? ''));
+        tr.lastChild.title = t.lastError ?? '';
+        return tr;
+      }),
+    );
+  $('next-page').disabled = page.nextCursor === null;
+  $('first-page').disabled = view.cursor === null;
+  $('list-info').textContent = page.tasks.length === 0 ? 'no tasks match' : `${page.tasks.length} task(s) on this page`;
+}
+
+// ---- detail ------------------------------------------------------------------------------------
+function showDetail(d) {
+  const t = d.task;
+  $('detail').hidden = false;
+  $('detail-id').textContent = t.id;
+  $('detail-kind').textContent = t.kind;
+  $('detail-state').textContent = t.state;
+  $('detail-state').dataset.state = t.state;
+  $('detail-due').textContent = iso(t.dueAt);
+  $('detail-attempts').textContent = `attempt ${t.attempt}, failures ${t.failures} of ${t.maxAttempts} allowed`;
+  $('detail-lease').textContent = t.leaseOwner === null ? '–' : `${t.leaseOwner} until ${iso(t.leaseUntil)}`;
+  $('detail-cancel-requested').textContent = t.cancelRequested ? 'yes' : 'no';
+  $('detail-retry').textContent = `${text(t.retryOf)} / ${text(t.retriedAs)}`;
+  $('detail-times').textContent = `${iso(t.createdAt)} / ${iso(t.updatedAt)}`;
+  $('detail-error').textContent = t.lastError ?? '–';
+  $('detail-payload').textContent = JSON.stringify(t.payload, null, 2);
+  $('detail-result').textContent = t.result === null ? '–' : JSON.stringify(t.result, null, 2);
+  $('detail-effect').textContent = d.effect === null ? '–' : `attempt ${d.effect.attempt} by ${d.effect.worker} at ${iso(d.effect.createdAt)}`;
+  $('retry-button').disabled = !(t.state === 'DEAD' || t.state === 'CANCELLED');
+  $('cancel-button').disabled = !(t.state === 'SCHEDULED' || (t.state === 'CLAIMED' && !t.cancelRequested));
+  for (const tr of $('tasks').querySelectorAll('tbody tr')) tr.classList.toggle('open', tr.dataset.id === t.id);
+}
+
+async function loadDetail() {
+  if (view.openId === null) return;
+  const seq = ++view.detailSeq;
+  try {
+    const d = await api(`/api/tasks/${encodeURIComponent(view.openId)}`);
+    if (seq === view.detailSeq) showDetail(d);
+  } catch (error) {
+    if (error.status === 404 && seq === view.detailSeq) {
+      $('detail-state').textContent = 'not found (pruned?)';
+      $('retry-button').disabled = true;
+      $('cancel-button').disabled = true;
+    } else throw error;
+  }
+}
+
+async function openTask(id) {
+  if (view.openId !== id) $('action-message').textContent = '';
+  view.openId = id;
+  await loadDetail();
+}
+
+function retryMessage(id, r) {
+  switch (r.outcome) {
+    case 'RETRIED':
+      return `RETRIED task ${id} as task ${r.id}, due ${iso(r.dueAt)}`;
+    case 'ALREADY_RETRIED':
+      return `ALREADY_RETRIED: task ${id} was retried before as task ${r.id}`;
+    case 'NOT_RETRYABLE':
+      return `NOT_RETRYABLE: task ${id} is ${r.state}`;
+    default:
+      return `${r.outcome}: task ${id}`;
+  }
+}
+
+async function act(action) {
+  const id = view.openId;
+  if (id === null) return;
+  const message = $('action-message');
+  try {
+    const r = await api(`/api/tasks/${encodeURIComponent(id)}/${action}`, { method: 'POST', headers: { 'x-csrf-token': CSRF } });
+    message.textContent = action === 'retry' ? retryMessage(id, r) : `${r.outcome}: task ${id}`;
+    message.dataset.outcome = r.outcome;
+    if (r.id !== undefined) message.dataset.newId = r.id;
+    else delete message.dataset.newId;
+  } catch (error) {
+    message.textContent = `${action} failed: ${error.message}`;
+    message.dataset.outcome = 'ERROR';
+  }
+  await refresh();
+}
+
+// ---- refresh loop ------------------------------------------------------------------------------
+let refreshing = null;
+async function refresh() {
+  if (refreshing !== null) return refreshing; // one refresh at a time
+  refreshing = (async () => {
+    try {
+      const o = await api('/api/overview');
+      renderOverview(o);
+      await Promise.all([loadList(), loadDetail()]);
+      setStatus(`updated ${iso(o.stats.now)}`, false);
+      document.body.dataset.refreshedAt = o.stats.now;
+    } catch (error) {
+      setStatus(`refresh failed: ${error.message}`, true);
+    } finally {
+      refreshing = null;
+    }
+  })();
+  return refreshing;
+}
+
+let timer = null;
+function schedule() {
+  clearTimeout(timer);
+  if ($('auto-refresh').checked) timer = setTimeout(() => refresh().finally(schedule), REFRESH_MS);
+}
+
+$('refresh-seconds').textContent = String(REFRESH_MS / 1000);
+$('auto-refresh').addEventListener('change', schedule);
+$('filters').addEventListener('submit', (event) => {
+  event.preventDefault();
+  view.filters = { state: $('filter-state').value, kind: $('filter-kind').value.trim(), hasError: $('filter-error').checked };
+  view.cursor = null;
+  loadList().catch((error) => setStatus(`list failed: ${error.message}`, true));
+});
+$('filter-state').addEventListener('change', () => $('filters').requestSubmit());
+$('filter-error').addEventListener('change', () => $('filters').requestSubmit());
+$('next-page').addEventListener('click', () => {
+  if (view.nextCursor === null) return;
+  view.cursor = view.nextCursor;
+  loadList().catch((error) => setStatus(`list failed: ${error.message}`, true));
+});
+$('first-page').addEventListener('click', () => {
+  view.cursor = null;
+  loadList().catch((error) => setStatus(`list failed: ${error.message}`, true));
+});
+$('tasks')
+  .querySelector('tbody')
+  .addEventListener('click', (event) => {
+    const tr = event.target.closest('tr[data-id]');
+    if (tr !== null) openTask(tr.dataset.id).catch((error) => setStatus(`detail failed: ${error.message}`, true));
+  });
+$('tasks')
+  .querySelector('tbody')
+  .addEventListener('keydown', (event) => {
+    const tr = event.target.closest('tr[data-id]');
+    if (tr !== null && event.key === 'Enter') openTask(tr.dataset.id).catch((error) => setStatus(`detail failed: ${error.message}`, true));
+  });
+$('detail-close').addEventListener('click', () => {
+  view.openId = null;
+  $('detail').hidden = true;
+});
+$('retry-button').addEventListener('click', () => act('retry'));
+$('cancel-button').addEventListener('click', () => act('cancel'));
+
+refresh().finally(schedule);

@@ -1,0 +1,42 @@
+/**
+ * What the CLI's commands share: its two error classes (they decide the exit code) and the parsers of
+ * option values.
+ */
+
+/** Bad usage found by the CLI itself (exit 2). */
+export class UsageError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A command that ran but did not succeed (exit 1), e.g. NOT_FOUND. */
+export class OutcomeError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * `500`, `500ms`, `30s`, `15m`, `2h`, `7d` → milliseconds.
+ * @throws UsageError INVALID_OPTION for anything else
+ */
+export function parseDuration(text: string, field: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected a duration such as 500, 30s, 15m, 2h or 7d, got ${JSON.stringify(text)}`);
+  return Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
+}
+
+/** @throws UsageError INVALID_OPTION when `text` is not a decimal integer */
+export function parseInteger(text: string, field: string): number {
+  if (!/^-?\d+$/.test(text.trim())) throw new UsageError('INVALID_OPTION', `${field}: expected an integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}

@@ -1,0 +1,112 @@
+/**
+ * What the dashboard shows, read through the store's operations only (`stats`, `listTasks`,
+ * `getTaskRecord`, `getEffect`): the live counts, the tasks due in the next hour, and the lateness of
+ * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
+ * process's.
+ */
+import type { Effect, StoreStats, TaskRecord, TaskState } from '@postpone/core';
+import { MAX_LIST_LIMIT } from '@postpone/core';
+import type { PostgresStore } from '@postpone/postgres';
+
+/** The store methods the dashboard uses (the PostgreSQL store has them all). */
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel'>;
+
+/** Width of one histogram bar: one minute. */
+export const DUE_BUCKET_MS = 60_000;
+/** The histogram's window: the next hour. */
+export const DUE_WINDOW_MS = 3_600_000;
+/** Most tasks the histogram reads (pages of {@link MAX_LIST_LIMIT}); beyond it the figure says `truncated`. */
+export const MAX_DUE_TASKS = 5_000;
+/** How many recent claimed / finished tasks the lateness chart reads. */
+export const LATENESS_SAMPLE = 200;
+
+export interface DueHistogram {
+  /** Start of the first bucket (the store's now). */
+  readonly from: Date;
+  readonly bucketMs: number;
+  /** Tasks per bucket, `DUE_WINDOW_MS / bucketMs` buckets: SCHEDULED with `from + i·bucketMs ≤ dueAt < from + (i+1)·bucketMs`. */
+  readonly counts: readonly number[];
+  /** Tasks counted. */
+  readonly total: number;
+  /** True when more than {@link MAX_DUE_TASKS} were due in the hour (only that many were counted). */
+  readonly truncated: boolean;
+}
+
+/**
+ * One recent claim. The store keeps no claim time (a task row has `dueAt` and `updatedAt`), so
+ * `latenessMs = updatedAt − dueAt`:
+ * - CLAIMED: `updatedAt` is the claim, or the last lease renewal after it;
+ * - DONE: `updatedAt` is the completion, so the handler's run time is included.
+ * Either way it is an upper bound of the claim's lateness (due → claim), exact for a CLAIMED task whose
+ * lease was not renewed yet. `dueAt` is the due time of the last claim (a failed attempt's backoff
+ * moves it), so this is the lateness of the last claim, not the first.
+ */
+export interface LatenessPoint {
+  readonly id: string;
+  readonly kind: string;
+  readonly state: 'CLAIMED' | 'DONE';
+  readonly at: Date;
+  readonly latenessMs: number;
+}
+
+export interface Overview {
+  readonly stats: StoreStats;
+  readonly due: DueHistogram;
+  readonly lateness: readonly LatenessPoint[];
+}
+
+export interface TaskDetail {
+  readonly task: TaskRecord;
+  readonly effect: Effect | null;
+}
+
+/** Counts the SCHEDULED tasks due in `[now, now + 1 h)` per minute, keyset page by page (bounded). */
+export async function dueHistogram(store: DashboardStore, now: Date): Promise<DueHistogram> {
+  const buckets = DUE_WINDOW_MS / DUE_BUCKET_MS;
+  const counts = new Array<number>(buckets).fill(0);
+  const dueBefore = new Date(now.getTime() + DUE_WINDOW_MS);
+  let cursor: string | null = null;
+  let total = 0;
+  let truncated = false;
+  for (let page = 0; page < MAX_DUE_TASKS / MAX_LIST_LIMIT; page++) {
+    const result = await store.listTasks({ states: ['SCHEDULED'], dueFrom: now, dueBefore, order: 'oldest', limit: MAX_LIST_LIMIT, cursor });
+    for (const task of result.tasks) {
+      const i = Math.floor((task.dueAt.getTime() - now.getTime()) / DUE_BUCKET_MS);
+      counts[Math.min(Math.max(i, 0), buckets - 1)]! += 1;
+      total += 1;
+    }
+    cursor = result.nextCursor;
+    if (cursor === null) break;
+    if (page === MAX_DUE_TASKS / MAX_LIST_LIMIT - 1) truncated = true;
+  }
+  return { from: now, bucketMs: DUE_BUCKET_MS, counts, total, truncated };
+}
+
+/** The newest {@link LATENESS_SAMPLE} CLAIMED or DONE tasks (by id) as lateness points, oldest `at` first. */
+export async function recentLateness(store: DashboardStore): Promise<LatenessPoint[]> {
+  const states: TaskState[] = ['CLAIMED', 'DONE'];
+  const { tasks } = await store.listTasks({ states, order: 'newest', limit: LATENESS_SAMPLE });
+  return tasks
+    .filter((t) => t.attempt > 0)
+    .map((t) => ({
+      id: t.id,
+      kind: t.kind,
+      state: t.state as 'CLAIMED' | 'DONE',
+      at: t.updatedAt,
+      latenessMs: Math.max(0, t.updatedAt.getTime() - t.dueAt.getTime()),
+    }))
+    .sort((a, b) => a.at.getTime() - b.at.getTime());
+}
+
+export async function overview(store: DashboardStore): Promise<Overview> {
+  const stats = await store.stats();
+  const [due, lateness] = await Promise.all([dueHistogram(store, stats.now), recentLateness(store)]);
+  return { stats, due, lateness };
+}
+
+/** A task with its effect row, or null when there is no such task. */
+export async function taskDetail(store: DashboardStore, id: string): Promise<TaskDetail | null> {
+  const task = await store.getTaskRecord(id);
+  if (task === null) return null;
+  return { task, effect: await store.getEffect(id) };
+}

@@ -1,0 +1,105 @@
+/**
+ * The dashboard's one HTML page: a static skeleton. It holds no task data: the script
+ * (`assets/dashboard.js`) fetches `/api/…` and writes every value with `textContent`, so a payload
+ * holding `<script>` shows as text. The only values put into the HTML are the CSRF token (64 hex
+ * digits) and two integers, all checked here before they are written.
+ */
+
+export interface PageOptions {
+  readonly csrfToken: string;
+  readonly refreshMs: number;
+  readonly listLimit: number;
+}
+
+const STATES = ['SCHEDULED', 'CLAIMED', 'DONE', 'CANCELLED', 'DEAD'] as const;
+
+/** The page for one dashboard process. @throws Error when a value is not of the shape above */
+export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): string {
+  if (!/^[0-9a-f]{64}$/.test(csrfToken)) throw new Error('csrfToken must be 64 hex digits');
+  if (!Number.isInteger(refreshMs) || !Number.isInteger(listLimit)) throw new Error('refreshMs and listLimit must be integers');
+  const stateOptions = STATES.map((s) => `<option value="${s}">${s}</option>`).join('');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf-token" content="${csrfToken}">
+<meta name="refresh-ms" content="${refreshMs}">
+<meta name="list-limit" content="${listLimit}">
+<title>Postpone dashboard</title>
+<link rel="stylesheet" href="/assets/dashboard.css">
+<script src="/assets/chart.umd.min.js"></script>
+<script type="module" src="/assets/dashboard.js"></script>
+</head>
+<body>
+<header>
+  <h1>Postpone</h1>
+  <span>schema <b id="schema">…</b></span>
+  <span>store clock <b id="store-now">…</b></span>
+  <label><input type="checkbox" id="auto-refresh" checked> auto-refresh every <span id="refresh-seconds"></span> s</label>
+  <span id="status" role="status">loading…</span>
+</header>
+<main>
+<section id="counts" aria-label="Counts by state">
+  <div class="card scheduled"><span class="label">SCHEDULED</span><span class="value" id="count-scheduled">–</span></div>
+  <div class="card due"><span class="label">due, waiting</span><span class="value" id="count-due">–</span></div>
+  <div class="card claimed"><span class="label">CLAIMED</span><span class="value" id="count-claimed">–</span></div>
+  <div class="card dead"><span class="label">DEAD</span><span class="value" id="count-dead">–</span></div>
+  <div class="card late"><span class="label">oldest due task late by</span><span class="value" id="oldest-lateness">–</span></div>
+  <p class="note">Live counts from the store's <code>stats()</code>. DONE and CANCELLED are history and are not counted here
+  (that would read every finished row): list them with the state filter.</p>
+  <table id="by-kind"><thead><tr><th>kind</th><th>scheduled</th><th>due</th><th>claimed</th><th>dead</th></tr></thead><tbody></tbody></table>
+</section>
+<section class="charts">
+  <figure>
+    <figcaption>SCHEDULED tasks due in the next hour, per minute (<span id="due-total">0</span> tasks<span id="due-truncated" hidden>; only the first 5 000 counted</span>)</figcaption>
+    <div class="chart"><canvas id="due-chart"></canvas></div>
+  </figure>
+  <figure>
+    <figcaption>Lateness of recent claims (ms, the newest 200 CLAIMED or DONE tasks). The store keeps no claim time, so each
+    point is <code>updatedAt − dueAt</code>: for CLAIMED the claim or its last lease renewal, for DONE the completion
+    (handler time included) — an upper bound of due → claim.</figcaption>
+    <div class="chart"><canvas id="lateness-chart"></canvas></div>
+  </figure>
+</section>
+<section id="list" aria-label="Tasks">
+  <h2>Tasks</h2>
+  <form id="filters">
+    <label>state <select id="filter-state"><option value="">any</option>${stateOptions}</select></label>
+    <label>kind <input id="filter-kind" type="text" maxlength="200" placeholder="any" autocomplete="off"></label>
+    <label><input id="filter-error" type="checkbox"> with last error only</label>
+    <button type="submit">apply</button>
+  </form>
+  <table id="tasks">
+    <thead><tr><th>id</th><th>kind</th><th>state</th><th>due</th><th>attempt</th><th>retry</th><th>last error</th></tr></thead>
+    <tbody></tbody>
+  </table>
+  <p><button id="first-page" type="button" disabled>first page</button> <button id="next-page" type="button" disabled>next page</button> <span id="list-info"></span></p>
+</section>
+<section id="detail" aria-label="Task detail" hidden>
+  <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>
+  <dl>
+    <dt>kind</dt><dd id="detail-kind"></dd>
+    <dt>state</dt><dd id="detail-state"></dd>
+    <dt>due</dt><dd id="detail-due"></dd>
+    <dt>attempts</dt><dd id="detail-attempts"></dd>
+    <dt>lease</dt><dd id="detail-lease"></dd>
+    <dt>cancel requested</dt><dd id="detail-cancel-requested"></dd>
+    <dt>retry of / retried as</dt><dd id="detail-retry"></dd>
+    <dt>created / updated</dt><dd id="detail-times"></dd>
+    <dt>last error</dt><dd><pre id="detail-error"></pre></dd>
+    <dt>payload</dt><dd><pre id="detail-payload"></pre></dd>
+    <dt>result</dt><dd><pre id="detail-result"></pre></dd>
+    <dt>effect</dt><dd id="detail-effect"></dd>
+  </dl>
+  <p>
+    <button id="retry-button" type="button" disabled>retry</button>
+    <button id="cancel-button" type="button" disabled>cancel</button>
+    <span id="action-message" role="status"></span>
+  </p>
+</section>
+</main>
+</body>
+</html>
+`;
+}

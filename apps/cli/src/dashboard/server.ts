@@ -1,0 +1,226 @@
+/**
+ * The dashboard's HTTP server (Hono on `node:http`): one page, its static files, and a JSON API under
+ * `/api/` that the page reads and writes through.
+ *
+ * Routes: `GET /` the page; `GET /assets/…` its script, style sheet and Chart.js (served from the
+ * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
+ * a page of tasks (`state`, `kind`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
+ * `GET /api/tasks/:id` one task with its effect; `POST /api/tasks/:id/retry` and
+ * `POST /api/tasks/:id/cancel` the two writing actions.
+ *
+ * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,
+ * the cookie set by opening `/?token=…` once, or `?token=`), else 401; without one (loopback only),
+ * the `Host` header must name this loopback listener, else 403 (a DNS-rebinding page cannot read the
+ * API). On every POST: the `x-csrf-token` header must equal this process's random CSRF token (it is
+ * only in the page) and `Origin` must be this server's own, else 403. Responses carry a strict
+ * Content-Security-Policy (scripts from this server only, no inline script), `nosniff` and no framing.
+ */
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAdaptorServer } from '@hono/node-server';
+import { parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
+import { type Context, Hono } from 'hono';
+import { type DashboardStore, overview, taskDetail } from './data.js';
+import { pageHtml } from './page.js';
+import { CSRF_HEADER, isLoopbackHost, loopbackHostHeaders, randomToken, readCookie, sameSecret, TOKEN_COOKIE } from './security.js';
+
+/** Bounds of the page's auto-refresh period (ms). */
+export const MIN_REFRESH_MS = 1_000;
+export const MAX_REFRESH_MS = 60_000;
+export const DEFAULT_REFRESH_MS = 5_000;
+/** Page size of the task list (the page asks for it; the API caps it). */
+export const DASHBOARD_LIST_LIMIT = 50;
+const MAX_API_LIST_LIMIT = 200;
+
+export interface DashboardAppOptions {
+  readonly store: DashboardStore;
+  /** The schema shown in the page header. */
+  readonly schema: string;
+  /** Access token every request must carry, or null (loopback only: then `Host` is checked). */
+  readonly token: string | null;
+  /** The page's auto-refresh period, {@link MIN_REFRESH_MS}..{@link MAX_REFRESH_MS}. */
+  readonly refreshMs: number;
+  /** CSRF token embedded in the page (default: a fresh random one). */
+  readonly csrfToken?: string;
+  /** The bound address (its `host:port` is an accepted `Host` header besides the loopback names). */
+  readonly host: string;
+  /** The listening port, read per request (known only after `listen` when port 0 was asked). */
+  readonly port: () => number;
+}
+
+interface Asset {
+  readonly body: string;
+  readonly type: string;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** `apps/cli/assets/` (from `dist/dashboard/` or `src/dashboard/`). */
+const ASSETS_DIR = join(here, '..', '..', 'assets');
+
+function loadAssets(): Map<string, Asset> {
+  const require = createRequire(import.meta.url);
+  const chartDir = dirname(require.resolve('chart.js')); // …/chart.js/dist (the package's `require` entry)
+  const read = (path: string) => readFileSync(path, 'utf8');
+  return new Map<string, Asset>([
+    ['chart.umd.min.js', { body: read(join(chartDir, 'chart.umd.min.js')), type: 'text/javascript; charset=utf-8' }],
+    ['dashboard.js', { body: read(join(ASSETS_DIR, 'dashboard.js')), type: 'text/javascript; charset=utf-8' }],
+    ['dashboard.css', { body: read(join(ASSETS_DIR, 'dashboard.css')), type: 'text/css; charset=utf-8' }],
+  ]);
+}
+
+/** An address as it appears in a URL (IPv6 in brackets). */
+const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function errorBody(error: unknown): { status: 400 | 500; body: { error: string; message: string } } {
+  if (ValidationError.isInstance(error)) return { status: 400, body: { error: error.code, message: error.message } };
+  if (PostponeError.isInstance(error)) return { status: 500, body: { error: error.code, message: error.message } };
+  return { status: 500, body: { error: 'UNEXPECTED', message: error instanceof Error ? error.message : String(error) } };
+}
+
+/** Builds the Hono app (no listening): usable with `app.request(...)` as well as a server. */
+export function createDashboardApp(options: DashboardAppOptions): Hono {
+  const { store, token } = options;
+  const csrfToken = options.csrfToken ?? randomToken();
+  const assets = loadAssets();
+  const html = pageHtml({ csrfToken, refreshMs: options.refreshMs, listLimit: DASHBOARD_LIST_LIMIT });
+  const app = new Hono();
+
+  app.use('*', async (c, next) => {
+    c.header('Content-Security-Policy', CSP);
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('Cache-Control', 'no-store');
+    if (token === null) {
+      const allowed = loopbackHostHeaders(options.port()).add(`${urlHost(options.host)}:${options.port()}`);
+      if (!allowed.has(c.req.header('host') ?? '')) return c.json({ error: 'FORBIDDEN', message: 'unexpected Host header' }, 403);
+    } else {
+      const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+      const given = bearer ?? readCookie(c.req.header('cookie'), TOKEN_COOKIE) ?? c.req.query('token');
+      if (!sameSecret(given, token)) return c.json({ error: 'UNAUTHORIZED', message: 'a valid token is required: open /?token=<token> or send Authorization: Bearer <token>' }, 401);
+      if (c.req.method === 'GET' && c.req.path === '/' && c.req.query('token') !== undefined) {
+        // Keep the token in an HttpOnly, same-site cookie and drop it from the address bar.
+        c.header('Set-Cookie', `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/`);
+        return c.redirect('/', 303);
+      }
+    }
+    if (c.req.method === 'POST') {
+      const origin = c.req.header('origin');
+      const ownOrigin = `http://${c.req.header('host') ?? ''}`;
+      if (!sameSecret(c.req.header(CSRF_HEADER), csrfToken) || origin !== ownOrigin) {
+        return c.json({ error: 'CSRF', message: `a POST needs the page's ${CSRF_HEADER} header and this server's Origin` }, 403);
+      }
+    }
+    return next();
+  });
+
+  app.onError((error, c) => {
+    const { status, body } = errorBody(error);
+    if (status === 500) process.stderr.write(`postpone dashboard: ${c.req.method} ${c.req.path}: ${body.error}: ${body.message}\n`);
+    return c.json(body, status);
+  });
+  app.notFound((c) => c.json({ error: 'NOT_FOUND', message: 'no such page' }, 404));
+
+  app.get('/', (c) => c.html(html));
+  app.get('/assets/:name', (c) => {
+    const asset = assets.get(c.req.param('name'));
+    if (asset === undefined) return c.json({ error: 'NOT_FOUND', message: 'no such asset' }, 404);
+    return c.body(asset.body, 200, { 'Content-Type': asset.type });
+  });
+
+  app.get('/api/overview', async (c) => c.json({ schema: options.schema, refreshMs: options.refreshMs, ...(await overview(store)) }));
+
+  app.get('/api/tasks', async (c) => {
+    const states = c.req.queries('state')?.filter((s) => s !== '');
+    const kinds = c.req.queries('kind')?.filter((k) => k !== '');
+    const hasError = c.req.query('hasError');
+    const cursor = c.req.query('cursor');
+    const limit = Math.min(Number(c.req.query('limit') ?? DASHBOARD_LIST_LIMIT), MAX_API_LIST_LIMIT);
+    for (const s of states ?? []) {
+      if (!TASK_STATES.includes(s as TaskState)) throw new ValidationError('INVALID_OPTION', 'state', `must be one of ${TASK_STATES.join(', ')}`);
+    }
+    const page = await store.listTasks({
+      ...(states !== undefined && states.length > 0 ? { states: states as TaskState[] } : {}),
+      ...(kinds !== undefined && kinds.length > 0 ? { kinds } : {}),
+      ...(hasError === 'true' ? { hasError: true } : hasError === 'false' ? { hasError: false } : {}),
+      ...(cursor !== undefined && cursor !== '' ? { cursor } : {}),
+      limit,
+    });
+    return c.json(page);
+  });
+
+  const taskId = (c: Context) => parseTaskId(c.req.param('id'));
+  app.get('/api/tasks/:id', async (c) => {
+    const found = await taskDetail(store, taskId(c));
+    return found === null ? c.json({ error: 'NOT_FOUND', message: 'no such task' }, 404) : c.json(found);
+  });
+  app.post('/api/tasks/:id/retry', async (c) => c.json(await store.retry({ id: taskId(c) })));
+  app.post('/api/tasks/:id/cancel', async (c) => c.json({ outcome: await store.cancel(taskId(c)) }));
+  return app;
+}
+
+export interface StartDashboardOptions extends Omit<DashboardAppOptions, 'port'> {
+  /** Address to bind; not loopback → `token` is required. */
+  readonly host: string;
+  /** Port to bind, 0 for any free one. */
+  readonly port: number;
+}
+
+export interface RunningDashboard {
+  /** `http://host:port/` with the bound port. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting connections and closes open ones. */
+  close(): Promise<void>;
+}
+
+/** The error `startDashboard` throws when a non-loopback address has no token. */
+export class TokenRequiredError extends Error {
+  readonly code = 'TOKEN_REQUIRED';
+}
+
+/**
+ * Listens on `host:port` and serves the dashboard.
+ * @throws TokenRequiredError when `host` is not loopback and `token` is null (nothing is bound)
+ * @throws the `listen` error (e.g. EADDRINUSE) when the address cannot be bound
+ */
+export async function startDashboard(options: StartDashboardOptions): Promise<RunningDashboard> {
+  if (options.token === null && !isLoopbackHost(options.host)) {
+    throw new TokenRequiredError(`${options.host} is not a loopback address: pass --token (or POSTPONE_DASHBOARD_TOKEN) so every request must carry it`);
+  }
+  let boundPort = options.port;
+  const app = createDashboardApp({ ...options, port: () => boundPort });
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  boundPort = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${urlHost(options.host)}:${boundPort}/`,
+    port: boundPort,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

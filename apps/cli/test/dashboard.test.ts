@@ -1,0 +1,320 @@
+/**
+ * `postpone dashboard` in a real browser: the built binary serves the page as a child process against
+ * the real PostgreSQL of this test package, Debian's chromium (installed by ./chromium.ts when
+ * missing) drives it through playwright-core. Tasks in every state are made through the store; the
+ * page must show the store's counts, filter, open a task (a `<script>` payload as text, no dialog),
+ * retry the DEAD task (a worker then runs the new one to DONE) and cancel one. Without the CSRF token
+ * or with a foreign Origin a POST is refused (403); a non-loopback --host without --token does not
+ * start (exit 2). Writes evidence/dashboard/dashboard.png.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { createPgStore } from '@postpone/postgres/pg';
+import { createWorker } from '@postpone/worker';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkDashboardOptions } from '../src/dashboard/command.js';
+import { isLoopbackHost } from '../src/dashboard/security.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+
+const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
+const SCREENSHOT = join(import.meta.dirname, '..', '..', '..', 'evidence', 'dashboard', 'dashboard.png');
+const schema = uniqueSchemaName('dash');
+const XSS = '<script>alert(1)</script>';
+const UI_TIMEOUT_MS = 10_000;
+
+let url = '';
+let store: ReturnType<typeof createPgStore>;
+let browser: Browser | undefined;
+const children: ChildProcess[] = [];
+
+interface Dashboard {
+  readonly child: ChildProcess;
+  readonly url: string;
+}
+
+/** Starts the built binary's dashboard on 127.0.0.1, port 0; resolves with the URL it prints. */
+function startDashboard(extra: readonly string[] = []): Promise<Dashboard> {
+  const child = spawn(process.execPath, [BIN, '--schema', schema, 'dashboard', '--port', '0', '--refresh', '1s', ...extra], {
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`dashboard did not print its URL within 30 s; stderr: ${err}`)), 30_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1] as string });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`dashboard exited with ${code} before listening; stderr: ${err}`));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** One HTTP request with exactly these headers (node:http lets the test set Host and Origin). */
+function http(method: string, target: string, headers: Record<string, string> = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(target, { method, headers, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${target} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The rows of the task table as [id, state]. */
+const rows = (page: Page) => page.$$eval('#tasks tbody tr', (trs) => trs.map((tr) => [(tr as HTMLElement).dataset.id, (tr as HTMLElement).dataset.state]));
+
+async function filter(page: Page, state: string, kind = ''): Promise<void> {
+  await page.fill('#filter-kind', kind);
+  await page.selectOption('#filter-state', state); // the change submits the form
+}
+
+async function openTask(page: Page, id: string): Promise<void> {
+  await page.click(`#tasks tbody tr[data-id="${id}"]`);
+  await page.waitForFunction((want) => document.getElementById('detail-id')?.textContent === want, id, { timeout: UI_TIMEOUT_MS });
+}
+
+const detailState = (page: Page, state: string) =>
+  page.waitForFunction((want) => document.getElementById('detail-state')?.textContent === want, state, { timeout: UI_TIMEOUT_MS });
+
+/** Schedules one task due now and claims it (nothing else is due when this runs). */
+async function claimNew(kind: string, payload: unknown, maxAttempts = 3, leaseMs = 600_000) {
+  const { id } = await store.schedule({ kind, payload, maxAttempts });
+  const [claimed] = await store.claim({ owner: 'test-claimer', limit: 1, leaseMs });
+  expect(claimed?.id).toBe(id);
+  return claimed!;
+}
+
+const ids = {} as Record<'dead' | 'done' | 'claimed' | 'xss' | 'toCancel' | 'remind', string>;
+
+beforeAll(async () => {
+  const executablePath = ensureChromium();
+  url = testDatabaseUrl();
+  store = createPgStore({ connectionString: url, schema });
+  await store.migrate();
+
+  const dead = await claimNew('mail', { to: 'ops@example.com' }, 1);
+  expect(await store.fail({ id: dead.id, attempt: 1, error: 'smtp said 550', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+  ids.dead = dead.id;
+  const done = await claimNew('report', { day: '2030-01-01' });
+  expect(await store.complete({ id: done.id, attempt: 1, owner: 'test-claimer', result: { rows: 3 } })).toBe('DONE');
+  ids.done = done.id;
+  ids.claimed = (await claimNew('report', { day: '2030-01-02' })).id;
+  for (const minutes of [5, 12, 12, 40]) ids.remind = (await store.schedule({ kind: 'remind', payload: { minutes }, delayMs: minutes * 60_000 })).id;
+  ids.xss = (await store.schedule({ kind: 'render', payload: { html: XSS }, delayMs: 30 * 60_000 })).id;
+  ids.toCancel = (await store.schedule({ kind: 'remind', payload: { minutes: 50 }, delayMs: 50 * 60_000 })).id;
+
+  browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: process.getuid?.() === 0 ? ['--no-sandbox', '--disable-dev-shm-usage'] : ['--disable-dev-shm-usage'],
+  });
+}, CHROMIUM_INSTALL_TIMEOUT_MS + 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const child of children) await stopChild(child);
+  await store?.close();
+  if (url !== '') await dropSchema(url, schema);
+});
+
+describe('postpone dashboard', () => {
+  it('shows the store, filters, opens a task as text, retries the DEAD task to DONE, cancels one; refuses POSTs without CSRF', async () => {
+    const { child, url: base } = await startDashboard();
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(base);
+    await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+
+    // Counts: the page shows what store.stats() says (nothing changes the queue meanwhile).
+    const stats = await store.stats();
+    expect({ scheduled: stats.scheduled, due: stats.due, claimed: stats.claimed, dead: stats.dead }).toEqual({ scheduled: 6, due: 0, claimed: 1, dead: 1 });
+    const shown = await page.evaluate(() =>
+      Object.fromEntries(['scheduled', 'due', 'claimed', 'dead'].map((k) => [k, Number(document.getElementById(`count-${k}`)?.textContent)])),
+    );
+    expect(shown).toEqual({ scheduled: stats.scheduled, due: stats.due, claimed: stats.claimed, dead: stats.dead });
+    const byKind = await page.$$eval('#by-kind tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    expect(byKind).toEqual(stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]));
+    // The charts hold the store's data: 6 tasks due within the hour; one CLAIMED and one DONE claim.
+    const charts = await page.evaluate(() => {
+      const C = (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { data: unknown[] }[] } } } }).Chart;
+      const due = C.getChart('due-chart')!.data.datasets[0]!.data as number[];
+      const late = C.getChart('lateness-chart')!.data.datasets;
+      return { due: due.reduce((a, b) => a + b, 0), buckets: due.length, claimed: late[0]!.data.length, done: late[1]!.data.length };
+    });
+    expect(charts).toEqual({ due: 6, buckets: 60, claimed: 1, done: 1 });
+    expect(await page.textContent('#due-total')).toBe('6');
+
+    // Filter by state.
+    await filter(page, 'DEAD');
+    await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[ids.dead, 'DEAD']]);
+    await filter(page, 'SCHEDULED', 'remind');
+    await expect.poll(async () => (await rows(page)).length, { timeout: UI_TIMEOUT_MS }).toBe(5);
+    expect((await rows(page)).every(([, state]) => state === 'SCHEDULED')).toBe(true);
+
+    // Open the task whose payload holds <script>: shown as text, nothing runs.
+    await filter(page, 'SCHEDULED', 'render');
+    await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[ids.xss, 'SCHEDULED']]);
+    await openTask(page, ids.xss);
+    expect(await page.textContent('#detail-payload')).toBe(JSON.stringify({ html: XSS }, null, 2));
+    expect(await page.innerHTML('#detail-payload')).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(await page.evaluate(() => document.querySelectorAll('script').length)).toBe(2); // chart.js and dashboard.js only
+    expect(await page.textContent('#detail-attempts')).toBe('attempt 0, failures 0 of 5 allowed');
+
+    // Retry the DEAD task with its button: a new SCHEDULED task appears, linked both ways.
+    await filter(page, 'DEAD');
+    await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[ids.dead, 'DEAD']]);
+    await openTask(page, ids.dead);
+    expect(await page.textContent('#detail-error')).toBe('smtp said 550');
+    await page.click('#retry-button');
+    await page.waitForFunction(() => document.getElementById('action-message')?.dataset.outcome === 'RETRIED', undefined, { timeout: UI_TIMEOUT_MS });
+    const newId = (await page.getAttribute('#action-message', 'data-new-id')) as string;
+    expect((await store.getTaskRecord(ids.dead))?.retriedAs).toBe(newId);
+    expect(await store.getTaskRecord(newId)).toMatchObject({ state: 'SCHEDULED', kind: 'mail', retryOf: ids.dead, attempt: 0 });
+    await filter(page, 'SCHEDULED', 'mail');
+    await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[newId, 'SCHEDULED']]);
+
+    // A worker runs the new task; the open detail follows it to DONE by auto-refresh.
+    await openTask(page, newId);
+    const worker = createWorker({ store, id: 'dash-worker', pollIntervalMs: 100, handlers: { mail: async () => ({ sent: true }) } });
+    worker.start();
+    try {
+      await detailState(page, 'DONE');
+      await page.waitForFunction(() => document.getElementById('detail-effect')?.textContent?.includes('by dash-worker'), undefined, { timeout: UI_TIMEOUT_MS });
+    } finally {
+      await worker.stop();
+    }
+    expect((await store.getTaskRecord(newId))?.state).toBe('DONE');
+
+    // Cancel a SCHEDULED task with its button.
+    await filter(page, 'SCHEDULED', 'remind');
+    await expect.poll(async () => (await rows(page)).some(([id]) => id === ids.toCancel), { timeout: UI_TIMEOUT_MS }).toBe(true);
+    await openTask(page, ids.toCancel);
+    await page.click('#cancel-button');
+    await detailState(page, 'CANCELLED');
+    expect(await page.textContent('#action-message')).toBe(`CANCELLED: task ${ids.toCancel}`);
+    expect((await store.getTaskRecord(ids.toCancel))?.state).toBe('CANCELLED');
+
+    // POSTs that are not the page's own are refused; the task stays as it was.
+    const csrf = (await page.getAttribute('meta[name="csrf-token"]', 'content')) as string;
+    const origin = base.slice(0, -1);
+    const cancelUrl = `${base}api/tasks/${ids.remind}/cancel`;
+    expect((await http('POST', cancelUrl, { Origin: origin })).status).toBe(403);
+    expect((await http('POST', cancelUrl, { Origin: origin, 'x-csrf-token': '0'.repeat(64) })).status).toBe(403);
+    expect((await http('POST', cancelUrl, { Origin: 'http://evil.example', 'x-csrf-token': csrf })).status).toBe(403);
+    expect((await http('POST', cancelUrl, { 'x-csrf-token': csrf })).status).toBe(403);
+    expect(JSON.parse((await http('POST', cancelUrl, {})).body)).toMatchObject({ error: 'CSRF' });
+    expect((await store.getTaskRecord(ids.remind))?.state).toBe('SCHEDULED');
+    // The same guard lets the page's own request through (a retry of a DONE task: NOT_RETRYABLE, nothing written).
+    const allowed = await http('POST', `${base}api/tasks/${ids.done}/retry`, { Origin: origin, 'x-csrf-token': csrf });
+    expect([allowed.status, JSON.parse(allowed.body)]).toEqual([200, { outcome: 'NOT_RETRYABLE', state: 'DONE' }]);
+    // A page on another name resolving to 127.0.0.1 (DNS rebinding) cannot read the API.
+    expect((await http('GET', `${base}api/overview`, { Host: `evil.example:${new URL(base).port}` })).status).toBe(403);
+
+    // The evidence: every state in the list, the <script> payload open as text.
+    await filter(page, '');
+    await expect.poll(async () => (await rows(page)).length, { timeout: UI_TIMEOUT_MS }).toBe(10);
+    await openTask(page, ids.xss);
+    await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined);
+    mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    expect(dialogs).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+    expect(await stopChild(child)).toBe(0);
+  });
+
+  it('with --token, every request must carry it; the token link sets an HttpOnly cookie', async () => {
+    const token = 'tok-0123456789abcdef0123';
+    const { child, url: base } = await startDashboard(['--token', token]);
+    expect((await http('GET', base)).status).toBe(401);
+    expect((await http('GET', `${base}api/overview`, { Authorization: 'Bearer wrong-token-0123456789' })).status).toBe(401);
+    expect((await http('GET', `${base}api/overview`, { Authorization: `Bearer ${token}` })).status).toBe(200);
+    const link = await http('GET', `${base}?token=${token}`);
+    expect(link.status).toBe(303);
+    expect(link.headers['set-cookie']).toEqual([`postpone_dashboard_token=${token}; HttpOnly; SameSite=Strict; Path=/`]);
+    const page = await http('GET', base, { Cookie: `postpone_dashboard_token=${token}` });
+    expect(page.status).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(await stopChild(child)).toBe(0);
+  });
+
+  it('tells loopback addresses from others and checks the options before binding', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', 'example.com', '::ffff:10.0.0.1', '']) expect(isLoopbackHost(host), host).toBe(false);
+    const raw = { host: '127.0.0.1', port: '0', refresh: '5s' };
+    expect(checkDashboardOptions(raw)).toEqual({ host: '127.0.0.1', port: 0, token: null, refreshMs: 5_000 });
+    const code = (over: Record<string, string>) => {
+      try {
+        checkDashboardOptions({ ...raw, ...over });
+        return 'OK';
+      } catch (error) {
+        return (error as { code: string }).code;
+      }
+    };
+    expect(code({ port: '65536' })).toBe('INVALID_OPTION');
+    expect(code({ refresh: '500ms' })).toBe('INVALID_OPTION');
+    expect(code({ refresh: '2m' })).toBe('INVALID_OPTION');
+    expect(code({ token: 'short' })).toBe('INVALID_OPTION');
+    expect(code({ token: 'has;semicolon-0123456789' })).toBe('INVALID_OPTION');
+    expect(code({ host: '0.0.0.0' })).toBe('TOKEN_REQUIRED');
+    expect(code({ host: '0.0.0.0', token: 'tok-0123456789abcdef0123' })).toBe('OK');
+  });
+
+  it('refuses a non-loopback --host without --token: exit 2, TOKEN_REQUIRED, nothing bound', async () => {
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, [BIN, 'dashboard', '--host', '0.0.0.0', '--port', '0'], { env: { PATH: process.env.PATH ?? '' }, timeout: 30_000 }, (error, _stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr }),
+      );
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^postpone: error TOKEN_REQUIRED: --host 0\.0\.0\.0 is not a loopback address/);
+  });
+});
