@@ -32,13 +32,32 @@ export function uniqueSchemaName(prefix = 't'): string {
 /** Drops a schema and everything in it (tests clean up after themselves). */
 export async function dropSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
   await client.connect();
   try {
-    await client.query(`drop schema if exists ${pg.escapeIdentifier(schema)} cascade`);
+    await client.query(`set lock_timeout = ${DROP_LOCK_TIMEOUT_MS}`);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await client.query(`drop schema if exists ${pg.escapeIdentifier(schema)} cascade`);
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== '55P03' || attempt >= 3) throw error;
+        // A session still holding locks on the schema's tables (the backend of a connection a fault
+        // test left half-open, say) would block the drop for ever: end those sessions, then retry.
+        await client.query(
+          `select pg_terminate_backend(l.pid) from pg_locks l join pg_class c on c.oid = l.relation
+            join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and l.pid <> pg_backend_pid()`,
+          [schema],
+        );
+      }
+    }
   } finally {
     await client.end();
   }
 }
+
+/** How long `dropSchema` waits for a lock before it ends the sessions holding it (ms). */
+const DROP_LOCK_TIMEOUT_MS = 10_000;
 
 /** Creates a fresh database on the server at `url` and returns its URL (for tests that need a whole database). */
 export async function createDatabase(url: string, name: string): Promise<string> {

@@ -87,6 +87,8 @@ class DelayedPipe {
 class ProxyConnection {
   fault: ProxyFault;
   open = true;
+  private forgotten = false;
+  private readonly onClose: () => void;
   private readonly upstream: Socket | undefined;
   private readonly up: DelayedPipe | undefined;
   private readonly down: DelayedPipe | undefined;
@@ -101,9 +103,15 @@ class ProxyConnection {
     this.fault = fault;
     client.setNoDelay(true);
     client.on('error', () => this.close());
+    // Forgotten by the proxy only once both sides are closed: a blackholed connection whose client
+    // gave up keeps its upstream (the server never learns), and `TcpProxy.close` must still end it —
+    // else its backend, perhaps inside a transaction, holds its locks until the server stops.
+    this.onClose = onClose;
     client.on('close', () => {
       this.open = false;
-      onClose();
+      // A client's FIN reaches the server unless the connection is blackholed.
+      if (this.fault.mode !== 'blackhole') this.upstream?.destroy();
+      this.forgetWhenClosed();
     });
     if (fault.mode === 'drop') {
       client.resetAndDestroy();
@@ -122,7 +130,10 @@ class ProxyConnection {
     this.up = new DelayedPipe(upstream, () => this.fault);
     this.down = new DelayedPipe(client, () => this.fault);
     upstream.on('error', () => this.close());
-    upstream.on('close', () => this.close());
+    upstream.on('close', () => {
+      this.close();
+      this.forgetWhenClosed();
+    });
     upstream.on('data', (chunk: Buffer) => this.down?.push(chunk));
     client.on('data', (chunk: Buffer) => this.up?.push(chunk));
     upstream.connect(target.targetPort, target.targetHost);
@@ -148,6 +159,12 @@ class ProxyConnection {
     if (!this.client.destroyed) this.client.resetAndDestroy();
     this.upstream?.destroy();
     this.open = false;
+  }
+
+  private forgetWhenClosed(): void {
+    if (this.forgotten || !this.client.destroyed || (this.upstream !== undefined && !this.upstream.destroyed)) return;
+    this.forgotten = true;
+    this.onClose();
   }
 
   close(): void {

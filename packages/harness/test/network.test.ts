@@ -24,7 +24,18 @@ describe('evidence: half-open connections', () => {
       // pg gets a client-side query timeout and TCP keepalive; postgres.js has no per-query timeout.
       // replyTimeoutMs: the product's reply guard on the child's own pool/sql and on the store's LISTEN pool.
       const connection = { queryTimeoutMs: 2_000, connectTimeoutMs: 2_000, keepAliveMs: 1_000, replyTimeoutMs: 2_000 };
+      // The server never learns that a blackholed client is gone, so a backend caught inside a
+      // transaction (a completion whose COMMIT was swallowed) keeps its row locks and reclaim skips
+      // the task until the session ends. The README's remedy, set here as a user would:
+      // idle_in_transaction_session_timeout on the workers' sessions (a startup option of both drivers).
+      const idleInTransactionTimeoutMs = 3_000;
+      const withIdleTimeout = (url: string) => {
+        const u = new URL(url);
+        u.searchParams.set('options', `-c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs}`);
+        return u.toString();
+      };
       v.set('violations', 0).set('pgQueryTimeoutMs', connection.queryTimeoutMs).set('keepAliveMs', connection.keepAliveMs);
+      v.set('idleInTransactionTimeoutMs', idleInTransactionTimeoutMs);
       let total = 0;
       // Open defect (issue 12): after the pg variants, the postgres.js variants of this case hang in
       // the same process (each passes alone). They run only with POSTPONE_FAULTS_ALL=1 until fixed;
@@ -49,9 +60,9 @@ describe('evidence: half-open connections', () => {
             spreadMs: 7_000,
             settleMs: 20_000,
             handler: { workMs: 350 },
-            databaseUrl: poolProxy.rewrite(ctx.databaseUrl),
+            databaseUrl: withIdleTimeout(poolProxy.rewrite(ctx.databaseUrl)),
             // The LISTEN session through a proxy of its own, so the two faults are separate.
-            connection: { ...connection, listenUrl: listenProxy.rewrite(ctx.databaseUrl) },
+            connection: { ...connection, listenUrl: withIdleTimeout(listenProxy.rewrite(ctx.databaseUrl)) },
             prefix: p,
           },
           async (_run, startedAt) => {
