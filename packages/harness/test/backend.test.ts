@@ -83,12 +83,7 @@ describe('evidence: backends terminated and session timeouts', () => {
     await runCase('backend_terminated', async (v, ctx) => {
       v.set('violations', 0).set('idleSessionTimeoutMs', 1_000).set('idleInTransactionTimeoutMs', 1_000).set('statementTimeoutMs', 150);
       let total = 0;
-      // Open defect (issue 12): with postgres.js in hybrid mode a terminated session sometimes
-      // surfaces as an unhandled rejection (57P01) in the worker process. That variant runs only
-      // with POSTPONE_FAULTS_ALL=1 until it is fixed; the CASE line names it.
-      const open = process.env.POSTPONE_FAULTS_ALL === '1' ? [] : ['postgresHybrid'];
-      v.set('openDefectVariantsSkipped', open);
-      for (const variant of ALL_VARIANTS.filter((x) => !open.includes(variantName(x)))) total += await terminateVariant(v, ctx, variant);
+      for (const variant of ALL_VARIANTS) total += await terminateVariant(v, ctx, variant);
       for (const variant of ALL_VARIANTS) total += await roleTimeoutVariant(v, ctx, variant);
       v.set('violations', total);
     });

@@ -37,12 +37,7 @@ describe('evidence: half-open connections', () => {
       v.set('violations', 0).set('pgQueryTimeoutMs', connection.queryTimeoutMs).set('keepAliveMs', connection.keepAliveMs);
       v.set('idleInTransactionTimeoutMs', idleInTransactionTimeoutMs);
       let total = 0;
-      // Open defect (issue 12): after the pg variants, the postgres.js variants of this case hang in
-      // the same process (each passes alone). They run only with POSTPONE_FAULTS_ALL=1 until fixed;
-      // the CASE line names what was skipped.
-      const open = process.env.POSTPONE_FAULTS_ALL === '1' ? [] : ['postgresPoll', 'postgresHybrid'];
-      v.set('openDefectVariantsSkipped', open);
-      for (const variant of ALL_VARIANTS.filter((x) => !open.includes(variantName(x)))) {
+      for (const variant of ALL_VARIANTS) {
         const p = `${variantName(variant)}_`;
         const poolProxy = await ctx.proxy();
         const listenProxy = await ctx.proxy();
