@@ -4,7 +4,7 @@
  * call is refused the same way everywhere (a {@link ValidationError}) before anything is read or written.
  *
  * Terms:
- * - history: DONE, CANCELLED and DEAD tasks; they never change state again (SPEC.md §1.5).
+ * - history: DONE, CANCELLED and DEAD tasks; they never change state again (docs/contract.md#promises, promise 5).
  * - retry (also called requeue): a NEW task with the kind and payload of a DEAD or CANCELLED one; the
  *   original keeps its state and records the new id (`retriedAs`), the new one points back (`retryOf`).
  * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches.

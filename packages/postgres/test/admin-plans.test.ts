@@ -1,5 +1,5 @@
 /**
- * The store operations at 1 M rows (SPEC.md §2's "history never enters the live indexes", extended to
+ * The store operations at 1 M rows (docs/contract.md#data-model: finished history never enters the live indexes, extended to
  * the list, stats and prune of issue 15): EXPLAIN (ANALYZE, BUFFERS) of the very statements the store
  * sends shows no sequential scan of `task`, and a page or the stats read less than a tenth of the
  * table's pages (the live rows and one page of history at most) — history is not scanned. Generic plans (what
