@@ -53,6 +53,7 @@ describe('conformance helpers', () => {
       'observeCases',
       'lifecycleCases',
       'adminCases',
+      'traceContextCases',
     ]);
   });
 });
