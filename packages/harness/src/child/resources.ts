@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Store } from '@postpone/core';
 import { createPgStore, pgPoolConfig as productPoolConfig } from '@postpone/postgres/pg';
-import { createPostgresJsStore, replyGuardedSocket } from '@postpone/postgres/postgres-js';
+import { createPostgresJsStore, reconnectBackoff, replyGuardedSocket } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
 import postgres from 'postgres';
 import type { ChildConfig, ConnectionPlan } from './protocol.js';
@@ -50,6 +50,9 @@ function postgresJsOptions(max: number, c: ConnectionPlan): postgres.Options<{}>
   return {
     max,
     onnotice: () => {},
+    // What the README asks of an sql passed to the store: without it postgres.js waits up to 20 s
+    // between reconnects once an outage has failed a few dozen attempts (see reconnectBackoff).
+    backoff: reconnectBackoff,
     ...(c.connectTimeoutMs === undefined ? {} : { connect_timeout: Math.max(1, Math.ceil(c.connectTimeoutMs / 1_000)) }),
     ...(c.keepAliveMs === undefined ? {} : { keep_alive: Math.max(1, Math.ceil(c.keepAliveMs / 1_000)) }),
     ...(c.prepare === undefined ? {} : { prepare: c.prepare }),
