@@ -2,6 +2,7 @@
  * The Markdown report (`evidence/bench/report.md`): every figure of the run, ratios to the best peer
  * and to the ceiling, the targets with what limits them, and links to the SVG charts.
  */
+import type { PruneUnderLoadResult } from '../curves/prune.js';
 import type { BenchResults } from '../results.js';
 import { median } from '../util/stats.js';
 import type { ChartFile } from './charts.js';
@@ -74,7 +75,7 @@ function seedSection(r: BenchResults, charts: readonly ChartFile[]): string {
 }
 
 function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
-  if (!r.history && !r.backlog && !r.processes && !r.timers) return '';
+  if (!r.history && !r.prune && !r.backlog && !r.processes && !r.timers) return '';
   const out: string[] = ['## 2. How cost grows with the work'];
   if (r.history) {
     out.push(
@@ -87,6 +88,7 @@ function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
       img(charts, 'history.svg', 'idle claim cost vs history'),
     );
   }
+  if (r.prune) out.push(pruneSubsection(r.prune));
   if (r.backlog) {
     out.push(
       '### Claim latency and throughput vs backlog\n\nA fresh database with that many tasks due now. Claim latency: real claims of 10, each handed back at once (fenced `release`). Throughput: one Postpone worker process (tuned, concurrency 10) draining, capped in time.\n',
@@ -143,6 +145,32 @@ function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
     );
   }
   return out.join('\n\n');
+}
+
+/** The claim before, during and after `prune` deleted the history. */
+function pruneSubsection(p: PruneUnderLoadResult): string {
+  const during = p.phases.find((x) => x.phase === 'during');
+  return [
+    `### Claim while pruning history\n\n${num(p.finished)} finished tasks (80 % DONE with ${num(p.effects)} effect rows, 10 % CANCELLED, 10 % DEAD; finished a day ago), ${num(p.notDue)} not yet due. Each probe schedules ${p.trickle} tasks due now, runs the store's claim once under \`EXPLAIN (ANALYZE, BUFFERS)\` (rolled back), claims for real (limit 10, timed at the client) and completes what it got, then pauses ${num(p.pauseMs)} ms. Probes run before, while \`store.prune({ olderThanMs: 3 600 000, batchSize: ${num(p.batchSize)} })\` deletes the whole history from another connection, and after it returned (no VACUUM in between; autovacuum may run).\n`,
+    table(
+      ['phase', 'claims', 'tasks claimed', 'empty claims', 'claim p50 ms', 'claim p99 ms', 'claim max ms', `claims > ${num(p.slowClaimMs)} ms`, 'buffers (median / max)', 'due-index scan buffers', 'server execution ms'],
+      p.phases.map((x) => [
+        x.phase,
+        num(x.claims),
+        num(x.claimed),
+        num(x.emptyClaims),
+        num(x.claimP50Ms, 2),
+        num(x.claimP99Ms, 2),
+        num(x.claimMaxMs, 2),
+        num(x.slowClaims),
+        `${num(x.buffers)} / ${num(x.buffersMax)}`,
+        num(x.scanBuffers),
+        num(x.executionMs, 3),
+      ]),
+    ),
+    `\nThe prune: ${num(p.deleted)} tasks and ${num(p.effectsDeleted)} effect rows in ${num(p.batches)} batches, ${num(p.pruneMs / 1000, 1)} s: **${num(p.rowsPerSecond)} tasks/s**, ${num(p.pruneMs / Math.max(1, p.batches), 1)} ms per batch on average${during ? `, with ${num(during.claims)} claims beside it` : ''}. Left behind: ${num(p.historyLeft)} finished tasks, ${num(p.historyEffectsLeft)} effect rows; the not-due tasks ${p.notDueUntouched ? 'unchanged' : '**changed**'}; ${num(p.dueLeft)} due tasks unclaimed.`,
+    `\nLocks (\`pg_locks\` read ${num(p.lockSamples)} times during the prune): the prune's backend held ${p.pruneLocks.length > 0 ? p.pruneLocks.map((l) => `\`${l}\``).join(', ') : 'nothing the reads caught'}; the claim side's backends waited for a lock ${num(p.claimLockWaits)} times. \`RowExclusiveLock\` is the lock every UPDATE takes; it conflicts only with SHARE and stronger (PostgreSQL 17 §13.3.1), so a batch never blocks a claim, and its row locks are on finished rows, which the claim never reads.\n`,
+  ].join('\n');
 }
 
 function throughputTables(r: BenchResults): string {
