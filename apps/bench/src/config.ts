@@ -3,13 +3,28 @@
  * one-round smoke run with smaller sizes.
  */
 
-export const SECTIONS = ['partial-index', 'poll', 'history', 'backlog', 'processes', 'timers', 'throughput', 'ceiling', 'lateness', 'idle'] as const;
+export const SECTIONS = ['partial-index', 'poll', 'history', 'prune', 'backlog', 'processes', 'timers', 'throughput', 'ceiling', 'lateness', 'idle'] as const;
 export type Section = (typeof SECTIONS)[number];
+
+/** The key of `BenchResults` each section fills. */
+export const RESULT_KEYS = {
+  'partial-index': 'partialIndex',
+  poll: 'poll',
+  history: 'history',
+  prune: 'prune',
+  backlog: 'backlog',
+  processes: 'processes',
+  timers: 'timers',
+  throughput: 'throughput',
+  ceiling: 'ceiling',
+  lateness: 'lateness',
+  idle: 'idle',
+} as const satisfies Record<Section, string>;
 
 /** Section groups accepted by `--only` / `--skip`. */
 export const SECTION_GROUPS: Readonly<Record<string, readonly Section[]>> = {
   seed: ['partial-index', 'poll'],
-  curves: ['history', 'backlog', 'processes', 'timers'],
+  curves: ['history', 'prune', 'backlog', 'processes', 'timers'],
   peers: ['throughput', 'ceiling', 'lateness', 'idle'],
 };
 
@@ -18,6 +33,18 @@ export interface BenchSizes {
   readonly partialIndex: { readonly tasks: number; readonly notDue: number };
   readonly poll: { readonly tasks: number; readonly spreadMs: number; readonly fastMs: number; readonly slowMs: number };
   readonly history: { readonly sizes: readonly number[]; readonly explainProbes: number; readonly claimProbes: number };
+  /**
+   * Claim while pruning: the history pruned is the largest `history` size; `probes` before and after
+   * each, at most `maxDuringProbes` during; `trickle` tasks due per probe, `pauseMs` between probes.
+   */
+  readonly prune: {
+    readonly batchSize: number;
+    readonly probes: number;
+    readonly maxDuringProbes: number;
+    readonly trickle: number;
+    readonly pauseMs: number;
+    readonly slowClaimMs: number;
+  };
   readonly backlog: { readonly sizes: readonly number[]; readonly probes: number; readonly capMs: number };
   readonly processes: { readonly counts: readonly number[]; readonly tasks: number; readonly capMs: number };
   readonly timers: { readonly sizes: readonly number[]; readonly spanTicks: number };
@@ -32,6 +59,7 @@ export const FULL: BenchSizes = {
   partialIndex: { tasks: 40_000, notDue: 20_000 },
   poll: { tasks: 60, spreadMs: 3_000, fastMs: 50, slowMs: 500 },
   history: { sizes: [10_000, 100_000, 1_000_000], explainProbes: 200, claimProbes: 50 },
+  prune: { batchSize: 1_000, probes: 300, maxDuringProbes: 50_000, trickle: 2, pauseMs: 5, slowClaimMs: 50 },
   backlog: { sizes: [1_000, 10_000, 100_000], probes: 20, capMs: 4_000 },
   processes: { counts: [1, 2, 3, 6], tasks: 10_000, capMs: 15_000 },
   timers: { sizes: [10_000, 100_000, 1_000_000], spanTicks: 200_000 },
@@ -46,6 +74,7 @@ export const QUICK: BenchSizes = {
   partialIndex: { tasks: 40_000, notDue: 20_000 },
   poll: { tasks: 30, spreadMs: 2_000, fastMs: 50, slowMs: 500 },
   history: { sizes: [10_000, 100_000], explainProbes: 50, claimProbes: 20 },
+  prune: { batchSize: 1_000, probes: 100, maxDuringProbes: 50_000, trickle: 2, pauseMs: 5, slowClaimMs: 50 },
   backlog: { sizes: [1_000, 10_000], probes: 10, capMs: 2_000 },
   processes: { counts: [1, 3], tasks: 3_000, capMs: 8_000 },
   timers: { sizes: [10_000, 100_000], spanTicks: 200_000 },

@@ -10,6 +10,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './config.js';
 import { startBenchDatabase } from './db/server.js';
 import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
+import { mergeResults } from './report/merge.js';
 import { createProgress } from './report/progress.js';
 import { writeReport } from './report/write.js';
 import type { BenchResults } from './results.js';
@@ -43,6 +44,7 @@ interface CliOptions {
   readonly progress: boolean;
   readonly list?: boolean;
   readonly render?: string;
+  readonly merge?: boolean;
 }
 
 const program = new Command()
@@ -56,7 +58,8 @@ const program = new Command()
   .option('--out <dir>', 'report folder (default: <repo>/evidence/bench)')
   .option('--no-progress', 'no progress bar')
   .option('--list', 'list the sections and exit')
-  .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)');
+  .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
+  .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
 async function main(argv: string[]): Promise<number> {
   // `pnpm --filter … start -- --quick` passes the `--` through; drop it so the flags parse.
@@ -89,8 +92,9 @@ async function main(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const results = await runBench({ db, mode: opts.quick ? 'quick' : 'full', sizes, sections, systems: opts.systems ?? [...SYSTEM_NAMES], progress });
+    const measured = await runBench({ db, mode: opts.quick ? 'quick' : 'full', sizes, sections, systems: opts.systems ?? [...SYSTEM_NAMES], progress });
     progress.stop();
+    const results = opts.merge ? mergeResults(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults, measured) : measured;
     const report = await writeReport(results, out);
     console.log(`report: ${report}`);
     for (const note of results.meta.notes) console.log(`note: ${note}`);

@@ -4,6 +4,7 @@
  */
 import type { BacklogPoint } from './curves/backlog.js';
 import type { HistoryPoint } from './curves/history.js';
+import type { PruneUnderLoadResult } from './curves/prune.js';
 import type { TimerQueueResult } from './curves/timer-queues.js';
 import type { RoundsOf } from './peers/alternate.js';
 import type { CeilingResult } from './peers/ceiling.js';
@@ -53,6 +54,8 @@ export interface BenchResults {
   partialIndex?: PartialIndexResult;
   poll?: PollTradeoff;
   history?: HistoryPoint[];
+  /** The claim before, during and after a prune of the largest history. */
+  prune?: PruneUnderLoadResult;
   backlog?: BacklogPoint[];
   processes?: ThroughputResult[];
   timers?: TimerQueueRow[];

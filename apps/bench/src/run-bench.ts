@@ -11,6 +11,7 @@ import type { RunningDatabase } from '@postpone/embedded';
 import type { BenchSizes, Section } from './config.js';
 import { measureBacklogCurve } from './curves/backlog.js';
 import { measureHistoryCurve } from './curves/history.js';
+import { measureClaimWhilePruning } from './curves/prune.js';
 import { measureProcessesCurve } from './curves/processes.js';
 import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
 import { withClient } from './db/admin.js';
@@ -57,6 +58,8 @@ function stepsOf(section: Section, s: BenchSizes, contenders: number): number {
       return 2;
     case 'history':
       return s.history.sizes.length;
+    case 'prune':
+      return 1;
     case 'backlog':
       return s.backlog.sizes.length;
     case 'processes':
@@ -143,6 +146,12 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       results.history = await inOwnDatabase(adminUrl, 'history', (url) =>
         measureHistoryCurve({ url, schemaPrefix: 'history', ...s.history, onBuilt: (size) => step(`curves: history ${size} rows built`) }),
       );
+    },
+    prune: async () => {
+      const finished = Math.max(...s.history.sizes);
+      label(`curves: claim while pruning ${finished} finished rows`);
+      results.prune = await inOwnDatabase(adminUrl, 'prune', (url) => measureClaimWhilePruning({ url, schema: 'prune', finished, ...s.prune }));
+      step('curves: claim while pruning done');
     },
     backlog: async () => {
       label('curves: claim vs backlog');

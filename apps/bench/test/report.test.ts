@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QUICK } from '../src/config.js';
 import type { RoundsOf } from '../src/peers/alternate.js';
 import type { ThroughputResult } from '../src/peers/throughput.js';
+import { mergeResults } from '../src/report/merge.js';
 import { evaluateTargets } from '../src/report/targets.js';
 import { writeReport } from '../src/report/write.js';
 import type { BenchResults } from '../src/results.js';
@@ -79,6 +80,41 @@ const results: BenchResults = {
     { history: 10_000, buffers: 2, scanBuffers: 1, executionMs: 0.03, claimP50Ms: 0.4, claimP99Ms: 1, plan: 'Update on task t' },
     { history: 1_000_000, buffers: 2, scanBuffers: 1, executionMs: 0.031, claimP50Ms: 0.41, claimP99Ms: 1.2, plan: 'Update on task t' },
   ],
+  prune: {
+    finished: 1_000_000,
+    effects: 800_000,
+    notDue: 1000,
+    trickle: 2,
+    pauseMs: 5,
+    batchSize: 1000,
+    deleted: 1_000_000,
+    effectsDeleted: 800_000,
+    batches: 1001,
+    pruneMs: 40_000,
+    rowsPerSecond: 25_000,
+    phases: (['before', 'during', 'after'] as const).map((phase) => ({
+      phase,
+      claims: 300,
+      claimed: 600,
+      emptyClaims: 0,
+      claimP50Ms: 2,
+      claimP99Ms: phase === 'during' ? 7 : 5,
+      claimMaxMs: 9,
+      slowClaims: 0,
+      buffers: 38,
+      buffersMax: 46,
+      scanBuffers: 4,
+      executionMs: 0.45,
+    })),
+    slowClaimMs: 50,
+    lockSamples: 5000,
+    claimLockWaits: 0,
+    pruneLocks: ['task: RowExclusiveLock', 'task: RowShareLock'],
+    historyLeft: 0,
+    historyEffectsLeft: 0,
+    notDueUntouched: true,
+    dueLeft: 0,
+  },
   timers: [
     {
       timers: 1000,
@@ -94,12 +130,28 @@ const results: BenchResults = {
 
 describe('report', () => {
   it('evaluates the targets from the figures', () => {
-    const [throughput, latency, history] = evaluateTargets(results);
+    const [throughput, latency, history, prune] = evaluateTargets(results);
     expect(throughput?.state).toBe('missed');
     expect(throughput?.measured).toContain('0.25×');
     expect(throughput?.limits).toContain('missed by 6.00×');
     expect(latency?.state).toBe('not measured');
     expect(history?.state).toBe('met');
+    expect(prune?.state).toBe('met');
+    expect(prune?.measured).toContain('claim p99 5.00 → 7.00 ms (1.40×)');
+    const slow = { ...results, prune: { ...results.prune!, phases: results.prune!.phases.map((p) => (p.phase === 'during' ? { ...p, claimP99Ms: 16 } : p)), claimLockWaits: 2 } };
+    const missed = evaluateTargets(slow)[3];
+    expect(missed?.state).toBe('missed');
+    expect(missed?.limits).toContain('p99 grew 3.20×');
+    expect(missed?.limits).toContain('waited for a lock 2 times');
+  });
+
+  it('merges a section measured again into saved results, with a note', () => {
+    const measured = { ...results, meta: { ...results.meta, sections: ['prune' as const], startedAt: '2026-12-01T00:00:00.000Z', notes: [] }, history: [] };
+    const merged = mergeResults({ ...results, prune: undefined, meta: { ...results.meta, sections: ['history', 'timers'] } }, measured);
+    expect(merged.prune).toBe(results.prune);
+    expect(merged.history).toBe(results.history);
+    expect(merged.meta.sections).toEqual(['history', 'prune', 'timers']);
+    expect(merged.meta.notes.at(-1)).toContain('prune measured in a separate run (quick) on 2026-12-01T00:00:00.000Z');
   });
 
   it('writes report.md, results.json and one SVG per chart', async () => {
@@ -109,6 +161,8 @@ describe('report', () => {
     expect(md).toContain('postpone tuned 1\u202f000 tasks/s = 0.25× graphile-worker tuned');
     expect(md).toMatch(/\| postpone tuned \| 1\u202f000 \(900–1\u202f100\) \| 0\.25× \| 0\.50× \|/);
     expect(md).toContain('![throughput](throughput.svg)');
+    expect(md).toContain('### Claim while pruning history');
+    expect(md).toMatch(/\| during \| 300 \| 600 \| 0 \| 2\.00 \| 7\.00 \|/);
     const files = readdirSync(dir).sort();
     expect(files).toEqual(['history.svg', 'idle.svg', 'lateness.svg', 'report.md', 'results.json', 'throughput.svg', 'timers.svg']);
     for (const f of files.filter((x) => x.endsWith('.svg'))) expect(readFileSync(join(dir, f), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);

