@@ -2,6 +2,7 @@
  * What the bench runs and at which sizes. `full` is `pnpm bench`; `quick` (`--quick`) is a
  * one-round smoke run with smaller sizes.
  */
+import type { PruneUnderLoadOptions } from './curves/prune.js';
 
 export const SECTIONS = ['partial-index', 'poll', 'history', 'prune', 'backlog', 'processes', 'timers', 'throughput', 'ceiling', 'lateness', 'idle'] as const;
 export type Section = (typeof SECTIONS)[number];
@@ -37,14 +38,7 @@ export interface BenchSizes {
    * Claim while pruning: the history pruned is the largest `history` size; `probes` before and after
    * each, at most `maxDuringProbes` during; `trickle` tasks due per probe, `pauseMs` between probes.
    */
-  readonly prune: {
-    readonly batchSize: number;
-    readonly probes: number;
-    readonly maxDuringProbes: number;
-    readonly trickle: number;
-    readonly pauseMs: number;
-    readonly slowClaimMs: number;
-  };
+  readonly prune: Omit<PruneUnderLoadOptions, 'url' | 'schema' | 'finished' | 'notDue'>;
   readonly backlog: { readonly sizes: readonly number[]; readonly probes: number; readonly capMs: number };
   readonly processes: { readonly counts: readonly number[]; readonly tasks: number; readonly capMs: number };
   readonly timers: { readonly sizes: readonly number[]; readonly spanTicks: number };

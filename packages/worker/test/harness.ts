@@ -10,6 +10,7 @@ import { createMemoryStore, type MemoryTx } from '@postpone/memory';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { createPostgresJsStore, type PostgresJsTx } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
+import { afterEach } from 'vitest';
 
 export interface Booking {
   readonly taskId: TaskId;
@@ -109,4 +110,39 @@ export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => voi
     open = resolve;
   });
   return { promise, open };
+}
+
+/** The stores the worker tests run against (`describe.each`): in memory and PostgreSQL through pg. */
+export const STORE_HARNESSES: [string, () => Promise<Harness<unknown>>][] = [
+  ['memory', memoryHarness],
+  ['pg', pgHarness],
+];
+
+/**
+ * What a test opens and must give back: call in a `describe`; `open` makes the test's harness and
+ * `track` keeps a worker, and after each test the tracked workers are stopped (no wait for handlers)
+ * and the harness is closed.
+ */
+export function perTest(): {
+  open<Tx>(make: () => Promise<Harness<Tx>>): Promise<Harness<Tx>>;
+  track<W extends { stop(options: { timeoutMs: number }): Promise<unknown> }>(worker: W): W;
+} {
+  const workers: { stop(options: { timeoutMs: number }): Promise<unknown> }[] = [];
+  let harness: { close(): Promise<void> } | undefined;
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
+    await harness?.close();
+    harness = undefined;
+  });
+  return {
+    async open(make) {
+      const h = await make();
+      harness = h;
+      return h;
+    },
+    track(worker) {
+      workers.push(worker);
+      return worker;
+    },
+  };
 }

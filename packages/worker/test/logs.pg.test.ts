@@ -3,10 +3,10 @@
  * start line at info; a DEAD task, a reclaim and a stale rejection at info/warn; per-task lines at
  * debug only; every line next to the event it reports, in the same order.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { createWorker, waitForEvent, type Worker, type WorkerEventName } from '../src/index.js';
-import { gate, type Harness, pgHarness } from './harness.js';
+import { createWorker, waitForEvent, type WorkerEventName } from '../src/index.js';
+import { gate, type Harness, perTest, pgHarness } from './harness.js';
 
 const INFO = 30;
 const WARN = 40;
@@ -32,15 +32,10 @@ function label(entry: Line | { event: WorkerEventName }): string {
 
 describe('worker log lines (PostgreSQL)', () => {
   let h: Harness<unknown> | undefined;
-  const workers: Worker<unknown>[] = [];
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
-    await h?.close();
-  });
+  const t = perTest();
 
   it('logs a short start line, a DEAD task, a reclaim and a stale rejection, each in order with its event', async () => {
-    h = await pgHarness();
+    h = await t.open(pgHarness);
     const log = timeline();
     const g = gate();
     const worker = createWorker({
@@ -59,7 +54,7 @@ describe('worker log lines (PostgreSQL)', () => {
         },
       },
     });
-    workers.push(worker);
+    t.track(worker);
     for (const event of ['claimed', 'completed', 'failed', 'reclaimed', 'rejectedStale'] as const) worker.on(event, () => log.entries.push({ event }));
 
     // A task out of attempts: DEAD.

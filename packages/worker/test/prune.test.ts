@@ -4,21 +4,13 @@
  * nothing is pruned after stop.
  */
 import { overrideStore, StoreError, TaskState } from '@postpone/core';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, waitForEvent, type Worker, type WorkerEvents } from '../src/index.js';
-import { type Harness, memoryHarness, pgHarness, until } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { createWorker, waitForEvent, type WorkerEvents } from '../src/index.js';
+import { type Harness, perTest, STORE_HARNESSES, until } from './harness.js';
 
-describe.each([
-  ['memory', memoryHarness],
-  ['pg', pgHarness],
-] as [string, () => Promise<Harness<unknown>>][])('scheduled prune (%s store)', (_name, makeHarness) => {
+describe.each(STORE_HARNESSES)('scheduled prune (%s store)', (_name, makeHarness) => {
   let h: Harness<unknown>;
-  const workers: Worker<unknown>[] = [];
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
-    await h?.close();
-  });
+  const t = perTest();
 
   /** Three DONE tasks (with effect rows), one DEAD, one SCHEDULED far ahead; resolves once all history is in the past of the store clock. */
   async function history(): Promise<{ live: string; finished: string[] }> {
@@ -40,11 +32,11 @@ describe.each([
   }
 
   it('prunes at start in batches, then every everyMs, and stops with the worker', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     const { live, finished } = await history();
     const pruned: WorkerEvents['pruned'][] = [];
     const worker = createWorker({ store: h.store, id: 'pruner', handlers: { later: async () => null }, prune: { olderThanMs: 0, everyMs: 50, batchSize: 2 } });
-    workers.push(worker);
+    t.track(worker);
     worker.on('pruned', (e) => pruned.push(e));
     worker.start();
     await until(() => pruned.length >= 3, 'three prunes');
@@ -60,10 +52,10 @@ describe.each([
   });
 
   it('keeps history younger than olderThanMs', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     const { finished } = await history();
     const worker = createWorker({ store: h.store, handlers: { later: async () => null }, prune: { olderThanMs: 3_600_000, everyMs: 60_000 } });
-    workers.push(worker);
+    t.track(worker);
     const pruned = waitForEvent(worker, 'pruned');
     worker.start();
     expect((await pruned)[0]).toMatchObject({ deleted: 0 });
@@ -71,7 +63,7 @@ describe.each([
   });
 
   it('turns a failing prune into error events and tries again at the next period; stop still resolves', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     let calls = 0;
     const store = overrideStore(h.store, {
       prune: async () => {
@@ -80,7 +72,7 @@ describe.each([
       },
     });
     const worker = createWorker({ store, handlers: { later: async () => null }, prune: { olderThanMs: 0, everyMs: 20 } });
-    workers.push(worker);
+    t.track(worker);
     const errors = waitForEvent(worker, 'error', { count: 2, filter: (e) => e.operation === 'prune' });
     worker.start();
     const [first] = await errors;

@@ -9,9 +9,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { type DataPoint, type Histogram, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { overrideStore, type Store } from '@postpone/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { activeTraceContext, createWorker, METRICS, traceSchedules, waitForEvent, type Worker } from '../src/index.js';
-import { gate, type Harness, memoryHarness, pgHarness, until } from './harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activeTraceContext, createWorker, METRICS, traceSchedules, waitForEvent } from '../src/index.js';
+import { gate, type Harness, perTest, STORE_HARNESSES, until } from './harness.js';
 
 /** A reader the test collects from on demand. */
 class TestReader extends MetricReader {
@@ -67,20 +67,12 @@ function attemptSpans(workerId: string): ReadableSpan[] {
   return spans.getFinishedSpans().filter((s) => s.attributes['postpone.worker.id'] === workerId);
 }
 
-describe.each([
-  ['memory', memoryHarness],
-  ['pg', pgHarness],
-] as [string, () => Promise<Harness<unknown>>][])('metrics and traces (%s store)', (name, makeHarness) => {
+describe.each(STORE_HARNESSES)('metrics and traces (%s store)', (name, makeHarness) => {
   let h: Harness<unknown>;
-  const workers: Worker<unknown>[] = [];
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
-    await h?.close();
-  });
+  const t = perTest();
 
   it('counts 3 done + 1 dead, records lateness and handler duration, and spans each attempt linked to the scheduling span', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     const workerId = `otel-${name}-1`;
     const store = traceSchedules(h.store);
     // Schedule inside a span: the store through traceSchedules captures its trace context.
@@ -109,7 +101,7 @@ describe.each([
         },
       },
     });
-    workers.push(worker);
+    t.track(worker);
     const done = waitForEvent(worker, 'completed', { count: 3 });
     const dead = waitForEvent(worker, 'failed');
     worker.start();
@@ -160,7 +152,7 @@ describe.each([
   });
 
   it('counts stale rejections and reclaims, and spans a task scheduled without trace context unlinked', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     const workerId = `otel-${name}-2`;
     const { id } = await h.store.schedule({ kind: 'slow' });
     const g = gate();
@@ -175,7 +167,7 @@ describe.each([
         },
       },
     });
-    workers.push(worker);
+    t.track(worker);
     await worker.runOnce();
     await h.expireLease(id);
     const reclaimed = await worker.reclaim();
@@ -197,7 +189,7 @@ describe.each([
   });
 
   it('observes due-and-waiting tasks by kind from one stats() read per 5 s at most', async () => {
-    h = await makeHarness();
+    h = await t.open(makeHarness);
     const kind = `waiting-${name}`;
     let statsCalls = 0;
     const counted: Store<unknown> = overrideStore(h.store, {
@@ -208,7 +200,7 @@ describe.each([
     });
     const g = gate();
     const worker = createWorker({ store: counted, id: `otel-${name}-3`, concurrency: 1, pollIntervalMs: 5, handlers: { [kind]: () => g.promise } });
-    workers.push(worker);
+    t.track(worker);
     await h.store.scheduleMany([{ kind }, { kind }, { kind }]);
     const gauge = async () => points(await collect(), METRICS.dueWaiting, { 'postpone.task.kind': kind });
     expect(await gauge()).toEqual([]); // not started: not observed
