@@ -12,11 +12,13 @@ import {
   parseTaskId,
   PostponeError,
   type RetryResult,
+  StoreError,
   TASK_STATES,
   type TaskState,
   ValidationError,
 } from '@postpone/core';
-import { DEFAULT_SCHEMA, type PostgresStore } from '@postpone/postgres';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_SCHEMA, type PostgresStore, SqlState } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, UsageError } from './args.js';
@@ -37,11 +39,43 @@ function parseDate(text: string, field: string): Date {
   return d;
 }
 
-function parsePayload(text: string): Json {
+function parsePayload(text: string, field: string): Json {
   try {
     return JSON.parse(text) as Json;
   } catch (error) {
-    throw new UsageError('INVALID_PAYLOAD', `--payload: not JSON (${(error as Error).message})`);
+    throw new UsageError('INVALID_PAYLOAD', `${field}: not JSON (${(error as Error).message})`);
+  }
+}
+
+/** The payload of `schedule`: `--payload <json>`, or `--payload-file <path>` (`-`: standard input), not both. */
+function readPayload(opts: { payload?: string; payloadFile?: string }): Json {
+  if (opts.payloadFile === undefined) return parsePayload(opts.payload ?? 'null', '--payload');
+  if (opts.payload !== undefined) throw new UsageError('INVALID_OPTION', 'give one of --payload and --payload-file');
+  let text: string;
+  try {
+    text = readFileSync(opts.payloadFile === '-' ? 0 : opts.payloadFile, 'utf8');
+  } catch (error) {
+    throw new UsageError('INVALID_OPTION', `--payload-file: cannot read ${JSON.stringify(opts.payloadFile)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  return parsePayload(text, '--payload-file');
+}
+
+/**
+ * Checks the connection string's shape before connecting, so a typo is bad usage (exit 2), not a DNS
+ * failure: a `postgres://` or `postgresql://` URL, or a Unix socket folder (`/run/postgresql …`).
+ * The message never repeats the string (it may hold a password).
+ * @throws UsageError INVALID_OPTION
+ */
+function checkDatabaseUrl(url: string): void {
+  if (url.startsWith('/')) return;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError('INVALID_OPTION', '--database-url / DATABASE_URL: not a URL; expected postgres://user:password@host:port/database');
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new UsageError('INVALID_OPTION', `--database-url / DATABASE_URL: expected a postgres:// or postgresql:// URL, got ${parsed.protocol}//…`);
   }
 }
 
@@ -49,13 +83,20 @@ type Out = { stdout: (text: string) => void };
 
 async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<PgTx>) => Promise<T>): Promise<T> {
   const url = globals.databaseUrl ?? process.env.DATABASE_URL;
-  if (url === undefined || url === '') throw new UsageError('INVALID_OPTION', 'no database: set DATABASE_URL or pass --database-url');
+  if (url === undefined || url === '') {
+    throw new UsageError('INVALID_OPTION', 'no database: set DATABASE_URL or pass --database-url (to try Postpone, `pnpm db` in a checkout starts one and prints its URL)');
+  }
+  checkDatabaseUrl(url);
   const store = createPgStore({ connectionString: url, schema: globals.schema, poolConfig: { max: 2, connectionTimeoutMillis: 10_000 } });
   try {
     return await fn(store);
   } finally {
     await store.close();
   }
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 function print(out: Out, globals: GlobalOptions, value: unknown, text: () => string): void {
@@ -83,6 +124,8 @@ export function buildProgram(out: Out): Command {
     .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
     .option('--json', 'print JSON instead of text')
     .showHelpAfterError('(run with --help for usage)')
+    // commander's own usage errors ("unknown option…") in the CLI's format, code USAGE; inherited by the commands.
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'postpone: error USAGE: ')) })
     .exitOverride();
   const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
 
@@ -98,15 +141,16 @@ export function buildProgram(out: Out): Command {
   program
     .command('schedule <kind>')
     .description('schedule one task')
-    .option('--payload <json>', 'JSON payload', 'null')
+    .option('--payload <json>', 'JSON payload (default null)')
+    .option('--payload-file <path>', 'read the JSON payload from a file, - for standard input')
     .option('--delay <duration>', 'delay from now: 500, 30s, 15m, 2h, 7d (default: due now)')
     .option('--run-at <time>', 'absolute due time, ISO 8601 (instead of --delay)')
     .option('--max-attempts <n>', 'attempts before DEAD (default 5)')
-    .action(async (kind: string, opts: { payload: string; delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
+    .action(async (kind: string, opts: { payload?: string; payloadFile?: string; delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
       const g = globals(cmd);
       const input = {
         kind,
-        payload: parsePayload(opts.payload),
+        payload: readPayload(opts),
         ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
         ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
         ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
@@ -217,7 +261,7 @@ export function buildProgram(out: Out): Command {
         batchSize: parseInteger(opts.batchSize, '--batch-size'),
       };
       const result = await withStore(g, (store) => store.prune(params));
-      print(out, g, result, () => `pruned ${result.deleted} tasks and ${result.effectsDeleted} effects in ${result.batches} batches`);
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}`);
     });
 
   registerDashboard(program, async (options, cmd) => {
@@ -235,12 +279,17 @@ export async function run(argv: readonly string[], out: Out = { stdout: (t) => p
     await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    return report(error);
+    return report(error, (program.opts() as Partial<GlobalOptions>).schema ?? DEFAULT_SCHEMA);
   }
 }
 
-function report(error: unknown): number {
+function report(error: unknown, schema: string): number {
   const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
+  // The store's hint names its API; on the command line the remedy is a command.
+  if (StoreError.isInstance(error) && (error as StoreError).sqlState === SqlState.UNDEFINED_TABLE) {
+    say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone --schema ${schema} migrate`);
+    return 1;
+  }
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message
   if (error instanceof UsageError) {
     say(error.code, error.message);

@@ -4,6 +4,9 @@
  * typed error code on stderr.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
@@ -20,14 +23,15 @@ interface Run {
   stderr: string;
 }
 
-function postpone(args: readonly string[], env: Record<string, string | undefined> = { DATABASE_URL: url }): Promise<Run> {
+function postpone(args: readonly string[], env: Record<string, string | undefined> = { DATABASE_URL: url }, stdin = ''): Promise<Run> {
   const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '' };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, '--schema', schema, ...args], { env: childEnv, timeout: 30_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [BIN, '--schema', schema, ...args], { env: childEnv, timeout: 30_000, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       resolve({ code, stdout, stderr });
     });
+    child.stdin?.end(stdin);
   });
 }
 
@@ -128,10 +132,33 @@ describe('postpone', () => {
     expect(second).toMatchObject({ tasks: [{ id: ids[2] }], nextCursor: null });
   });
 
+  it('schedules a payload from a file or standard input, beyond the size one argument can carry', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postpone-cli-'));
+    try {
+      const big = { note: 'x'.repeat(300_000) }; // Linux caps one argument at 128 KiB
+      const file = join(dir, 'payload.json');
+      writeFileSync(file, JSON.stringify(big));
+      const scheduled = await json<{ id: string }>(['schedule', 'from-file', '--payload-file', file]);
+      const shown = await json<{ task: { payload: unknown } }>(['show', scheduled.id]);
+      expect(shown.task.payload).toEqual(big);
+      const piped = await postpone(['--json', 'schedule', 'from-stdin', '--payload-file', '-'], { DATABASE_URL: url }, '{"seat":"12A"}');
+      expect(piped.code).toBe(0);
+      const fromStdin = await json<{ task: { payload: unknown } }>(['show', (JSON.parse(piped.stdout) as { id: string }).id]);
+      expect(fromStdin.task.payload).toEqual({ seat: '12A' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('bad usage exits 2 with the typed error code on stderr; failures exit 1', async () => {
     const cases: [string[], number, RegExp][] = [
-      [['list', '--bogus'], 2, /unknown option '--bogus'/],
-      [['frobnicate'], 2, /unknown command 'frobnicate'/],
+      [['list', '--bogus'], 2, /^postpone: error USAGE: unknown option '--bogus'/],
+      [['frobnicate'], 2, /^postpone: error USAGE: unknown command 'frobnicate'/],
+      [['schedule', 'k', '--delay', '--', '-5'], 2, /^postpone: error USAGE: too many arguments for 'schedule'/],
+      [['schedule', 'k', '--payload-file', '/nonexistent/payload.json'], 2, /^postpone: error INVALID_OPTION: --payload-file: cannot read "\/nonexistent\/payload.json" \(ENOENT\)/],
+      [['schedule', 'k', '--payload', '1', '--payload-file', '-'], 2, /^postpone: error INVALID_OPTION: give one of --payload and --payload-file/],
+      [['stats', '--database-url', 'not a url'], 2, /^postpone: error INVALID_OPTION: --database-url \/ DATABASE_URL: not a URL/],
+      [['stats', '--database-url', 'mysql://me:secret@127.0.0.1/db'], 2, /^postpone: error INVALID_OPTION: .*expected a postgres:\/\/ or postgresql:\/\/ URL, got mysql:\/\/…\n$/],
       [['schedule', 'k', '--delay', '5x'], 2, /^postpone: error INVALID_OPTION: --delay: expected a duration/],
       [['schedule', 'k', '--max-attempts', '0'], 2, /^postpone: error INVALID_MAX_ATTEMPTS: maxAttempts: /],
       [['schedule', 'k', '--payload', '{'], 2, /^postpone: error INVALID_PAYLOAD: --payload: not JSON/],
@@ -151,7 +178,14 @@ describe('postpone', () => {
       expect(r.stderr, args.join(' ')).toMatch(stderr);
     }
     const noDatabase = await postpone(['stats'], {});
-    expect(noDatabase).toEqual({ code: 2, stdout: '', stderr: 'postpone: error INVALID_OPTION: no database: set DATABASE_URL or pass --database-url\n' });
+    expect(noDatabase).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'postpone: error INVALID_OPTION: no database: set DATABASE_URL or pass --database-url (to try Postpone, `pnpm db` in a checkout starts one and prints its URL)\n',
+    });
+    const notMigrated = await postpone(['--schema', 'never_migrated_here', 'stats']);
+    expect(notMigrated.code).toBe(1);
+    expect(notMigrated.stderr).toMatch(/^postpone: error STORE_ERROR: .*42P01.*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
     const unreachable = await postpone(['stats', '--database-url', 'postgres://nobody:x@127.0.0.1:1/none'], {});
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/^postpone: error CONNECTION_FAILED: .*refused/i);

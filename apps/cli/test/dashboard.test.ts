@@ -308,6 +308,20 @@ describe('postpone dashboard', () => {
     expect(code({ host: '0.0.0.0', token: 'tok-0123456789abcdef0123' })).toBe('OK');
   });
 
+  it('a port in use is PORT_IN_USE, exit 1; the first dashboard keeps serving', async () => {
+    const first = await startDashboard();
+    const port = new URL(first.url).port;
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, [BIN, '--schema', schema, 'dashboard', '--port', port], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url }, timeout: 30_000 }, (error, _stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr }),
+      );
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`postpone: error PORT_IN_USE: 127.0.0.1:${port} is already in use: pick another --port (0: any free port)\n`);
+    expect((await fetch(first.url)).status).toBe(200);
+    expect(await stopChild(first.child)).toBe(0);
+  });
+
   it('refuses a non-loopback --host without --token: exit 2, TOKEN_REQUIRED, nothing bound', async () => {
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile(process.execPath, [BIN, 'dashboard', '--host', '0.0.0.0', '--port', '0'], { env: { PATH: process.env.PATH ?? '' }, timeout: 30_000 }, (error, _stdout, stderr) =>

@@ -22,6 +22,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAdaptorServer } from '@hono/node-server';
+import { OutcomeError, UsageError } from '../args.js';
 import { parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
 import { type Context, Hono } from 'hono';
 import { type DashboardStore, overview, taskDetail } from './data.js';
@@ -86,9 +87,13 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-function errorBody(error: unknown): { status: 400 | 500; body: { error: string; message: string } } {
+/** 400 bad input, 503 the database cannot be reached (the page retries), 500 anything else. */
+function errorBody(error: unknown): { status: 400 | 500 | 503; body: { error: string; message: string } } {
   if (ValidationError.isInstance(error)) return { status: 400, body: { error: error.code, message: error.message } };
-  if (PostponeError.isInstance(error)) return { status: 500, body: { error: error.code, message: error.message } };
+  if (PostponeError.isInstance(error)) {
+    const unavailable = error.code === 'CONNECTION_FAILED' || error.code === 'CONNECTION_LOST';
+    return { status: unavailable ? 503 : 500, body: { error: error.code, message: error.message } };
+  }
   return { status: 500, body: { error: 'UNEXPECTED', message: error instanceof Error ? error.message : String(error) } };
 }
 
@@ -131,7 +136,7 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
 
   app.onError((error, c) => {
     const { status, body } = errorBody(error);
-    if (status === 500) process.stderr.write(`postpone dashboard: ${c.req.method} ${c.req.path}: ${body.error}: ${body.message}\n`);
+    if (status !== 400) process.stderr.write(`postpone dashboard: ${c.req.method} ${c.req.path}: ${body.error}: ${body.message}\n`);
     return c.json(body, status);
   });
   app.notFound((c) => c.json({ error: 'NOT_FOUND', message: 'no such page' }, 404));
@@ -197,7 +202,7 @@ export class TokenRequiredError extends Error {
 /**
  * Listens on `host:port` and serves the dashboard.
  * @throws TokenRequiredError when `host` is not loopback and `token` is null (nothing is bound)
- * @throws the `listen` error (e.g. EADDRINUSE) when the address cannot be bound
+ * @throws OutcomeError PORT_IN_USE (EADDRINUSE), UsageError INVALID_OPTION (EADDRNOTAVAIL), else the `listen` error
  */
 export async function startDashboard(options: StartDashboardOptions): Promise<RunningDashboard> {
   if (options.token === null && !isLoopbackHost(options.host)) {
@@ -207,9 +212,16 @@ export async function startDashboard(options: StartDashboardOptions): Promise<Ru
   const app = createDashboardApp({ ...options, port: () => boundPort });
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(new OutcomeError('PORT_IN_USE', `${options.host}:${options.port} is already in use: pick another --port (0: any free port)`));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new UsageError('INVALID_OPTION', `--host ${options.host}: no interface of this machine has that address`));
+      else reject(error);
+    };
+    server.once('error', failed);
     server.listen(options.port, options.host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
+      // Once listening, a server error (say, out of file descriptors) is reported, never thrown.
+      server.on('error', (error) => process.stderr.write(`postpone dashboard: server error: ${error.message}\n`));
       resolve();
     });
   });
