@@ -87,6 +87,13 @@ export interface DemoReport {
   readonly pass: boolean;
 }
 
+/** Says which claims neither check saw: those of the killed worker whose handler never started. */
+function unlogged(r: DemoReport): string {
+  const missing = Number(r.db.claims) - Number(r.db.attemptsLogged);
+  if (missing <= 0) return '';
+  return `; ${missing} claim(s) not covered by either (taken by the killed worker, which died before reporting them)`;
+}
+
 /** Reads every fact of the report from the demo schema. */
 export async function readDatabaseFacts(pool: pg.Pool, schema: string, states: StateCounts): Promise<DatabaseFacts> {
   const one = async (sql: string): Promise<Record<string, string>> => ((await pool.query(sql)).rows[0] ?? {}) as Record<string, string>;
@@ -216,7 +223,7 @@ export function formatReport(r: DemoReport): string {
     ...(r.restart ? [row('restarted', r.restart.workerId, `pid ${r.restart.pid}, claimed ${r.claimsBy[r.restart.workerId] ?? 0} task(s)`)] : []),
     row('claim queries', r.queries.claims, `(empty ${r.queries.emptyClaims}; near-task reads ${r.queries.peeks}; ${o.discovery} discovery)`),
     row('lateness p50 / p99 / max', `${num(r.lateness.p50)} / ${num(r.lateness.p99)} / ${num(r.lateness.max)} ms`, `(due → first claim per task, database clock; min ${ms(r.lateness.min)})`),
-    row('claims before due', r.earlyClaimEvents + r.db.earlyAttempts, `(${r.earlyClaimEvents} in claim events, ${r.db.earlyAttempts} of ${r.db.attemptsLogged} in the attempt log)`),
+    row('claims before due', r.earlyClaimEvents + r.db.earlyAttempts, `(${r.earlyClaimEvents} in claim events, ${r.db.earlyAttempts} of ${r.db.attemptsLogged} in the attempt log${unlogged(r)})`),
     row('run time', `${(r.runMs / 1000).toFixed(1)} s`, `from scheduling to all terminal (${(r.durationMs / 1000).toFixed(1)} s in all, database start included)`),
   ];
   if (r.errors.length > 0) lines.push('', '  worker errors (first 20):', ...r.errors.map((e) => `    ${e}`));

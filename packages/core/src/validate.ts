@@ -124,27 +124,32 @@ export function validateJson(
 }
 
 /** `viaToJson`: `value` came from a `toJSON()` call, whose result is not replaced again (ECMA-262 SerializeJSONProperty). */
+/** A field path as errors show it: at most about 120 characters (a 1 000-level path is 3 000), the middle elided. */
+function shortPath(path: string): string {
+  return path.length <= 120 ? path : `${path.slice(0, 60)}…${path.slice(-59)}`;
+}
+
 function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>, viaToJson = false): Json {
   switch (typeof value) {
     case 'string':
-      if (value.includes('\u0000')) throw new ValidationError(code, path, 'contains \\u0000, which jsonb cannot store');
-      if (hasLoneSurrogate(value)) throw new ValidationError(code, path, 'contains a lone UTF-16 surrogate, which jsonb cannot store');
+      if (value.includes('\u0000')) throw new ValidationError(code, shortPath(path), 'contains \\u0000, which jsonb cannot store');
+      if (hasLoneSurrogate(value)) throw new ValidationError(code, shortPath(path), 'contains a lone UTF-16 surrogate, which jsonb cannot store');
       return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new ValidationError(code, path, `is not a finite number (${value}); JSON has no NaN or Infinity`);
+      if (!Number.isFinite(value)) throw new ValidationError(code, shortPath(path), `is not a finite number (${value}); JSON has no NaN or Infinity`);
       return value;
     case 'boolean':
       return value;
     case 'undefined':
-      throw new ValidationError(code, path, 'is undefined, which JSON cannot represent');
+      throw new ValidationError(code, shortPath(path), 'is undefined, which JSON cannot represent');
     case 'bigint':
     case 'function':
     case 'symbol':
-      throw new ValidationError(code, path, `is a ${typeof value}, which JSON cannot represent`);
+      throw new ValidationError(code, shortPath(path), `is a ${typeof value}, which JSON cannot represent`);
     case 'object': {
       if (value === null) return null;
-      if (seen.has(value)) throw new ValidationError(code, path, 'contains a cycle');
-      if (seen.size >= MAX_JSON_DEPTH) throw new ValidationError(code, path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      if (seen.has(value)) throw new ValidationError(code, shortPath(path), 'contains a cycle');
+      if (seen.size >= MAX_JSON_DEPTH) throw new ValidationError(code, shortPath(path), `is nested deeper than ${MAX_JSON_DEPTH} levels`);
       const withToJson = value as { toJSON?: unknown };
       if (!viaToJson && typeof withToJson.toJSON === 'function') {
         return toJson((withToJson.toJSON as () => unknown).call(value), path, code, seen, true);
@@ -154,12 +159,12 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
         if (Array.isArray(value)) return value.map((v, i) => toJson(v, `${path}[${i}]`, code, seen));
         const proto = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) {
-          throw new ValidationError(code, path, `is a ${proto?.constructor?.name ?? 'class'} instance, not a plain object`);
+          throw new ValidationError(code, shortPath(path), `is a ${proto?.constructor?.name ?? 'class'} instance, not a plain object`);
         }
         const out: Record<string, Json> = {};
         for (const [k, v] of Object.entries(value)) {
           if (v === undefined) continue; // JSON.stringify drops undefined properties; so do we.
-          if (k.includes('\u0000') || hasLoneSurrogate(k)) throw new ValidationError(code, `${path}.${k}`, 'key contains \\u0000 or a lone surrogate');
+          if (k.includes('\u0000') || hasLoneSurrogate(k)) throw new ValidationError(code, shortPath(`${path}.${k}`), 'key contains \\u0000 or a lone surrogate');
           out[k] = toJson(v, `${path}.${k}`, code, seen);
         }
         return out;
@@ -168,7 +173,7 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
       }
     }
   }
-  throw new ValidationError(code, path, 'is not JSON');
+  throw new ValidationError(code, shortPath(path), 'is not JSON');
 }
 
 function hasLoneSurrogate(s: string): boolean {

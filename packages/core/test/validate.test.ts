@@ -253,6 +253,9 @@ describe('review fixes: depth, unknown fields, C1 controls', () => {
     })();
     expect(ValidationError.isInstance(error)).toBe(true);
     expect((error as ValidationError).code).toBe('INVALID_PAYLOAD');
+    // The path of 1 000 levels is 3 000 characters: the message elides its middle.
+    expect((error as ValidationError).message).toMatch(/^payload\[0\][[\]0]*…[[\]0]*: is nested deeper than 1000 levels$/);
+    expect((error as ValidationError).message.length).toBeLessThan(160);
     let ok: unknown = 1;
     for (let i = 0; i < MAX_JSON_DEPTH - 1; i++) ok = [ok];
     expect(validateSchedule({ kind: 'k', payload: ok }).payload).toEqual(ok);
