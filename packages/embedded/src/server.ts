@@ -401,7 +401,7 @@ function uninstallHooks(): void {
 }
 
 /** True while `pid` runs (a zombie waiting to be reaped counts as gone). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {

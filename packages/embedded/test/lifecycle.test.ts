@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shippedBinDir } from '../src/binaries.js';
+import { alive } from '../src/server.js';
 import { EmbeddedPostgresError, freePort, removeStaleFolders, startEmbeddedPostgres } from '../src/index.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -46,19 +47,6 @@ function privateFolder(): string {
   return dir;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    const stat = execFileSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function waitUntil(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

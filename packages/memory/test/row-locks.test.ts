@@ -22,21 +22,32 @@ async function setup() {
   return { clock, store, id, attempt: c!.attempt };
 }
 
+/**
+ * Starts `complete({ work })` for the claimed task and resolves once its work runs (holding the
+ * row); `finish()` lets the work end — by throwing `failWith` when given.
+ */
+async function completeHeld(s: Awaited<ReturnType<typeof setup>>, failWith?: Error) {
+  const workEntered = gate();
+  const workMayFinish = gate();
+  const completing = s.store.complete({
+    id: s.id,
+    attempt: s.attempt,
+    owner: 'w1',
+    work: async () => {
+      workEntered.open();
+      await workMayFinish.opened;
+      if (failWith) throw failWith;
+    },
+  });
+  await workEntered.opened;
+  return { completing, finish: workMayFinish.open };
+}
+
 describe('row locks', () => {
   it('a cancel during work waits for the commit and then reports TOO_LATE', async () => {
-    const { store, id, attempt } = await setup();
-    const workEntered = gate();
-    const workMayFinish = gate();
-    const completing = store.complete({
-      id,
-      attempt,
-      owner: 'w1',
-      work: async () => {
-        workEntered.open();
-        await workMayFinish.opened;
-      },
-    });
-    await workEntered.opened;
+    const s = await setup();
+    const { store, id } = s;
+    const { completing, finish } = await completeHeld(s);
     let cancelSettled = false;
     const cancelling = store.cancel(id).finally(() => {
       cancelSettled = true;
@@ -44,52 +55,31 @@ describe('row locks', () => {
     // The work still holds the row: the committed row is CLAIMED and the cancel has not answered.
     expect((await store.getTask(id))?.state).toBe(TaskState.CLAIMED);
     expect(cancelSettled).toBe(false);
-    workMayFinish.open();
+    finish();
     expect(await completing).toBe(CompleteOutcome.DONE);
     expect(await cancelling).toBe(CancelOutcome.TOO_LATE);
     expect(await store.getTask(id)).toMatchObject({ state: TaskState.DONE, cancelRequested: false });
   });
 
   it('reclaim skips a task whose complete is in flight even after its lease expired', async () => {
-    const { clock, store, id, attempt } = await setup();
-    const workEntered = gate();
-    const workMayFinish = gate();
-    const completing = store.complete({
-      id,
-      attempt,
-      owner: 'w1',
-      work: async () => {
-        workEntered.open();
-        await workMayFinish.opened;
-      },
-    });
-    await workEntered.opened;
+    const s = await setup();
+    const { clock, store, id } = s;
+    const { completing, finish } = await completeHeld(s);
     clock.tick(5_000);
     expect(await store.reclaimExpired()).toEqual([]);
-    workMayFinish.open();
+    finish();
     expect(await completing).toBe(CompleteOutcome.DONE);
     expect(await store.reclaimExpired()).toEqual([]);
     expect((await store.getEffect(id))?.attempt).toBe(1);
   });
 
   it('after a work that throws, the expired lease is reclaimed as usual', async () => {
-    const { clock, store, id, attempt } = await setup();
-    const workEntered = gate();
-    const workMayFinish = gate();
-    const completing = store.complete({
-      id,
-      attempt,
-      owner: 'w1',
-      work: async () => {
-        workEntered.open();
-        await workMayFinish.opened;
-        throw new Error('handler failed');
-      },
-    });
-    await workEntered.opened;
+    const s = await setup();
+    const { clock, store, id } = s;
+    const { completing, finish } = await completeHeld(s, new Error('handler failed'));
     clock.tick(5_000);
     expect(await store.reclaimExpired()).toEqual([]);
-    workMayFinish.open();
+    finish();
     await expect(completing).rejects.toThrow('handler failed');
     expect(await store.reclaimExpired()).toEqual([{ id, attempt: 1, outcome: 'SCHEDULED' }]);
   });

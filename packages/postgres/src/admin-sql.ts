@@ -9,26 +9,16 @@
  * never DONE/CANCELLED; prune walks `task_finished_idx` from the oldest finished row.
  */
 import { RETRYABLE_STATES, TASK_STATES, TaskState } from '@postpone/core';
-import { notice, quoteIdent, taskColumns } from './sql.js';
+import { literal, millis, ms, NOW, notice, quoteIdent, taskColumns } from './sql.js';
 
 /** The migration number of the store operations (after 3 and 4, taken by other work). */
 export const ADMIN_MIGRATION_VERSION = 4;
 
-function literal(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-function ms(expr: string): string {
-  return `floor(extract(epoch from ${expr}) * 1000)::float8`;
-}
-function millis(param: string): string {
-  return `(${param}::float8 * interval '1 millisecond')`;
-}
 /** A JSON array parameter (text) as `text[]`, evaluated once per statement (an InitPlan). */
 function textArray(param: string): string {
   return `array(select jsonb_array_elements_text(${param}::text::jsonb))`;
 }
 
-const NOW = 'coalesce($1::timestamptz, now())';
 const FINISHED = `(${[TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD].map(literal).join(', ')})`;
 
 /**

@@ -27,6 +27,27 @@ export interface ListenOptions {
 /** Stops listening. Idempotent. */
 export type Unlisten = () => Promise<void>;
 
+/** The LISTENs a driver opened, so its `close()` ends them all; each `Unlisten` handed out runs once. */
+export function listenerSet(): { track(unlisten: Unlisten): Unlisten; closeAll(): Promise<void> } {
+  const listeners = new Set<Unlisten>();
+  return {
+    track(unlisten) {
+      let done = false;
+      const remove: Unlisten = async () => {
+        if (done) return;
+        done = true;
+        listeners.delete(remove);
+        await unlisten();
+      };
+      listeners.add(remove);
+      return remove;
+    },
+    async closeAll() {
+      await Promise.all([...listeners].map((unlisten) => unlisten()));
+    },
+  };
+}
+
 /** What an adapter reports outside any call. */
 export interface DriverEvents {
   /** An idle connection was lost (the driver error, untranslated). Must not throw. */

@@ -8,12 +8,11 @@
  * ```
  */
 import { Socket } from 'node:net';
-import { rejectUnknownFields, ValidationError } from '@postpone/core';
 import pg from 'pg';
-import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { type Driver, type DriverEvents, type ListenOptions, listenerSet, type Param, type QueryFn, type Row, type Unlisten } from './driver.js';
 import { isConnectionLoss } from './errors.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
-import { connectionEvents, PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
+import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
 export type PgTx = pg.PoolClient;
@@ -272,7 +271,7 @@ export function createPgDriver(
   events: DriverEvents = {},
   listenPool?: { readonly pool: pg.Pool; readonly owned: boolean },
 ): Driver<PgTx> {
-  const listeners = new Set<Unlisten>();
+  const listeners = listenerSet();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
   let closed: Promise<void> | undefined;
   // The pool emits 'error' when an idle client's connection dies (and drops that client); without a
@@ -334,17 +333,11 @@ export function createPgDriver(
       }
     },
     async listen(channel, onNotify, options) {
-      const unlisten = await listenOnPool(listenPool?.pool ?? pool, channel, onNotify, options);
-      const remove: Unlisten = async () => {
-        listeners.delete(remove);
-        await unlisten();
-      };
-      listeners.add(remove);
-      return remove;
+      return listeners.track(await listenOnPool(listenPool?.pool ?? pool, channel, onNotify, options));
     },
     close() {
       closed ??= (async () => {
-        await Promise.all([...listeners].map((unlisten) => unlisten()));
+        await listeners.closeAll();
         if (listenPool?.owned) await listenPool.pool.end();
         if (ownsPool) await pool.end();
         // Off after end: a client lost while ending still finds a listener.
@@ -368,12 +361,7 @@ export function createPgDriver(
  *   given, or for a bad `replyTimeoutMs`, `pooler` or `listenConnectionString`
  */
 export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
-  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
-  rejectUnknownFields(options, [...STORE_OPTION_NAMES, 'pool', 'connectionString', 'poolConfig']);
-  if ((options.pool === undefined) === (options.connectionString === undefined)) {
-    throw new ValidationError('INVALID_OPTION', 'pool', 'give exactly one of pool and connectionString');
-  }
-  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options);
+  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options, 'pool', ['poolConfig']);
   const owns = options.pool === undefined;
   const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig));
   const listenPool =

@@ -8,12 +8,12 @@
  * ```
  */
 import { Socket } from 'node:net';
-import { rejectUnknownFields, ValidationError } from '@postpone/core';
+import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import type { Driver, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { type Driver, type ListenOptions, listenerSet, type Param, type QueryFn, type Row, type Unlisten } from './driver.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 import { isConnectionLoss } from './errors.js';
-import { PostgresStore, type PostgresStoreOptions, STORE_OPTION_NAMES, validateDriverOptions } from './store.js';
+import { PostgresStore, type PostgresStoreOptions, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
 export type PostgresJsTx = postgres.TransactionSql;
@@ -226,7 +226,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
     const rows = await target.unsafe(text, params === undefined ? [] : [...params], { prepare: prepare && params !== undefined });
     return rows as unknown as Row[];
   };
-  const listeners = new Set<Unlisten>();
+  const listeners = listenerSet();
   let closed: Promise<void> | undefined;
   return {
     name: 'postgres',
@@ -262,20 +262,11 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       return (await begun) as T;
     },
     async listen(channel, onNotify, options) {
-      const unlisten = await listenOnOwnConnection(listenSql?.sql ?? sql, channel, onNotify, options);
-      let done = false;
-      const remove: Unlisten = async () => {
-        if (done) return;
-        done = true;
-        listeners.delete(remove);
-        await unlisten();
-      };
-      listeners.add(remove);
-      return remove;
+      return listeners.track(await listenOnOwnConnection(listenSql?.sql ?? sql, channel, onNotify, options));
     },
     close() {
       closed ??= (async () => {
-        await Promise.all([...listeners].map((unlisten) => unlisten()));
+        await listeners.closeAll();
         // In-flight queries get 5 s; the timeout also bounds postgres.js 3.4.9's end(), which never
         // settles after a connection died mid-query (porsager/postgres#1097).
         if (listenSql?.owned) await listenSql.sql.end({ timeout: END_TIMEOUT_S });
@@ -317,12 +308,7 @@ function createSql(connectionString: string, replyTimeoutMs: number, transaction
  *   or for a bad `replyTimeoutMs`, `pooler`, `listenConnectionString`
  */
 export function createPostgresJsStore(options: PostgresJsStoreOptions): PostgresStore<PostgresJsTx> {
-  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
-  rejectUnknownFields(options, [...STORE_OPTION_NAMES, 'sql', 'connectionString', 'connectionOptions']);
-  if ((options.sql === undefined) === (options.connectionString === undefined)) {
-    throw new ValidationError('INVALID_OPTION', 'sql', 'give exactly one of sql and connectionString');
-  }
-  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options);
+  const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options, 'sql', ['connectionOptions']);
   const transactionPooler = options.pooler === 'transaction';
   if (transactionPooler && (options.sql ? options.sql.options.prepare !== false : options.connectionOptions?.prepare === true)) {
     throw new ValidationError('INVALID_OPTION', 'prepare', "pooler 'transaction' needs prepare: false on the sql (prepared statements do not survive a transaction pooler)");

@@ -24,21 +24,22 @@ export function quoteIdent(name: string): string {
 }
 
 /** An SQL string literal (PostgreSQL 17 §4.1.2.1). Only for constants of this package. */
-function literal(text: string): string {
+export function literal(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** Epoch milliseconds of a `timestamptz` expression, floored, as `float8` (a JS number in both drivers). */
-function ms(expr: string): string {
+export function ms(expr: string): string {
   return `floor(extract(epoch from ${expr}) * 1000)::float8`;
 }
 
 /** `$n` milliseconds as an interval; `float8` keeps delays above 2³¹−1 ms exact (integers below 2⁵³). */
-function millis(param: string): string {
+export function millis(param: string): string {
   return `(${param}::float8 * interval '1 millisecond')`;
 }
 
-const NOW = 'coalesce($1::timestamptz, now())';
+/** `$1` (the store's clock, or null) else the transaction's `now()`. */
+export const NOW = 'coalesce($1::timestamptz, now())';
 const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
 
 const S = literal(TaskState.SCHEDULED);

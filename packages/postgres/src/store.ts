@@ -17,6 +17,7 @@ import {
   type CompleteOutcome,
   type CompleteParams,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  rejectUnknownFields,
   type Effect,
   type ExtendParams,
   type FailParams,
@@ -130,10 +131,27 @@ export const STORE_OPTION_NAMES: readonly string[] = [
 ];
 
 /**
- * Checks the connection options a factory uses before it creates anything.
+ * Checks the options of a store factory before it creates anything: an object of known fields
+ * (the common ones and the driver's `own`), exactly one of `connection` (the driver's handle: `pool`,
+ * `sql`) and `connectionString`, and the connection options.
+ * @returns `replyTimeoutMs` and `listenConnectionString` when given
  * @throws ValidationError INVALID_OPTION naming the field
  */
-export function validateDriverOptions(options: PostgresStoreOptions): { replyTimeoutMs?: number; listenConnectionString?: string } {
+export function validateDriverOptions(
+  options: PostgresStoreOptions & { readonly connectionString?: string },
+  connection: string,
+  own: readonly string[],
+): { replyTimeoutMs?: number; listenConnectionString?: string } {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
+  rejectUnknownFields(options, [...STORE_OPTION_NAMES, connection, 'connectionString', ...own]);
+  if (((options as Record<string, unknown>)[connection] === undefined) === (options.connectionString === undefined)) {
+    throw new ValidationError('INVALID_OPTION', connection, `give exactly one of ${connection} and connectionString`);
+  }
+  return validateConnectionOptions(options);
+}
+
+/** The connection options of {@link validateDriverOptions}, alone (a store built on a given driver). */
+function validateConnectionOptions(options: PostgresStoreOptions): { replyTimeoutMs?: number; listenConnectionString?: string } {
   const replyTimeoutMs = options.replyTimeoutMs === undefined ? undefined : validatePositiveMs(options.replyTimeoutMs, 'replyTimeoutMs');
   if (options.pooler !== undefined && options.pooler !== 'none' && options.pooler !== 'transaction') {
     throw new ValidationError('INVALID_OPTION', 'pooler', "must be 'none' or 'transaction'");
@@ -247,7 +265,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
-    validateDriverOptions(options);
+    validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
     this.admin = new PostgresAdmin({

@@ -7,19 +7,13 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StoreClosedError, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEMA, defaultNotifyChannel, type PostgresStore } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
-import { Admin, makeKit, waitFor } from './support/kits.js';
+import { migratedSchema, waitFor } from './support/kits.js';
 
-const admin = Admin.create('adapters');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('adapters');
 
 function thrown(fn: () => unknown): unknown {
   try {

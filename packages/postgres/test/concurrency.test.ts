@@ -3,17 +3,11 @@
  * re-check) hands every task out exactly once, and concurrent reclaims move every expired task once.
  */
 import { TestClock } from '@postpone/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../src/index.js';
-import { Admin, type DriverName, type Kit, makeKit } from './support/kits.js';
+import { type DriverName, type Kit, makeKit, migratedSchema } from './support/kits.js';
 
-const admin = Admin.create('concurrency');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('concurrency');
 
 const DEADLINE_MS = 30_000;
 

@@ -4,15 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../src/index.js';
-import { Admin, DRIVERS, makeKit } from './support/kits.js';
+import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
-const admin = Admin.create('dbclock');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('dbclock');
 
 describe.each(DRIVERS)('database clock (%s)', (driver) => {
   const kit = makeKit(driver);

@@ -7,16 +7,10 @@ import type { Json, Store, Task } from '@postpone/core';
 import { TestClock } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Admin, DRIVERS, makeKit } from './support/kits.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
-const admin = Admin.create('differential');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('differential');
 
 /** A task is named by its position among the tasks scheduled so far (mod count); `missing` names one past the end. */
 type Ref = { readonly index: number; readonly missing: boolean };

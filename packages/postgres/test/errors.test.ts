@@ -10,15 +10,9 @@ import { captureError } from '@postpone/conformance';
 import { type PostgresStore, SqlState, translateError } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
-import { Admin, DRIVERS, makeKit, waitFor } from './support/kits.js';
+import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
-const admin = Admin.create('errors');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('errors');
 
 
 /** One raw statement through each driver, returning what it threw. */

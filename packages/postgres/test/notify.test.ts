@@ -5,15 +5,9 @@
 import { TestClock } from '@postpone/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore, TaskNotice } from '../src/index.js';
-import { Admin, DRIVERS, makeKit, waitFor } from './support/kits.js';
+import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
-const admin = Admin.create('notify');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('notify');
 
 describe.each(DRIVERS)('notifications (%s)', (driver) => {
   const kit = makeKit(driver);

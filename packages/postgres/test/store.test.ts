@@ -5,15 +5,9 @@
 import { MAX_RUN_AT_MS, TestClock } from '@postpone/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../src/index.js';
-import { Admin, DRIVERS, makeKit } from './support/kits.js';
+import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
-const admin = Admin.create('store');
-beforeAll(async () => {
-  const kit = makeKit('pg');
-  await kit.store({ schema: admin.schema }).migrate();
-  await kit.close();
-});
-afterAll(() => admin.drop());
+const admin = migratedSchema('store');
 
 describe.each(DRIVERS)('store details (%s)', (driver) => {
   const kit = makeKit(driver);

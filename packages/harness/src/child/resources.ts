@@ -70,6 +70,24 @@ function storeOptions(c: ConnectionPlan) {
 }
 
 /**
+ * Runs `probe` until it succeeds, at most STARTUP_PROBE_TRIES times (pauses 100 ms doubling to 1 s):
+ * a worker respawned while the database restarts (soak) waits for it, bounded, like a supervisor
+ * would restart it — a refused connection at startup is not a crash of a running worker.
+ * @throws the last error of `probe`
+ */
+async function untilReachable(probe: () => Promise<unknown>): Promise<void> {
+  for (let tryNo = 1, pauseMs = 100; ; tryNo++, pauseMs = Math.min(pauseMs * 2, 1_000)) {
+    try {
+      await probe();
+      return;
+    } catch (error) {
+      if (tryNo >= STARTUP_PROBE_TRIES) throw error;
+      await sleep(pauseMs);
+    }
+  }
+}
+
+/**
  * Opens the pool and the store, and makes one round trip, so a child reports `ready` only once it can
  * reach the database (and its first claim pays no connection setup).
  * @throws the driver's error when the database cannot be reached
@@ -125,19 +143,9 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
       const reserved = await sql.reserve();
       return () => reserved.release();
     };
-    // A worker respawned while the database restarts (soak) waits for it, bounded, like a supervisor
-    // would restart it: a refused connection at startup is not a crash of a running worker.
-    for (let tryNo = 1, pauseMs = 100; ; tryNo++, pauseMs = Math.min(pauseMs * 2, 1_000)) {
-      try {
-        await sql.unsafe('select 1');
-        break;
-      } catch (error) {
-        if (tryNo >= STARTUP_PROBE_TRIES) throw error;
-        await sleep(pauseMs);
-      }
-    }
+    await untilReachable(() => sql.unsafe('select 1'));
   }
-  await pool.query('select 1');
+  await untilReachable(() => pool.query('select 1'));
   return {
     name: config.name,
     schema: config.schema,

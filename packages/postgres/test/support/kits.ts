@@ -7,6 +7,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import postgres from 'postgres';
+import { afterAll, beforeAll } from 'vitest';
 import type { Param, PostgresStore, PostgresStoreOptions, Row } from '../../src/index.js';
 import { createPgStore, type PgTx } from '../../src/pg.js';
 import { createPostgresJsStore, type PostgresJsTx } from '../../src/postgres-js.js';
@@ -143,4 +144,19 @@ export async function waitFor(check: () => boolean | Promise<boolean>, what: str
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/**
+ * A fresh schema for one test file: migrated (through pg) before its tests, dropped after them.
+ * Call at the top level of the file.
+ */
+export function migratedSchema(prefix: string): Admin {
+  const admin = Admin.create(prefix);
+  beforeAll(async () => {
+    const kit = makeKit('pg');
+    await kit.store({ schema: admin.schema }).migrate();
+    await kit.close();
+  });
+  afterAll(() => admin.drop());
+  return admin;
 }
