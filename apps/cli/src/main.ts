@@ -291,21 +291,10 @@ function report(error: unknown, schema: string): number {
     return 1;
   }
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message
-  if (error instanceof UsageError) {
+  // Bad usage (the CLI's own checks, the store's ValidationError) is 2; any other typed error is 1.
+  if (error instanceof UsageError || error instanceof OutcomeError || PostponeError.isInstance(error)) {
     say(error.code, error.message);
-    return 2;
-  }
-  if (ValidationError.isInstance(error)) {
-    say(error.code, error.message);
-    return 2;
-  }
-  if (error instanceof OutcomeError) {
-    say(error.code, error.message);
-    return 1;
-  }
-  if (PostponeError.isInstance(error)) {
-    say(error.code, error.message);
-    return 1;
+    return error instanceof UsageError || ValidationError.isInstance(error) ? 2 : 1;
   }
   say('UNEXPECTED', error instanceof Error ? error.message : String(error));
   return 1;

@@ -120,14 +120,21 @@ export function scheduleCases(h: HarnessRef): void {
   });
 
   describe('schedule in the caller transaction', () => {
-    it('rollback leaves no task and no marker', async () => {
+    /** One schedule and a scheduleMany of two, plus the caller's own marker, in one transaction ended by `end`. */
+    async function scheduleThreeIn(end: 'commit' | 'rollback'): Promise<TaskId[]> {
       const { store } = h();
       const ids: TaskId[] = [];
       await h().inTransaction(async (tx) => {
         const { id } = await store.schedule({ kind: 'k' }, { tx });
         ids.push(id, ...(await store.scheduleMany([{ kind: 'm1' }, { kind: 'm2' }], { tx })).map((s) => s.id));
         await h().writeMarker(tx, id);
-      }, 'rollback');
+      }, end);
+      return ids;
+    }
+
+    it('rollback leaves no task and no marker', async () => {
+      const { store } = h();
+      const ids = await scheduleThreeIn('rollback');
       expect(ids).toHaveLength(3);
       for (const id of ids) expect(await store.getTask(id)).toBeNull();
       expect(await h().readMarker(ids[0]!)).toBe(false);
@@ -137,12 +144,7 @@ export function scheduleCases(h: HarnessRef): void {
 
     it('commit keeps the tasks together with the caller writes', async () => {
       const { store } = h();
-      const ids: TaskId[] = [];
-      await h().inTransaction(async (tx) => {
-        const { id } = await store.schedule({ kind: 'k' }, { tx });
-        ids.push(id, ...(await store.scheduleMany([{ kind: 'm1' }, { kind: 'm2' }], { tx })).map((s) => s.id));
-        await h().writeMarker(tx, id);
-      }, 'commit');
+      const ids = await scheduleThreeIn('commit');
       expect(new Set(ids).size).toBe(3);
       for (const id of ids) expect((await mustGetTask(store, id)).state).toBe(TaskState.SCHEDULED);
       expect(await h().readMarker(ids[0]!)).toBe(true);

@@ -134,6 +134,45 @@ export interface StoreStats {
   readonly oldestDueLatenessMs: number | null;
 }
 
+/** Live tasks of one kind in one state, as a store counts them for {@link storeStats}. */
+export interface StatsGroup {
+  readonly kind: string;
+  /** SCHEDULED, CLAIMED or DEAD. */
+  readonly state: TaskState;
+  readonly n: number;
+  /** Of a SCHEDULED group, how many are due. */
+  readonly due: number;
+}
+
+/**
+ * `stats()`'s answer from a store's groups (any number per kind and state; they add up), the store's
+ * now and the due time of its oldest due SCHEDULED task (epoch ms, or null): kinds sorted by name,
+ * totals summed over kinds. Every store answers through this one function.
+ */
+export function storeStats(nowMs: number, groups: Iterable<StatsGroup>, oldestDueAtMs: number | null): StoreStats {
+  const kinds = new Map<string, { scheduled: number; due: number; claimed: number; dead: number }>();
+  for (const g of groups) {
+    let k = kinds.get(g.kind);
+    if (k === undefined) kinds.set(g.kind, (k = { scheduled: 0, due: 0, claimed: 0, dead: 0 }));
+    if (g.state === 'SCHEDULED') {
+      k.scheduled += g.n;
+      k.due += g.due;
+    } else if (g.state === 'CLAIMED') k.claimed += g.n;
+    else if (g.state === 'DEAD') k.dead += g.n;
+  }
+  const byKind: KindStats[] = [...kinds].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([kind, c]) => ({ kind, ...c }));
+  const sum = (f: (k: KindStats) => number) => byKind.reduce((n, k) => n + f(k), 0);
+  return {
+    now: new Date(nowMs),
+    scheduled: sum((k) => k.scheduled),
+    due: sum((k) => k.due),
+    claimed: sum((k) => k.claimed),
+    dead: sum((k) => k.dead),
+    byKind,
+    oldestDueLatenessMs: oldestDueAtMs === null ? null : nowMs - oldestDueAtMs,
+  };
+}
+
 /** Validated `listTasks` parameters, ready for a store. `cursorId` is the last id of the previous page. */
 export interface NormalizedListParams {
   readonly states: readonly TaskState[] | null;

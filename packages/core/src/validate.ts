@@ -251,36 +251,32 @@ export function parseTaskId(id: unknown, field = 'id'): TaskId {
   return id;
 }
 
+/** `value` when it is an integer in `min..max`, else a ValidationError INVALID_OPTION saying "must be <what> min..max". */
+function integerIn(value: unknown, field: string, min: number, max: number, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError('INVALID_OPTION', field, `must be ${what} ${min}..${max}, got ${describe(value)}`);
+  }
+  return value;
+}
+
 /** Validates an attempt (fencing token) passed back by a worker. */
 export function validateAttempt(attempt: unknown, field = 'attempt'): number {
-  if (typeof attempt !== 'number' || !Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS_LIMIT) {
-    throw new ValidationError('INVALID_OPTION', field, `must be an integer 1..${MAX_ATTEMPTS_LIMIT}, got ${describe(attempt)}`);
-  }
-  return attempt;
+  return integerIn(attempt, field, 1, MAX_ATTEMPTS_LIMIT, 'an integer');
 }
 
 /** Validates a positive whole number of milliseconds (lease, poll interval...). */
 export function validatePositiveMs(ms: unknown, field: string, max = 2_147_483_647): number {
-  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > max) {
-    throw new ValidationError('INVALID_OPTION', field, `must be whole milliseconds 1..${max}, got ${describe(ms)}`);
-  }
-  return ms;
+  return integerIn(ms, field, 1, max, 'whole milliseconds');
 }
 
 /** Validates a non-negative whole number of milliseconds. */
 export function validateNonNegativeMs(ms: unknown, field: string, max = MAX_DELAY_MS): number {
-  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > max) {
-    throw new ValidationError('INVALID_OPTION', field, `must be whole milliseconds 0..${max}, got ${describe(ms)}`);
-  }
-  return ms;
+  return integerIn(ms, field, 0, max, 'whole milliseconds');
 }
 
 /** Validates a positive integer count (claim limit, concurrency...). */
 export function validatePositiveInt(n: unknown, field: string, max = 1_000_000): number {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) {
-    throw new ValidationError('INVALID_OPTION', field, `must be an integer 1..${max}, got ${describe(n)}`);
-  }
-  return n;
+  return integerIn(n, field, 1, max, 'an integer');
 }
 
 function describe(v: unknown): string {

@@ -28,28 +28,14 @@ export async function createHistoryEffectTable(pool: pg.Pool, schema: string): P
 export function childOps(child: HarnessChild): HistoryOp[] {
   const worker = child.name;
   const ops: HistoryOp[] = [];
+  // A worker's outcome events, by the history operation each one is.
+  const outcomeOps = { committed: 'complete', failed: 'fail', released: 'release', reclaimed: 'reclaim' } as const;
   for (const e of child.events.filter(() => true)) {
-    switch (e.type) {
-      case 'claimed':
-        ops.push({ type: 'claim', worker, id: e.id, attempt: e.attempt, claimedAtMs: e.claimedAtMs, dueAtMs: e.dueAtMs });
-        break;
-      case 'extended':
-        ops.push({ type: 'renew', worker, id: e.id, attempt: e.attempt, ok: e.ok });
-        break;
-      case 'committed':
-        ops.push({ type: 'complete', worker, id: e.id, attempt: e.attempt, outcome: e.outcome });
-        break;
-      case 'failed':
-        ops.push({ type: 'fail', worker, id: e.id, attempt: e.attempt, outcome: e.outcome });
-        break;
-      case 'released':
-        ops.push({ type: 'release', worker, id: e.id, attempt: e.attempt, outcome: e.outcome });
-        break;
-      case 'reclaimed':
-        ops.push({ type: 'reclaim', worker, id: e.id, attempt: e.attempt, outcome: e.outcome });
-        break;
-      default:
-        break;
+    if (e.type === 'claimed') ops.push({ type: 'claim', worker, id: e.id, attempt: e.attempt, claimedAtMs: e.claimedAtMs, dueAtMs: e.dueAtMs });
+    else if (e.type === 'extended') ops.push({ type: 'renew', worker, id: e.id, attempt: e.attempt, ok: e.ok });
+    else if (e.type in outcomeOps) {
+      const o = e as Extract<typeof e, { type: keyof typeof outcomeOps }>;
+      ops.push({ type: outcomeOps[o.type], worker, id: o.id, attempt: o.attempt, outcome: o.outcome });
     }
   }
   return ops;

@@ -5,7 +5,6 @@
  */
 import {
   encodeListCursor,
-  type KindStats,
   type ListTasksParams,
   type NormalizedSchedule,
   PRUNABLE_STATES,
@@ -15,7 +14,9 @@ import {
   type RetryParams,
   type RetryResult,
   type ScheduledTask,
+  type StatsGroup,
   type StoreStats,
+  storeStats,
   type Task,
   type TaskId,
   type TaskPage,
@@ -119,32 +120,15 @@ export class MemoryAdmin {
   async stats(): Promise<StoreStats> {
     this.ctx.assertOpen();
     const nowMs = this.ctx.nowMs();
-    const kinds = new Map<string, { scheduled: number; due: number; claimed: number; dead: number }>();
+    const groups: StatsGroup[] = [];
     let oldestDue: number | null = null;
     for (const t of this.ctx.db.tasks.values()) {
       if (t.state !== TaskState.SCHEDULED && t.state !== TaskState.CLAIMED && t.state !== TaskState.DEAD) continue;
-      let k = kinds.get(t.kind);
-      if (k === undefined) kinds.set(t.kind, (k = { scheduled: 0, due: 0, claimed: 0, dead: 0 }));
-      if (t.state === TaskState.SCHEDULED) {
-        k.scheduled += 1;
-        if (t.dueAt.getTime() <= nowMs) {
-          k.due += 1;
-          oldestDue = oldestDue === null ? t.dueAt.getTime() : Math.min(oldestDue, t.dueAt.getTime());
-        }
-      } else if (t.state === TaskState.CLAIMED) k.claimed += 1;
-      else k.dead += 1;
+      const due = t.state === TaskState.SCHEDULED && t.dueAt.getTime() <= nowMs;
+      if (due) oldestDue = oldestDue === null ? t.dueAt.getTime() : Math.min(oldestDue, t.dueAt.getTime());
+      groups.push({ kind: t.kind, state: t.state, n: 1, due: due ? 1 : 0 });
     }
-    const byKind: KindStats[] = [...kinds].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([kind, c]) => ({ kind, ...c }));
-    const sum = (f: (k: KindStats) => number) => byKind.reduce((n, k) => n + f(k), 0);
-    return {
-      now: new Date(nowMs),
-      scheduled: sum((k) => k.scheduled),
-      due: sum((k) => k.due),
-      claimed: sum((k) => k.claimed),
-      dead: sum((k) => k.dead),
-      byKind,
-      oldestDueLatenessMs: oldestDue === null ? null : nowMs - oldestDue,
-    };
+    return storeStats(nowMs, groups, oldestDue);
   }
 
   /** The retry links of a task (for getTask-like reads). */

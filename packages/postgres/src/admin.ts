@@ -5,13 +5,13 @@
  */
 import {
   encodeListCursor,
-  type KindStats,
   type ListTasksParams,
   type PruneParams,
   type PruneResult,
   type RetryParams,
   type RetryResult,
   type StoreStats,
+  storeStats,
   type TaskPage,
   type TaskRecord,
   type TaskState,
@@ -108,30 +108,10 @@ export class PostgresAdmin {
     const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.stats, [this.ctx.nowParam()]));
     const nowMs = Number(rows[0]?.nowms);
     const oldest = rows[0]?.oldestdueatms;
-    const kinds = new Map<string, { scheduled: number; due: number; claimed: number; dead: number }>();
-    for (const r of rows) {
-      if (r.state === null || r.state === undefined) continue;
-      const kind = String(r.kind);
-      let k = kinds.get(kind);
-      if (k === undefined) kinds.set(kind, (k = { scheduled: 0, due: 0, claimed: 0, dead: 0 }));
-      const n = Number(r.n);
-      if (r.state === 'SCHEDULED') {
-        k.scheduled += n;
-        k.due += Number(r.due);
-      } else if (r.state === 'CLAIMED') k.claimed += n;
-      else k.dead += n;
-    }
-    const byKind: KindStats[] = [...kinds].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([kind, c]) => ({ kind, ...c }));
-    const sum = (f: (k: KindStats) => number) => byKind.reduce((n, k) => n + f(k), 0);
-    return {
-      now: new Date(nowMs),
-      scheduled: sum((k) => k.scheduled),
-      due: sum((k) => k.due),
-      claimed: sum((k) => k.claimed),
-      dead: sum((k) => k.dead),
-      byKind,
-      oldestDueLatenessMs: oldest === null || oldest === undefined ? null : nowMs - Number(oldest),
-    };
+    const groups = rows
+      .filter((r) => r.state !== null && r.state !== undefined)
+      .map((r) => ({ kind: String(r.kind), state: r.state as TaskState, n: Number(r.n), due: Number(r.due ?? 0) }));
+    return storeStats(nowMs, groups, oldest === null || oldest === undefined ? null : Number(oldest));
   }
 
   private record(row: Row): TaskRecord {
