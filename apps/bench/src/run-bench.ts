@@ -201,20 +201,10 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       }
     },
     lateness: async () => {
-      results.lateness = await alternate(
-        contenders,
-        s.rounds,
-        (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }),
-        peerHooks('lateness'),
-      );
+      results.lateness = await alternate(contenders, s.rounds, (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }), peerHooks('lateness'));
     },
     idle: async () => {
-      results.idle = await alternate(
-        contenders,
-        s.rounds,
-        (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }),
-        peerHooks('idle'),
-      );
+      results.idle = await alternate(contenders, s.rounds, (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }), peerHooks('idle'));
     },
   };
 

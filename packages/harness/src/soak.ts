@@ -6,6 +6,7 @@
  * runs 30 s of it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mulberry32 } from '@postpone/testkit';
 import { type CaseContext, withCaseContext } from './case-context.js';
 import type { Variant } from './fault-cases.js';
 import { faultSettings, variantName } from './fault-cases.js';
@@ -60,18 +61,6 @@ const VARIANTS: readonly Variant[] = [
   { driver: 'pg', discovery: 'hybrid' },
 ];
 
-/** A small deterministic PRNG (mulberry32), so a run's chaos can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /**
  * Runs the soak on a PostgreSQL server of its own.
  * @returns the checker's verdict and the figures of the run
@@ -87,7 +76,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
 async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promise<SoakReport> {
   const log = o.log ?? (() => {});
-  const random = prng(o.seed ?? 12_345);
+  const random = mulberry32(o.seed ?? 12_345); // the run's chaos replays from its seed
   const settings = { leaseMs: 2_000, renewEveryMs: 600, concurrency: 20, pollIntervalMs: 100, reclaimEveryMs: 500 };
   const run = new FaultRun(ctx, { settings: faultSettings(VARIANTS[0]!, settings), handler: { workMs: 20 } });
   await run.prepare();

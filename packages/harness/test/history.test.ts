@@ -72,25 +72,12 @@ describe('history checker', () => {
     expect(only(v)).toEqual(['claim-after-cancelled:3']);
   });
 
-  it('more than one effect per task', () => {
-    const v = judge((h) => {
-      h.effects.push({ source: 'history_effect', id: '1', attempt: 1, worker: 'w2' });
-    });
-    expect(only(v)).toEqual(['duplicate-effect:1']);
-  });
-
-  it('an effect whose attempt is not the DONE attempt', () => {
-    const v = judge((h) => {
-      h.effects[2] = { source: 'effect', id: '2', attempt: 1, worker: 'w1' };
-    });
-    expect(only(v)).toEqual(['effect-not-done-attempt:2']);
-  });
-
-  it('an effect of a task that is not DONE', () => {
-    const v = judge((h) => {
-      h.effects.push({ source: 'effect', id: '3', attempt: 0, worker: 'w1' });
-    });
-    expect(only(v)).toEqual(['effect-not-done-attempt:3']);
+  it.each([
+    ['more than one effect per task', (h: ReturnType<typeof clean>) => h.effects.push({ source: 'history_effect', id: '1', attempt: 1, worker: 'w2' }), 'duplicate-effect:1'],
+    ['an effect whose attempt is not the DONE attempt', (h: ReturnType<typeof clean>) => (h.effects[2] = { source: 'effect', id: '2', attempt: 1, worker: 'w1' }), 'effect-not-done-attempt:2'],
+    ['an effect of a task that is not DONE', (h: ReturnType<typeof clean>) => h.effects.push({ source: 'effect', id: '3', attempt: 0, worker: 'w1' }), 'effect-not-done-attempt:3'],
+  ] as const)('%s', (_name, change, violation) => {
+    expect(only(judge((h) => void change(h)))).toEqual([violation]);
   });
 
   it('a task never terminal by the end (lost), or missing', () => {

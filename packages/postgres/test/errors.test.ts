@@ -5,12 +5,12 @@
 import { ConnectionLostError, StoreClosedError, StoreError, TestClock, ValidationError } from '@postpone/core';
 import pg from 'pg';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { type PostgresStore, SqlState, translateError } from '../src/index.js';
+import { SqlState, translateError } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
-import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
+import { blockStore, DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('errors');
 
@@ -89,24 +89,16 @@ describe('translateError with ended clients', () => {
 
 describe.each(DRIVERS)('lost connection during a call (%s)', (driver) => {
   const kit = makeKit(driver);
-  let store: PostgresStore<any>;
-  beforeAll(() => {
-    store = kit.store({ schema: admin.schema, clock: new TestClock() });
-  });
-  afterAll(async () => {
-    await store.close();
-    await kit.close();
-    await admin.truncate();
-  });
+  const store = blockStore(kit, admin, { truncate: true, clock: new TestClock() });
 
   it('a backend terminated while extend waits on a row lock → ConnectionLostError; the store then works again', async () => {
-    const { id } = await store.schedule({ kind: `lost-${driver}` });
-    await store.claim({ owner: 'w', limit: 1, leaseMs: 60_000 });
+    const { id } = await store().schedule({ kind: `lost-${driver}` });
+    await store().claim({ owner: 'w', limit: 1, leaseMs: 60_000 });
     const locker = await admin.pool.connect();
     try {
       await locker.query('begin');
       await locker.query(`select id from ${admin.t('task')} where id = $1 for update`, [id]);
-      const pending = captureError(() => store.extend({ id, attempt: 1, leaseMs: 1_000 }));
+      const pending = captureError(() => store().extend({ id, attempt: 1, leaseMs: 1_000 }));
       // The extend's backend is the one blocked by our lock.
       const lockerPid = (await locker.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid;
       let pid: number | undefined;
@@ -124,8 +116,8 @@ describe.each(DRIVERS)('lost connection during a call (%s)', (driver) => {
       locker.release();
     }
     // Nothing changed, and the pool hands out a fresh connection.
-    expect(await store.getTask(id)).toMatchObject({ state: 'CLAIMED', attempt: 1 });
-    expect(await store.extend({ id, attempt: 1, leaseMs: 1_000 })).toBe(true);
+    expect(await store().getTask(id)).toMatchObject({ state: 'CLAIMED', attempt: 1 });
+    expect(await store().extend({ id, attempt: 1, leaseMs: 1_000 })).toBe(true);
   });
 });
 

@@ -20,7 +20,7 @@ import type { PostgresStore, TaskNotice } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';
 import { ensurePgBouncer, type PgBouncer, startPgBouncer } from './support/pgbouncer.js';
-import { Admin, DRIVERS, type DriverName, makeKit, waitFor } from './support/kits.js';
+import { Admin, blockStore, DRIVERS, type DriverName, makeKit, waitFor } from './support/kits.js';
 
 const admin = Admin.create('pooler');
 const unavailable = ensurePgBouncer();
@@ -127,18 +127,11 @@ describe('prepared statements and a transaction pooler (postgres.js)', () => {
 
 describe.each(DRIVERS)('a driver-level error inside complete’s work is the store’s, not the handler’s (%s)', (driver) => {
   const kit = makeKit(driver);
-  let store: PostgresStore<any>;
-  beforeAll(() => {
-    store = kit.store({ schema: admin.schema });
-  });
-  afterAll(async () => {
-    await store.close();
-    await kit.close();
-  });
+  const store = blockStore(kit, admin);
 
   async function claimOne(kind: string) {
-    await store.schedule({ kind });
-    const [t] = (await store.claim({ owner: 'w', limit: 1_000, leaseMs: 60_000 })).filter((c) => c.kind === kind);
+    await store().schedule({ kind });
+    const [t] = (await store().claim({ owner: 'w', limit: 1_000, leaseMs: 60_000 })).filter((c) => c.kind === kind);
     if (!t) throw new Error('nothing claimed');
     return t;
   }
@@ -146,7 +139,7 @@ describe.each(DRIVERS)('a driver-level error inside complete’s work is the sto
   it('26000 (prepared statement does not exist) → StoreError with sqlState 26000; the task stays CLAIMED', async () => {
     const t = await claimOne(`work-26000-${driver}`);
     const error = await captureError(() =>
-      store.complete({
+      store().complete({
         id: t.id,
         attempt: t.attempt,
         owner: 'w',
@@ -158,14 +151,14 @@ describe.each(DRIVERS)('a driver-level error inside complete’s work is the sto
     );
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe('26000');
-    expect(await store.getTask(t.id)).toMatchObject({ state: 'CLAIMED', attempt: t.attempt });
+    expect(await store().getTask(t.id)).toMatchObject({ state: 'CLAIMED', attempt: t.attempt });
   });
 
   it("the handler's own error passes unchanged (the same object)", async () => {
     const t = await claimOne(`work-own-${driver}`);
     const mine = new Error('the handler failed');
     const error = await captureError(() =>
-      store.complete({
+      store().complete({
         id: t.id,
         attempt: t.attempt,
         owner: 'w',

@@ -5,7 +5,7 @@
 import { recordCase } from '@postpone/evidence';
 import { describe, expect, it } from 'vitest';
 import { TimingWheel, WheelHorizonError, type TimerHandle } from '../src/index.js';
-import { mulberry32, randomInt } from './support/prng.js';
+import { mulberry32, randomInt } from '@postpone/testkit';
 import { cloneStore, countBy, createStore, ModelWorker, runWorker } from './support/restart-model.js';
 
 const MODEL = 'in-process-wheel';

@@ -5,7 +5,7 @@
 import { Heap } from 'heap-js';
 import { describe, expect, it } from 'vitest';
 import { TimingWheel, type TimerHandle } from '../src/index.js';
-import { mulberry32, randomInt } from './support/prng.js';
+import { mulberry32, randomInt } from '@postpone/testkit';
 
 interface Expected {
   id: number;

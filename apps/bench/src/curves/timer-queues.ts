@@ -11,7 +11,7 @@
  */
 import { TimingWheel, type TimerHandle } from '@postpone/wheel';
 import { Heap } from 'heap-js';
-import { mulberry32 } from '../util/prng.js';
+import { mulberry32 } from '@postpone/testkit';
 
 export interface TimerQueueInput {
   readonly dueTicks: Uint32Array;

@@ -40,6 +40,11 @@ export interface LineChart {
 const WIDTH = 640;
 const HEIGHT = 320;
 
+/** A mark of type `type` drawn from the facet's `series` at its x and y fields, painted by `paint`. */
+function seriesMark(type: 'line' | 'symbol', paint: Record<string, unknown>) {
+  return { type, from: { data: 'series' }, encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' }, ...paint } } };
+}
+
 function base(title: string): vega.Spec {
   return {
     $schema: 'https://vega.github.io/schema/vega/v6.json',
@@ -123,31 +128,8 @@ export function lineSpec(chart: LineChart): vega.Spec {
         type: 'group',
         from: { facet: { data: 'table', name: 'series', groupby: 'series' } },
         marks: [
-          {
-            type: 'line',
-            from: { data: 'series' },
-            sort: { field: 'datum.x' },
-            encode: {
-              enter: {
-                x: { scale: 'x', field: 'x' },
-                y: { scale: 'y', field: 'y' },
-                stroke: { scale: 'color', field: 'series' },
-                strokeWidth: { value: 2 },
-              },
-            },
-          },
-          {
-            type: 'symbol',
-            from: { data: 'series' },
-            encode: {
-              enter: {
-                x: { scale: 'x', field: 'x' },
-                y: { scale: 'y', field: 'y' },
-                fill: { scale: 'color', field: 'series' },
-                size: { value: 40 },
-              },
-            },
-          },
+          { ...seriesMark('line', { stroke: { scale: 'color', field: 'series' }, strokeWidth: { value: 2 } }), sort: { field: 'datum.x' } },
+          seriesMark('symbol', { fill: { scale: 'color', field: 'series' }, size: { value: 40 } }),
         ],
       },
     ],

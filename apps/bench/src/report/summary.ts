@@ -12,10 +12,7 @@ import { type RoundSummary, summarizeRounds } from '../util/stats.js';
 
 export const SELF = 'postpone';
 
-export interface ThroughputRow {
-  readonly label: string;
-  readonly system: string;
-  readonly setting: string;
+export interface ThroughputRow extends ContenderColumns {
   readonly tasksPerSecond: RoundSummary;
   readonly statementsPerTask: number;
   readonly serverMsPerTask: number;
@@ -36,11 +33,21 @@ function medianRound<T>(rounds: readonly T[], value: (r: T) => number): T | unde
   return best;
 }
 
+/** The columns every row of a contender starts with. */
+export interface ContenderColumns {
+  readonly label: string;
+  readonly system: string;
+  readonly setting: string;
+}
+
+/** A contender's {@link ContenderColumns}. */
+function identity(c: ContenderColumns): ContenderColumns {
+  return { label: c.label, system: c.system, setting: c.setting };
+}
+
 export function throughputRows(contenders: readonly RoundsOf<ThroughputResult>[]): ThroughputRow[] {
   return contenders.map((c) => ({
-    label: c.label,
-    system: c.system,
-    setting: c.setting,
+    ...identity(c),
     tasksPerSecond: summarizeRounds(c.rounds.map((r) => r.tasksPerSecond)),
     statementsPerTask: summarizeRounds(c.rounds.map((r) => r.statementsPerTask)).median,
     serverMsPerTask: summarizeRounds(c.rounds.map((r) => r.serverMsPerTask)).median,
@@ -52,10 +59,7 @@ export function throughputRows(contenders: readonly RoundsOf<ThroughputResult>[]
   }));
 }
 
-export interface LatenessRow {
-  readonly label: string;
-  readonly system: string;
-  readonly setting: string;
+export interface LatenessRow extends ContenderColumns {
   readonly p50: RoundSummary;
   readonly p99: RoundSummary;
   readonly max: RoundSummary;
@@ -68,9 +72,7 @@ export interface LatenessRow {
 
 export function latenessRows(contenders: readonly RoundsOf<LatenessResult>[]): LatenessRow[] {
   return contenders.map((c) => ({
-    label: c.label,
-    system: c.system,
-    setting: c.setting,
+    ...identity(c),
     p50: summarizeRounds(c.rounds.map((r) => r.lateness.p50)),
     p99: summarizeRounds(c.rounds.map((r) => r.lateness.p99)),
     max: summarizeRounds(c.rounds.map((r) => r.lateness.max)),
@@ -81,19 +83,14 @@ export function latenessRows(contenders: readonly RoundsOf<LatenessResult>[]): L
   }));
 }
 
-export interface IdleRow {
-  readonly label: string;
-  readonly system: string;
-  readonly setting: string;
+export interface IdleRow extends ContenderColumns {
   readonly statementsPerSecond: RoundSummary;
   readonly errors: readonly string[];
 }
 
 export function idleRows(contenders: readonly RoundsOf<IdleResult>[]): IdleRow[] {
   return contenders.map((c) => ({
-    label: c.label,
-    system: c.system,
-    setting: c.setting,
+    ...identity(c),
     statementsPerSecond: summarizeRounds(c.rounds.map((r) => r.statementsPerSecond)),
     errors: c.errors,
   }));

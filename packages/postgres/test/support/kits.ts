@@ -160,3 +160,28 @@ export function migratedSchema(prefix: string): Admin {
   afterAll(() => admin.drop());
   return admin;
 }
+
+/**
+ * The store of one `describe` block on `admin`'s schema: made before its tests, then closed with
+ * `kit` after them (and the tables emptied with `truncate`). Tests read it as `store()`.
+ */
+export function blockStore(
+  kit: Kit<any>,
+  admin: Admin,
+  options: Omit<PostgresStoreOptions, 'schema'> & { readonly truncate?: boolean } = {},
+): () => PostgresStore<any> {
+  const { truncate, ...storeOptions } = options;
+  let store: PostgresStore<any> | undefined;
+  beforeAll(() => {
+    store = kit.store({ schema: admin.schema, ...storeOptions });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await kit.close();
+    if (truncate) await admin.truncate();
+  });
+  return () => {
+    if (store === undefined) throw new Error('blockStore: read inside a test, after beforeAll');
+    return store;
+  };
+}

@@ -10,7 +10,7 @@
  * - A **crash** loses the worker: its wheel, what it had loaded, and every uncommitted commit.
  */
 import { TimingWheel } from '../../src/index.js';
-import { randomInt } from './prng.js';
+import { randomInt } from '@postpone/testkit';
 
 export type TaskState = 'SCHEDULED' | 'RUNNING' | 'DONE';
 

@@ -5,24 +5,26 @@
 import type { SystemName } from '../protocol.js';
 import type { PrepareWorker, SystemAdmin } from './system.js';
 
+/** Each system's module, loaded on first use: its admin and its worker preparation. */
+const SYSTEMS: Record<SystemName, () => Promise<{ readonly admin: SystemAdmin; readonly prepare: PrepareWorker }>> = {
+  postpone: async () => {
+    const m = await import('./postpone.js');
+    return { admin: m.postponeAdmin, prepare: m.preparePostponeWorker };
+  },
+  'graphile-worker': async () => {
+    const m = await import('./graphile-worker.js');
+    return { admin: m.graphileAdmin, prepare: m.prepareGraphileWorker };
+  },
+  'pg-boss': async () => {
+    const m = await import('./pg-boss.js');
+    return { admin: m.pgBossAdmin, prepare: m.preparePgBossWorker };
+  },
+};
+
 export async function loadAdmin(system: SystemName): Promise<SystemAdmin> {
-  switch (system) {
-    case 'postpone':
-      return (await import('./postpone.js')).postponeAdmin;
-    case 'graphile-worker':
-      return (await import('./graphile-worker.js')).graphileAdmin;
-    case 'pg-boss':
-      return (await import('./pg-boss.js')).pgBossAdmin;
-  }
+  return (await SYSTEMS[system]()).admin;
 }
 
 export async function loadPrepare(system: SystemName): Promise<PrepareWorker> {
-  switch (system) {
-    case 'postpone':
-      return (await import('./postpone.js')).preparePostponeWorker;
-    case 'graphile-worker':
-      return (await import('./graphile-worker.js')).prepareGraphileWorker;
-    case 'pg-boss':
-      return (await import('./pg-boss.js')).preparePgBossWorker;
-  }
+  return (await SYSTEMS[system]()).prepare;
 }
