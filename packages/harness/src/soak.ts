@@ -87,7 +87,7 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
     const variant = VARIANTS[i % VARIANTS.length]!;
     const child = run.spawn(`s${i + 1}-${variantName(variant)}-g${++generation}`, {
       settings: faultSettings(variant, settings),
-      connection: { driver: variant.driver, connectTimeoutMs: 3_000 },
+      connection: { driver: variant.driver, connectTimeoutMs: 3_000, waitForDatabase: true },
     });
     // Started once it is ready (a control sent earlier would reach no listener).
     void child

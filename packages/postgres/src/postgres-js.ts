@@ -39,7 +39,8 @@ export const RECONNECT_MAX_PAUSE_S = 0.5;
  * about half a second of the database, while an outage costs at most ~2 attempts per second per
  * connection (each a refused TCP connect).
  *
- * Set it on an `sql` you pass: `postgres(url, { backoff: reconnectBackoff, connect_timeout: 10 })`.
+ * Set it on an `sql` you pass, with `fetch_types: false` (see `createSql`):
+ * `postgres(url, { backoff: reconnectBackoff, fetch_types: false, connect_timeout: 10 })`.
  */
 export function reconnectBackoff(retries: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, retries - 1), RECONNECT_MAX_PAUSE_S) * (0.5 + Math.random() / 2);
@@ -285,6 +286,10 @@ function createSql(connectionString: string, replyTimeoutMs: number, transaction
     onnotice: () => {},
     backoff: reconnectBackoff,
     connect_timeout: Math.max(1, Math.ceil(replyTimeoutMs / 1_000)),
+    // postgres.js 3.4.9 reads the array types on every new connection and drops that promise: a
+    // connection terminated meanwhile crashes the process with an unhandled rejection
+    // (porsager/postgres#1192, #1223). The store passes and reads no arrays (JSON text instead).
+    fetch_types: false,
     ...(transactionPooler ? { prepare: false } : {}),
     ...user,
   });

@@ -58,6 +58,11 @@ export interface WorkerSettings {
 
 /** How the child connects: driver and the driver settings that bound a dead connection. */
 export interface ConnectionPlan {
+  /**
+   * At start, wait for a database that refuses connections (bounded, about 20 s) instead of exiting
+   * at once: a worker respawned while the database restarts (the soak), as a supervisor would.
+   */
+  readonly waitForDatabase?: boolean;
   /** `pg` (node-postgres, default) or `postgres` (postgres.js). */
   readonly driver?: 'pg' | 'postgres';
   /** Per-query client-side timeout in ms (pg `query_timeout`; postgres.js has none). */

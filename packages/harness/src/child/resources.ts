@@ -53,6 +53,9 @@ function postgresJsOptions(max: number, c: ConnectionPlan): postgres.Options<{}>
     // What the README asks of an sql passed to the store: without it postgres.js waits up to 20 s
     // between reconnects once an outage has failed a few dozen attempts (see reconnectBackoff).
     backoff: reconnectBackoff,
+    // Also what the README asks: no array-type fetch per new connection, whose dropped promise
+    // crashes the process when the connection is terminated during it (porsager/postgres#1192).
+    fetch_types: false,
     ...(c.connectTimeoutMs === undefined ? {} : { connect_timeout: Math.max(1, Math.ceil(c.connectTimeoutMs / 1_000)) }),
     ...(c.keepAliveMs === undefined ? {} : { keep_alive: Math.max(1, Math.ceil(c.keepAliveMs / 1_000)) }),
     ...(c.prepare === undefined ? {} : { prepare: c.prepare }),
@@ -70,9 +73,8 @@ function storeOptions(c: ConnectionPlan) {
 }
 
 /**
- * Runs `probe` until it succeeds, at most STARTUP_PROBE_TRIES times (pauses 100 ms doubling to 1 s):
- * a worker respawned while the database restarts (soak) waits for it, bounded, like a supervisor
- * would restart it — a refused connection at startup is not a crash of a running worker.
+ * Runs `probe` until it succeeds, at most STARTUP_PROBE_TRIES times (pauses 100 ms doubling to 1 s),
+ * for `waitForDatabase`: a refused connection at startup is not a crash of a running worker.
  * @throws the last error of `probe`
  */
 async function untilReachable(probe: () => Promise<unknown>): Promise<void> {
@@ -101,6 +103,7 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
   pool.on('error', () => {});
   const historyEffect = `insert into ${pg.escapeIdentifier(config.schema)}.history_effect (task_id, attempt, worker) values ($1::bigint, $2, $3)`;
   const closers: (() => Promise<void>)[] = [];
+  const reach = c.waitForDatabase ? untilReachable : async (probe: () => Promise<unknown>) => void (await probe());
   let store: Store<unknown>;
   let insertHistoryEffect: ChildResources['insertHistoryEffect'];
   let takeConnection: ChildResources['takeConnection'];
@@ -143,9 +146,9 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
       const reserved = await sql.reserve();
       return () => reserved.release();
     };
-    await untilReachable(() => sql.unsafe('select 1'));
+    await reach(() => sql.unsafe('select 1'));
   }
-  await untilReachable(() => pool.query('select 1'));
+  await reach(() => pool.query('select 1'));
   return {
     name: config.name,
     schema: config.schema,
