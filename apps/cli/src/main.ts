@@ -18,6 +18,7 @@ import {
   ValidationError,
 } from '@postpone/core';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DEFAULT_SCHEMA, type PostgresStore, SqlState } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
@@ -55,7 +56,8 @@ function readPayload(opts: { payload?: string; payloadFile?: string }): Json {
   try {
     text = readFileSync(opts.payloadFile === '-' ? 0 : opts.payloadFile, 'utf8');
   } catch (error) {
-    throw new UsageError('INVALID_OPTION', `--payload-file: cannot read ${JSON.stringify(opts.payloadFile)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const path = opts.payloadFile === '-' ? 'standard input' : JSON.stringify(resolve(opts.payloadFile));
+    throw new UsageError('INVALID_OPTION', `--payload-file: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
   return parsePayload(text, '--payload-file');
 }
@@ -266,7 +268,10 @@ export function buildProgram(out: Out): Command {
 
   registerDashboard(program, async (options, cmd) => {
     const g = globals(cmd);
-    await withStore(g, (store) => serveDashboard(store, g.schema, options, out));
+    await withStore(g, async (store) => {
+      await store.stats(); // the database and the schema answer before anything listens
+      await serveDashboard(store, g.schema, options, out);
+    });
   });
 
   return program;
@@ -283,6 +288,27 @@ export async function run(argv: readonly string[], out: Out = { stdout: (t) => p
   }
 }
 
+/** The store's field names (`maxAttempts: …`, `states[1]: …`) as the options a user typed. */
+const OPTION_OF: Readonly<Record<string, string>> = {
+  maxAttempts: '--max-attempts',
+  delayMs: '--delay',
+  runAt: '--run-at',
+  states: '--state',
+  kinds: '--kind',
+  limit: '--limit',
+  cursor: '--cursor',
+  dueFrom: '--due-from',
+  dueBefore: '--due-before',
+  batchSize: '--batch-size',
+  olderThanMs: '--older-than',
+  before: '--before',
+  payload: '--payload',
+};
+
+function asOptionText(message: string): string {
+  return message.replace(/^(\w+)((?:\[\d+\])?): /, (whole, field: string, index: string) => (OPTION_OF[field] ? `${OPTION_OF[field]}${index}: ` : whole)).replace(/\b(delayMs or runAt)\b/, '--delay or --run-at');
+}
+
 function report(error: unknown, schema: string): number {
   const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
   // The store's hint names its API; on the command line the remedy is a command.
@@ -293,7 +319,7 @@ function report(error: unknown, schema: string): number {
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message
   // Bad usage (the CLI's own checks, the store's ValidationError) is 2; any other typed error is 1.
   if (error instanceof UsageError || error instanceof OutcomeError || PostponeError.isInstance(error)) {
-    say(error.code, error.message);
+    say(error.code, ValidationError.isInstance(error) ? asOptionText(error.message) : error.message);
     return error instanceof UsageError || ValidationError.isInstance(error) ? 2 : 1;
   }
   say('UNEXPECTED', error instanceof Error ? error.message : String(error));

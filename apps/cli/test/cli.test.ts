@@ -156,16 +156,17 @@ describe('postpone', () => {
       [['frobnicate'], 2, /^postpone: error USAGE: unknown command 'frobnicate'/],
       [['schedule', 'k', '--delay', '--', '-5'], 2, /^postpone: error USAGE: too many arguments for 'schedule'/],
       [['schedule', 'k', '--payload-file', '/nonexistent/payload.json'], 2, /^postpone: error INVALID_OPTION: --payload-file: cannot read "\/nonexistent\/payload.json" \(ENOENT\)/],
+      [['schedule', 'k', '--run-at', '2030-01-01T00:00:00Z', '--delay', '1s'], 2, /^postpone: error INVALID_DELAY: --delay: give --delay or --run-at, not both\n/],
       [['schedule', 'k', '--payload', '1', '--payload-file', '-'], 2, /^postpone: error INVALID_OPTION: give one of --payload and --payload-file/],
       [['stats', '--database-url', 'not a url'], 2, /^postpone: error INVALID_OPTION: --database-url \/ DATABASE_URL: not a URL/],
       [['stats', '--database-url', 'mysql://me:secret@127.0.0.1/db'], 2, /^postpone: error INVALID_OPTION: .*expected a postgres:\/\/ or postgresql:\/\/ URL, got mysql:\/\/…\n$/],
       [['schedule', 'k', '--delay', '5x'], 2, /^postpone: error INVALID_OPTION: --delay: expected a duration/],
-      [['schedule', 'k', '--max-attempts', '0'], 2, /^postpone: error INVALID_MAX_ATTEMPTS: maxAttempts: /],
+      [['schedule', 'k', '--max-attempts', '0'], 2, /^postpone: error INVALID_MAX_ATTEMPTS: --max-attempts: /],
       [['schedule', 'k', '--payload', '{'], 2, /^postpone: error INVALID_PAYLOAD: --payload: not JSON/],
       [['schedule', '', '--payload', '1'], 2, /^postpone: error INVALID_KIND: kind: must not be empty/],
-      [['list', '--state', 'RUNNING'], 2, /^postpone: error INVALID_OPTION: states\[0\]: must be one of/],
-      [['list', '--limit', '5000'], 2, /^postpone: error INVALID_OPTION: limit: must be an integer 1\.\.1000/],
-      [['list', '--cursor', 'nope'], 2, /^postpone: error INVALID_OPTION: cursor: /],
+      [['list', '--state', 'RUNNING'], 2, /^postpone: error INVALID_OPTION: --state\[0\]: must be one of/],
+      [['list', '--limit', '5000'], 2, /^postpone: error INVALID_OPTION: --limit: must be an integer 1\.\.1000/],
+      [['list', '--cursor', 'nope'], 2, /^postpone: error INVALID_OPTION: --cursor: /],
       [['show', 'abc'], 2, /^postpone: error INVALID_TASK_ID: id: /],
       [['prune'], 2, /^postpone: error INVALID_OPTION: give exactly one of --older-than and --before/],
       [['show', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
@@ -186,6 +187,11 @@ describe('postpone', () => {
     const notMigrated = await postpone(['--schema', 'never_migrated_here', 'stats']);
     expect(notMigrated.code).toBe(1);
     expect(notMigrated.stderr).toMatch(/^postpone: error STORE_ERROR: .*42P01.*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
+    // The dashboard checks the schema before it listens: nothing served, the same hint.
+    const dashboard = await postpone(['--schema', 'never_migrated_here', 'dashboard', '--port', '0']);
+    expect(dashboard.code).toBe(1);
+    expect(dashboard.stdout).toBe('');
+    expect(dashboard.stderr).toMatch(/: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
     const unreachable = await postpone(['stats', '--database-url', 'postgres://nobody:x@127.0.0.1:1/none'], {});
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/^postpone: error CONNECTION_FAILED: .*refused/i);

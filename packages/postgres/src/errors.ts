@@ -89,6 +89,8 @@ const CONNECT_MESSAGES: readonly (readonly [string, ConnectionFailure])[] = [
   ['self-signed certificate', 'TLS'],
   // Node, when the server answers the SSLRequest with 'N' and postgres.js starts TLS anyway.
   ['Client network socket disconnected before secure TLS connection was established', 'TLS'],
+  // pg, when the server asks for a SCRAM password and the connection settings give none.
+  ['SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string', 'AUTHENTICATION'],
 ];
 /** Node TLS error codes (ERR_TLS_*, ERR_SSL_*, OpenSSL certificate codes). */
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH$)/;

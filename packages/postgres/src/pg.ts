@@ -242,13 +242,26 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
 }
 
 /** The settings of the pool the store creates: its defaults, then the user's `poolConfig`. */
-export function pgPoolConfig(connectionString: string, replyTimeoutMs: number, poolConfig: Omit<pg.PoolConfig, 'connectionString'> = {}): pg.PoolConfig {
+export function pgPoolConfig(
+  connectionString: string,
+  replyTimeoutMs: number,
+  poolConfig: Omit<pg.PoolConfig, 'connectionString'> = {},
+  sockets?: Set<Socket>,
+): pg.PoolConfig {
+  // Connection passes its config (with `ssl`): under TLS the TLS layer reads the socket, so no guard.
+  const open = (config: { ssl?: unknown }): Socket => {
+    const socket = config.ssl ? new Socket() : guardReplies(new Socket(), replyTimeoutMs);
+    if (sockets !== undefined) {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    }
+    return socket;
+  };
   return {
     max: DEFAULT_POOL_MAX,
     keepAlive: true,
     connectionTimeoutMillis: replyTimeoutMs,
-    // Connection passes its config (with `ssl`): under TLS the TLS layer reads the socket, so no guard.
-    stream: ((config: { ssl?: unknown }) => (config.ssl ? new Socket() : guardReplies(new Socket(), replyTimeoutMs))) as unknown as pg.PoolConfig['stream'],
+    stream: open as unknown as pg.PoolConfig['stream'],
     ...poolConfig,
     connectionString,
   };
@@ -363,10 +376,24 @@ export function createPgDriver(
 export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options, 'pool', ['poolConfig']);
   const owns = options.pool === undefined;
-  const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig));
+  // Every socket of the pools created here: pg 8 leaves the socket of a connection that failed in
+  // its SASL exchange open after pool.end() (no password given), which kept the process alive.
+  const sockets = new Set<Socket>();
+  const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig, sockets));
   const listenPool =
     listenConnectionString === undefined
       ? undefined
-      : { pool: new pg.Pool({ ...pgPoolConfig(listenConnectionString, replyTimeoutMs, options.poolConfig), max: 2 }), owned: true };
-  return new PostgresStore(createPgDriver(pool, owns, connectionEvents(options), listenPool), options);
+      : { pool: new pg.Pool({ ...pgPoolConfig(listenConnectionString, replyTimeoutMs, options.poolConfig, sockets), max: 2 }), owned: true };
+  const driver = createPgDriver(pool, owns, connectionEvents(options), listenPool);
+  const close = driver.close;
+  return new PostgresStore(
+    {
+      ...driver,
+      close: async () => {
+        await close();
+        for (const socket of sockets) socket.destroy();
+      },
+    },
+    options,
+  );
 }
