@@ -241,7 +241,11 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
   };
 }
 
-/** The settings of the pool the store creates: its defaults, then the user's `poolConfig`. */
+/**
+ * The settings of the pool the store creates: its defaults, then the user's `poolConfig`. With
+ * `sockets`, every socket the pool opens stays in that set until it closes (the store destroys the
+ * ones left when it closes).
+ */
 export function pgPoolConfig(
   connectionString: string,
   replyTimeoutMs: number,
