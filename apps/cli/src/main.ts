@@ -305,8 +305,12 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   payload: '--payload',
 };
 
-function asOptionText(message: string): string {
-  return message.replace(/^(\w+)((?:\[\d+\])?): /, (whole, field: string, index: string) => (OPTION_OF[field] ? `${OPTION_OF[field]}${index}: ` : whole)).replace(/\b(delayMs or runAt)\b/, '--delay or --run-at');
+/** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */
+function asOptionText(error: ValidationError): string {
+  const root = /^\w+/.exec(error.field)?.[0] ?? '';
+  const option = OPTION_OF[root];
+  const message = option === undefined ? error.message : `${option}${error.message.slice(root.length)}`;
+  return message.replace('delayMs or runAt', '--delay or --run-at');
 }
 
 function report(error: unknown, schema: string): number {
@@ -319,7 +323,7 @@ function report(error: unknown, schema: string): number {
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message
   // Bad usage (the CLI's own checks, the store's ValidationError) is 2; any other typed error is 1.
   if (error instanceof UsageError || error instanceof OutcomeError || PostponeError.isInstance(error)) {
-    say(error.code, ValidationError.isInstance(error) ? asOptionText(error.message) : error.message);
+    say(error.code, ValidationError.isInstance(error) ? asOptionText(error) : error.message);
     return error instanceof UsageError || ValidationError.isInstance(error) ? 2 : 1;
   }
   say('UNEXPECTED', error instanceof Error ? error.message : String(error));
