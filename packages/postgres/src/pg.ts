@@ -281,12 +281,14 @@ export function pgPoolConfig(
  *
  * @param ownsPool end the pool on `close()` (only when this package created it)
  * @param listenPool a pool of direct connections for LISTEN (behind a transaction pooler); ended on `close()` when owned
+ * @param sockets the sockets of the pools this package created (`pgPoolConfig`); any still open are destroyed on `close()`
  */
 export function createPgDriver(
   pool: pg.Pool,
   ownsPool: boolean,
   events: DriverEvents = {},
   listenPool?: { readonly pool: pg.Pool; readonly owned: boolean },
+  sockets?: ReadonlySet<Socket>,
 ): Driver<PgTx> {
   const listeners = listenerSet();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
@@ -357,6 +359,9 @@ export function createPgDriver(
         await listeners.closeAll();
         if (listenPool?.owned) await listenPool.pool.end();
         if (ownsPool) await pool.end();
+        // pg 8 leaves the socket of a connection whose SASL exchange failed (no password given) open
+        // after end(), which kept the process alive: destroy what is left of the pools' sockets.
+        for (const socket of sockets ?? []) socket.destroy();
         // Off after end: a client lost while ending still finds a listener.
         pool.off('error', onPoolError);
         listenPool?.pool.off('error', onPoolError);
@@ -380,24 +385,12 @@ export function createPgDriver(
 export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   const { replyTimeoutMs = DEFAULT_REPLY_TIMEOUT_MS, listenConnectionString } = validateDriverOptions(options, 'pool', ['poolConfig']);
   const owns = options.pool === undefined;
-  // Every socket of the pools created here: pg 8 leaves the socket of a connection that failed in
-  // its SASL exchange open after pool.end() (no password given), which kept the process alive.
+  // Every socket of the pools created here, for the driver's close() (see createPgDriver).
   const sockets = new Set<Socket>();
   const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig, sockets));
   const listenPool =
     listenConnectionString === undefined
       ? undefined
       : { pool: new pg.Pool({ ...pgPoolConfig(listenConnectionString, replyTimeoutMs, options.poolConfig, sockets), max: 2 }), owned: true };
-  const driver = createPgDriver(pool, owns, connectionEvents(options), listenPool);
-  const close = driver.close;
-  return new PostgresStore(
-    {
-      ...driver,
-      close: async () => {
-        await close();
-        for (const socket of sockets) socket.destroy();
-      },
-    },
-    options,
-  );
+  return new PostgresStore(createPgDriver(pool, owns, connectionEvents(options), listenPool, sockets), options);
 }
