@@ -70,7 +70,9 @@ describe('guardReplies: every unanswered request is bounded', () => {
   it('postgres.js: a query pipelined behind an answered one on the same connection is bounded', async () => {
     const proxy = await TcpProxy.forUrl(testDatabaseUrl());
     cleanups.push(async () => proxy.close());
-    const sql = postgres(proxy.rewrite(testDatabaseUrl()), { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined });
+    // `socket` is read by postgres.js 3.4.9 but missing from its types: passed as a variable, not a literal.
+    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
+    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
     cleanups.push(async () => sql.end({ timeout: 1 }));
     // Prepared once, so the two calls below need no Describe round trip before they are written.
     expect(await sql`select pg_sleep(${0.01}) as slept`).toEqual([{ slept: '' }]);
