@@ -7,13 +7,10 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { evidenceDir } from '@postpone/evidence';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './config.js';
+import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
 import { startBenchDatabase } from './db/server.js';
-import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
-import { mergeResults } from './report/merge.js';
-import { createProgress } from './report/progress.js';
-import { writeReport } from './report/write.js';
-import type { BenchResults } from './results.js';
+import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
+import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
 
 const list = (value: string): string[] =>

@@ -1,35 +1,33 @@
 /**
  * Runs the selected sections in order against one PostgreSQL server and collects their results.
  * Seed and curve sections run in databases of their own; the side-by-side sections give every run
- * a fresh database (see `peers/run-databases.ts`). A section that fails is noted and the bench goes
- * on with the next one.
+ * a fresh database (`RunDatabases` of `@postpone/bench-peers`). A section that fails is noted and
+ * the bench goes on with the next one.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import type { RunningDatabase } from '@postpone/embedded';
-import type { BenchSizes, Section } from './config.js';
-import { measureBacklogCurve } from './curves/backlog.js';
-import { measureHistoryCurve } from './curves/history.js';
-import { measureClaimWhilePruning } from './curves/prune.js';
-import { measureProcessesCurve } from './curves/processes.js';
-import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
-import { withClient } from './db/admin.js';
-import { createDatabase, dropDatabase, freshDatabaseName } from './db/databases.js';
-import { openStatementCounter } from './db/statements.js';
-import { alternate } from './peers/alternate.js';
-import { runCeiling } from './peers/ceiling.js';
-import type { Contender, RunContext } from './peers/contender.js';
-import { runIdle } from './peers/idle.js';
-import { runLateness } from './peers/lateness.js';
-import type { SystemName } from './peers/protocol.js';
-import { RunDatabases } from './peers/run-databases.js';
-import { loadAdmin } from './peers/systems/registry.js';
-import { runThroughput } from './peers/throughput.js';
-import type { Progress } from './report/progress.js';
-import type { BenchResults } from './results.js';
-import { measurePartialDueIndex } from './seed/partial-index.js';
-import { measurePollTradeoff } from './seed/poll-interval.js';
+import { measureBacklogCurve, measureClaimWhilePruning, measureHistoryCurve, measurePartialDueIndex, measurePollTradeoff, measureProcessesCurve, runHeap, runWheel, timerQueueInput } from '@postpone/bench-curves';
+import {
+  alternate,
+  type Contender,
+  createDatabase,
+  dropDatabase,
+  freshDatabaseName,
+  loadAdmin,
+  openStatementCounter,
+  runCeiling,
+  type RunContext,
+  RunDatabases,
+  runIdle,
+  runLateness,
+  runThroughput,
+  type SystemName,
+  withClient,
+} from '@postpone/bench-peers';
+import type { BenchResults, BenchSizes, Section } from '@postpone/bench-report';
+import type { Progress } from './progress.js';
 
 export interface BenchOptions {
   readonly db: RunningDatabase;
@@ -118,7 +116,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
     settings: admins.map((a) => ({ system: a.system, settings: a.settings })),
   };
   const databases = new RunDatabases(adminUrl);
-  const ctx: RunContext = { adminUrl, databases, counter, progress };
+  const ctx: RunContext = { adminUrl, databases, counter };
   progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length), 0));
   const label = (what: string) => progress.label(what);
   const step = (what: string) => progress.step(what);
