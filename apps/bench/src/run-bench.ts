@@ -38,9 +38,13 @@ export interface BenchOptions {
   readonly progress: Progress;
 }
 
-function versionOf(name: string): string {
+/** The libraries the report names, each with the bench package that depends on it (pnpm links a dependency only there). */
+const MEASURED_LIBRARIES = { 'pg-boss': '@postpone/bench-peers', 'graphile-worker': '@postpone/bench-peers', 'heap-js': '@postpone/bench-curves', pg: '@postpone/bench-peers' } as const;
+
+/** The installed version of `name`, resolved from the package `from`; `unknown` when it cannot be read. */
+function versionOf(name: string, from: string): string {
   try {
-    const require = createRequire(import.meta.url);
+    const require = createRequire(import.meta.resolve(from));
     return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
@@ -109,7 +113,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       database: db.embedded ? 'embedded' : 'DATABASE_URL',
       statementSource: counter.source,
-      versions: Object.fromEntries(['pg-boss', 'graphile-worker', 'heap-js', 'pg'].map((n) => [n, versionOf(n)])),
+      versions: Object.fromEntries(Object.entries(MEASURED_LIBRARIES).map(([name, from]) => [name, versionOf(name, from)])),
       loadAverage: { start: os.loadavg()[0] ?? Number.NaN, end: Number.NaN },
       notes: [],
     },

@@ -6,7 +6,7 @@
 export { type BacklogOptions, type BacklogPoint, measureBacklogCurve } from './curves/backlog.js';
 export type { ClaimTiming, ExplainProbe, ExplainSample } from './curves/claim-probe.js';
 export { type HistoryOptions, type HistoryPoint, measureHistoryCurve } from './curves/history.js';
-export { measureProcessesCurve, type ProcessesOptions } from './curves/processes.js';
+export { measureProcessesCurve, type ProcessesOptions, type WorkerCurveOptions } from './curves/processes.js';
 export {
   CLAIM_COMPATIBLE_LOCKS,
   measureClaimWhilePruning,

@@ -7,6 +7,7 @@ import { createPgStore } from '@postpone/postgres/pg';
 import pg from 'pg';
 import { POSTPONE_SCHEMA, postponeAdmin, type RunContext, runThroughput, type ThroughputResult } from '@postpone/bench-peers';
 import { type ClaimTiming, explainClaim, type ExplainProbe, timeClaims } from './claim-probe.js';
+import type { WorkerCurveOptions } from './processes.js';
 
 export interface BacklogPoint {
   readonly backlog: number;
@@ -15,13 +16,10 @@ export interface BacklogPoint {
   readonly throughput: ThroughputResult;
 }
 
-export interface BacklogOptions {
+export interface BacklogOptions extends WorkerCurveOptions<BacklogPoint> {
   readonly sizes: readonly number[];
   readonly probes: number;
-  readonly capMs: number;
   readonly processes: number;
-  readonly setting: string;
-  readonly onPoint?: (point: BacklogPoint) => void;
 }
 
 export async function measureBacklogCurve(ctx: RunContext, options: BacklogOptions): Promise<BacklogPoint[]> {

@@ -4,12 +4,18 @@
  */
 import { postponeAdmin, type RunContext, runThroughput, type ThroughputResult } from '@postpone/bench-peers';
 
-export interface ProcessesOptions {
+/** What every curve that runs Postpone's worker takes: its setting, a time cap per point, a callback per point. */
+export interface WorkerCurveOptions<P> {
+  /** Each point's drain stops after this many ms. */
+  readonly capMs: number;
+  /** Postpone's setting (`default`, `tuned`, …). */
+  readonly setting: string;
+  readonly onPoint?: (point: P) => void;
+}
+
+export interface ProcessesOptions extends WorkerCurveOptions<ThroughputResult> {
   readonly counts: readonly number[];
   readonly tasks: number;
-  readonly capMs: number;
-  readonly setting: string;
-  readonly onPoint?: (point: ThroughputResult) => void;
 }
 
 export async function measureProcessesCurve(ctx: RunContext, options: ProcessesOptions): Promise<ThroughputResult[]> {
