@@ -1,6 +1,7 @@
 /**
  * The built command line (`dist/main.js`) without a database: `--list` names every section and
- * group, and an unknown section is refused before any server starts.
+ * group (also behind the `--` that `pnpm bench` and `pnpm … start --` pass on), and an unknown
+ * section is refused before any server starts.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,7 @@ describe('postpone-bench', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`sections: ${SECTIONS.join(', ')}`);
     for (const [group, sections] of Object.entries(SECTION_GROUPS)) expect(r.stdout).toContain(`${group}: ${sections.join(', ')}`);
+    expect(run('--', '--', '--list').stdout).toBe(r.stdout);
   });
 
   it('refuses an unknown section before starting a server', () => {
