@@ -58,7 +58,7 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
   'CONNECTION_CLOSED',
   'CONNECT_TIMEOUT',
-  // socket.ts: no reply within replyTimeoutMs (a half-open connection).
+  // `@postpone/postgres` socket.ts: no reply within replyTimeoutMs (a half-open connection).
   'REPLY_TIMEOUT',
 ]);
 

@@ -1,7 +1,7 @@
 /**
  * `PostgresStore` — the core `Store` contract in SQL (docs/contract.md#transitions), over either driver.
  *
- * Every guard lives in the SQL of `./sql.ts` and mirrors core `transition()` guard for guard; the
+ * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
  * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
  * per-item resolution of the items it missed) and cancel (one UPDATE, then a read of a terminal state
@@ -64,9 +64,16 @@ import {
 } from '@postpone/core';
 import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
 import { isDriverLevelError, translateError } from './errors.js';
-import { migrations } from './migrations.js';
-import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice } from './notice.js';
-import { type Statements, statements, type TaskRow } from './sql.js';
+import {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  migrations,
+  parseTaskNotice,
+  type Statements,
+  statements,
+  type TaskNotice,
+  type TaskRow,
+} from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
