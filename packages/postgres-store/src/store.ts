@@ -245,7 +245,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * The PostgreSQL store. `Tx` is the driver's native transaction handle: a `pg.PoolClient` from
  * `@postpone/postgres/pg`, a postgres.js `TransactionSql` from `@postpone/postgres/postgres-js`.
  *
- * Every method throws {@link StoreClosedError} after {@link close}, `ConnectionLostError` when the
+ * Every method throws {@link @postpone/core!StoreClosedError} after {@link close}, `ConnectionLostError` when the
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
