@@ -214,7 +214,7 @@ function date(ms: unknown): Date {
   return new Date(Number(ms));
 }
 
-export function toTask(row: Row): Task {
+function toTask(row: Row): Task {
   const r = row as unknown as TaskRow;
   return {
     id: r.id,

@@ -9,21 +9,7 @@
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
-import {
-  connectionEvents,
-  type Driver,
-  type DriverEvents,
-  isConnectionLoss,
-  type ListenOptions,
-  listenerSet,
-  type Param,
-  PostgresStore,
-  type PostgresStoreOptions,
-  type QueryFn,
-  type Row,
-  type Unlisten,
-  validateDriverOptions,
-} from '@postpone/postgres-store';
+import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */

@@ -10,19 +10,7 @@
 import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import {
-  type Driver,
-  isConnectionLoss,
-  type ListenOptions,
-  listenerSet,
-  type Param,
-  PostgresStore,
-  type PostgresStoreOptions,
-  type QueryFn,
-  type Row,
-  type Unlisten,
-  validateDriverOptions,
-} from '@postpone/postgres-store';
+import { type Driver, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
