@@ -2,7 +2,7 @@
  * Numbered schema migrations (graphile-worker style: numbered raw SQL, applied in order, each once).
  *
  * A migration, once released, never changes; a change to the schema is a new version. `migrate()`
- * in {@link ./store.ts} applies the missing versions inside one transaction holding an advisory lock.
+ * (`PostgresStore` in `@postpone/postgres-store`) applies the missing versions inside one transaction holding an advisory lock.
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';

@@ -58,7 +58,7 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
   'CONNECTION_CLOSED',
   'CONNECT_TIMEOUT',
-  // socket.ts: no reply within replyTimeoutMs (a half-open connection).
+  // `@postpone/postgres` socket.ts: no reply within replyTimeoutMs (a half-open connection).
   'REPLY_TIMEOUT',
 ]);
 
@@ -131,7 +131,7 @@ const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40
 /**
  * True when `error` (thrown by the caller's `work` inside complete) is a failure of the connection
  * or the driver rather than of the caller's own logic: a {@link PostponeError}, a connection
- * failure, or a server error of a {@link DRIVER_LEVEL_CLASSES} class.
+ * failure, or a server error of a `DRIVER_LEVEL_CLASSES` class.
  */
 export function isDriverLevelError(error: unknown): boolean {
   if (PostponeError.isInstance(error)) return true;
@@ -191,14 +191,14 @@ export function sqlStateOf(error: unknown): string | undefined {
  * Translates a driver error into a core typed error.
  *
  * - a {@link PostponeError} passes through unchanged;
- * - the store was closed, or the pool / `sql` was ended → {@link StoreClosedError};
- * - a connection that could not be made → {@link ConnectionError} naming the reason (REFUSED,
+ * - the store was closed, or the pool / `sql` was ended → {@link @postpone/core!StoreClosedError};
+ * - a connection that could not be made → {@link @postpone/core!ConnectionError} naming the reason (REFUSED,
  *   DNS, UNREACHABLE, TIMEOUT, TLS, AUTHENTICATION 28P01/28000, DATABASE_MISSING 3D000,
  *   TOO_MANY_CONNECTIONS 53300; 57P03 counts as REFUSED) and keeping the SQLSTATE;
  * - connection failures (Node socket codes, node-postgres "Connection terminated…", postgres.js
- *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link ConnectionLostError};
- * - 22021 / 22P05 (text the database cannot store) → {@link ValidationError} `INVALID_PAYLOAD`;
- * - anything else → {@link StoreError} with its SQLSTATE (undefined when not a server error).
+ *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link @postpone/core!ConnectionLostError};
+ * - 22021 / 22P05 (text the database cannot store) → {@link @postpone/core!ValidationError} `INVALID_PAYLOAD`;
+ * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error).
  *
  * @param closed whether the store had been closed when the error surfaced
  */

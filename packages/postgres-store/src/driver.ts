@@ -1,6 +1,7 @@
 /**
  * The driver port: the little the store needs from a PostgreSQL client (pg-boss's `executeSql`,
- * River's driver interface). Adapters: `./pg.ts` (node-postgres) and `./postgres-js.ts` (postgres.js).
+ * River's driver interface). Adapters, in `@postpone/postgres`:
+ * `pg.ts` (node-postgres) and `postgres-js.ts` (postgres.js).
  *
  * Drivers throw their native errors; the store translates them once, in `./errors.ts`.
  */

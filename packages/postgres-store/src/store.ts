@@ -1,7 +1,7 @@
 /**
  * `PostgresStore` — the core `Store` contract in SQL (docs/contract.md#transitions), over either driver.
  *
- * Every guard lives in the SQL of `./sql.ts` and mirrors core `transition()` guard for guard; the
+ * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
  * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
  * per-item resolution of the items it missed) and cancel (one UPDATE, then a read of a terminal state
@@ -64,9 +64,16 @@ import {
 } from '@postpone/core';
 import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
 import { isDriverLevelError, translateError } from './errors.js';
-import { migrations } from './migrations.js';
-import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice } from './notice.js';
-import { type Statements, statements, type TaskRow } from './sql.js';
+import {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  migrations,
+  parseTaskNotice,
+  type Statements,
+  statements,
+  type TaskNotice,
+  type TaskRow,
+} from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
@@ -207,7 +214,7 @@ function date(ms: unknown): Date {
   return new Date(Number(ms));
 }
 
-export function toTask(row: Row): Task {
+function toTask(row: Row): Task {
   const r = row as unknown as TaskRow;
   return {
     id: r.id,
@@ -238,7 +245,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * The PostgreSQL store. `Tx` is the driver's native transaction handle: a `pg.PoolClient` from
  * `@postpone/postgres/pg`, a postgres.js `TransactionSql` from `@postpone/postgres/postgres-js`.
  *
- * Every method throws {@link StoreClosedError} after {@link close}, `ConnectionLostError` when the
+ * Every method throws {@link @postpone/core!StoreClosedError} after {@link close}, `ConnectionLostError` when the
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */

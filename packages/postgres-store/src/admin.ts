@@ -1,6 +1,6 @@
 /**
  * The store operations (list, retry, prune, stats) of `PostgresStore`, over the statements of
- * `./admin-sql.ts`. Inputs are checked by core first (`validateListParams`, …), so every store
+ * `@postpone/postgres-sql` (`admin-sql.ts`). Inputs are checked by core first (`validateListParams`, …), so every store
  * refuses the same calls with the same `ValidationError`.
  */
 import {
@@ -19,7 +19,7 @@ import {
   validatePruneParams,
   validateRetryParams,
 } from '@postpone/core';
-import { type AdminStatements, adminStatements } from './admin-sql.js';
+import { type AdminStatements, adminStatements } from '@postpone/postgres-sql';
 import type { Driver, Param, Row } from './driver.js';
 
 /** What the store lends its operations: its driver, clock parameter and error translation. */

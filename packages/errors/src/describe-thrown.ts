@@ -5,7 +5,9 @@
  * {@link MAX_ERROR_LENGTH} characters. A revoked Proxy, an `Error` whose `cause` getter throws, or
  * an object whose `toString` throws still gets a description, so a failure is always recorded.
  */
-import { MAX_ERROR_LENGTH } from './params.js';
+
+/** Longest `last_error` text kept, in characters (Store contract, FailParams.error; core `errorText`). */
+export const MAX_ERROR_LENGTH = 2_000;
 
 /** How deep a chain of `cause`s is followed. */
 const MAX_CAUSE_DEPTH = 3;

@@ -81,7 +81,7 @@ export function notice(op: TaskNoticeOp, channel: string, t: string): string {
   return `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
 }
 
-/** Row shape of {@link taskColumns}. */
+/** Row shape of `taskColumns` (a full task row). */
 export interface TaskRow {
   id: string;
   kind: string;
