@@ -10,11 +10,22 @@ export const DEFAULT_REPLY_TIMEOUT_MS = 30_000;
 /** The `code` of the error a guarded socket is destroyed with. */
 export const REPLY_TIMEOUT_CODE = 'REPLY_TIMEOUT';
 
-// Frontend messages each answered by exactly one ReadyForQuery ('Z'): a simple query, a Sync (the end
-// of an extended-protocol exchange, whatever it held) and a function call. PostgreSQL protocol 3,
-// "Message Flow" (https://www.postgresql.org/docs/current/protocol-flow.html).
-const ANSWERED_BY_READY = new Set(['Q'.charCodeAt(0), 'S'.charCodeAt(0), 'F'.charCodeAt(0)]);
-const READY_FOR_QUERY = 'Z'.charCodeAt(0);
+const code = (letter: string) => letter.charCodeAt(0);
+// What the client waits for after each kind of frontend message (PostgreSQL protocol 3, "Message
+// Flow", https://www.postgresql.org/docs/current/protocol-flow.html):
+// - a simple query, a Sync (the end of an extended-protocol exchange, whatever it held) and a
+//   function call are each answered by exactly one ReadyForQuery ('Z');
+// - a Flush asks for what the messages before it produce without a Sync (postgres.js sends
+//   Parse + Describe + Flush to learn a new statement's types, and Execute + Flush for cursors): it
+//   is answered once a describe or an execution ends: RowDescription, NoData, CommandComplete,
+//   PortalSuspended, EmptyQueryResponse or ErrorResponse;
+// - a Terminate is answered by the server closing the connection.
+const READY = new Set([code('Q'), code('S'), code('F')]);
+const FLUSH = code('H');
+const TERMINATE = code('X');
+const READY_FOR_QUERY = code('Z');
+const ENDS_FLUSHED = new Set([code('T'), code('n'), code('C'), code('s'), code('I'), code('E'), READY_FOR_QUERY]);
+type Awaited = 'ready' | 'flushed' | 'close';
 // Untyped first messages that are not a StartupMessage: CancelRequest (answered by nothing),
 // SSLRequest and GSSENCRequest (answered by one untyped byte, which the framing below cannot follow).
 const CANCEL_REQUEST_CODE = 80877102;
@@ -78,11 +89,12 @@ function asBuffer(data: unknown, encoding: unknown): Buffer | undefined {
 
 /**
  * Destroys `socket` when the client waits for the server and the server has sent nothing for
- * `replyTimeoutMs`. The client waits from the StartupMessage, and from every simple query, Sync or
- * function call it writes, until the ReadyForQuery that answers it: the guard counts both in the
- * protocol stream, so a reply that arrives in pieces, and queries pipelined behind one that was
- * answered (postgres.js sends the next before the first returns), stay bounded until their own
- * answer. An idle connection (every request answered, e.g. a LISTEN connection between
+ * `replyTimeoutMs`. The client waits from each request it writes until the message that answers
+ * it: from the StartupMessage, a simple query, a Sync or a function call until its ReadyForQuery,
+ * from a Flush until the describe or execution before it ends, from a Terminate until the
+ * connection closes. The guard follows both directions of the protocol stream, so a reply that
+ * arrives in pieces, and a request pipelined behind one that was answered (postgres.js sends the
+ * next before the first returns), stay bounded until their own answer. An idle connection (every request answered, e.g. a LISTEN connection between
  * notifications) is never timed out. The socket is destroyed with an Error whose `code` is
  * {@link REPLY_TIMEOUT_CODE}, which the driver reports as a lost connection on every query in flight.
  *
@@ -95,8 +107,8 @@ function asBuffer(data: unknown, encoding: unknown): Buffer | undefined {
  */
 export function guardReplies<S extends Socket>(socket: S, replyTimeoutMs: number): S {
   let timer: NodeJS.Timeout | undefined;
-  /** Requests written and not yet answered by a ReadyForQuery. */
-  let awaiting = 0;
+  /** Requests written and not yet answered, oldest first (the server answers in order). */
+  const awaiting: Awaited[] = [];
   /** Set when the stream cannot be framed (an encryption request): time from a write to the next byte. */
   let unframed = false;
   const fire = () => {
@@ -114,31 +126,41 @@ export function guardReplies<S extends Socket>(socket: S, replyTimeoutMs: number
     clearTimeout(timer);
     timer = undefined;
   };
-  const sent = new MessageFramer(true, (type, code) => {
+  const sent = new MessageFramer(true, (type, requestCode) => {
     if (type === -1) {
-      if (ENCRYPTION_REQUEST_CODES.has(code)) unframed = true;
-      else if (code !== CANCEL_REQUEST_CODE) awaiting += 1;
-    } else if (ANSWERED_BY_READY.has(type)) awaiting += 1;
+      // The StartupMessage is answered by the ReadyForQuery that ends authentication.
+      if (ENCRYPTION_REQUEST_CODES.has(requestCode)) unframed = true;
+      else if (requestCode !== CANCEL_REQUEST_CODE) awaiting.push('ready');
+    } else if (READY.has(type)) awaiting.push('ready');
+    else if (type === FLUSH) awaiting.push('flushed');
+    else if (type === TERMINATE) awaiting.push('close');
   });
   const received = new MessageFramer(false, (type) => {
-    if (type === READY_FOR_QUERY && awaiting > 0) awaiting -= 1;
+    const oldest = awaiting[0];
+    if ((oldest === 'ready' && type === READY_FOR_QUERY) || (oldest === 'flushed' && ENDS_FLUSHED.has(type))) awaiting.shift();
   });
-
-  // An accessor, not an assignment: `Socket#connect` resets `this.write` to the prototype's.
-  let write = socket.write;
-  const guardedWrite = function guardedWrite(this: S, ...args: unknown[]): boolean {
+  const watchSent = (args: unknown[]) => {
     const bytes = unframed ? undefined : asBuffer(args[0], args[1]);
     if (bytes !== undefined) sent.feed(bytes);
-    if (unframed || awaiting > 0) arm();
-    return (write as (...a: unknown[]) => boolean).apply(this, args);
+    if (unframed || awaiting.length > 0) arm();
   };
-  Object.defineProperty(socket, 'write', {
-    configurable: true,
-    get: () => guardedWrite,
-    set: (fn: S['write']) => {
-      write = fn;
-    },
-  });
+
+  // Accessors, not assignments: `Socket#connect` resets `this.write` to the prototype's. `end(data)`
+  // writes without calling `write` (postgres.js sends its Terminate that way), so both are watched.
+  for (const name of ['write', 'end'] as const) {
+    let original = socket[name] as (...a: unknown[]) => unknown;
+    const watched = function watched(this: S, ...args: unknown[]): unknown {
+      if (name === 'write' || (args[0] !== undefined && typeof args[0] !== 'function')) watchSent(args);
+      return original.apply(this, args);
+    };
+    Object.defineProperty(socket, name, {
+      configurable: true,
+      get: () => watched,
+      set: (fn: (...a: unknown[]) => unknown) => {
+        original = fn;
+      },
+    });
+  }
   // A 'data' listener would switch the stream to flowing before the driver listens: watch reads below it.
   const push = socket.push;
   socket.push = function guardedPush(this: S, chunk: unknown, encoding?: BufferEncoding) {
@@ -147,7 +169,7 @@ export function guardReplies<S extends Socket>(socket: S, replyTimeoutMs: number
       disarm();
       const bytes = unframed ? undefined : asBuffer(chunk, encoding);
       if (bytes !== undefined) received.feed(bytes);
-      if (!unframed && awaiting > 0) arm();
+      if (!unframed && awaiting.length > 0) arm();
     }
     return push.call(this, chunk, encoding);
   };

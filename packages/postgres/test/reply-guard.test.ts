@@ -3,7 +3,8 @@
  * written after a reply: a reply that arrived in part before the connection went half-open, and a
  * query that postgres.js pipelined behind one that was answered, are both cut after
  * `replyTimeoutMs` of silence. Before the guard counted requests and ReadyForQuery messages, any
- * byte read disarmed it until the next write, and both calls below waited forever.
+ * byte read disarmed it until the next write, and the first calls below waited forever; a first
+ * version that counted only ReadyForQuery missed the describe of a new statement (Flush, no Sync).
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
@@ -88,6 +89,51 @@ describe('guardReplies: every unanswered request is bounded', () => {
     expect(result.settled).toBe('rejected');
     expect(String((result.error as { code?: unknown }).code ?? (result.error as Error).message)).toMatch(new RegExp(`${REPLY_TIMEOUT_CODE}|CONNECTION|ECONN`, 'i'));
     expect(result.elapsedMs).toBeLessThan(300 + 1_500 + 2 * REPLY_TIMEOUT_MS + 1_000);
+  }, 20_000);
+
+  it("postgres.js: a new statement's describe (Parse + Describe + Flush, no Sync) cut half-open is bounded", async () => {
+    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+    cleanups.push(async () => proxy.close());
+    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
+    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
+    cleanups.push(async () => sql.end({ timeout: 1 }));
+    expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
+
+    // Held by the proxy, then swallowed: the describe of a statement this connection has not prepared.
+    proxy.setFault({ mode: 'delay', delayMs: 60_000 });
+    const startedAt = performance.now();
+    const call = outcome(sql`select ${7}::int as seven`, startedAt);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    proxy.setFault({ mode: 'blackhole' });
+    const result = await call;
+
+    expect(result.settled).toBe('rejected');
+    expect(result.elapsedMs).toBeLessThan(150 + REPLY_TIMEOUT_MS + 1_000);
+  }, 20_000);
+
+  it('pg: ending a client whose connection went half-open finishes (the Terminate is watched as a request)', async () => {
+    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+    cleanups.push(async () => proxy.close());
+    const client = new pg.Client({ connectionString: proxy.rewrite(testDatabaseUrl()), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
+    client.on('error', () => undefined);
+    await client.connect();
+    expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    proxy.setFault({ mode: 'blackhole' });
+    const result = await outcome(client.end(), performance.now());
+    expect(result.settled).not.toBe('pending');
+    expect(result.elapsedMs).toBeLessThan(REPLY_TIMEOUT_MS + 1_000);
+  }, 20_000);
+
+  it('postgres.js: sql.end() over a half-open connection finishes (the Terminate is watched as a request)', async () => {
+    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+    cleanups.push(async () => proxy.close());
+    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
+    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
+    expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
+    proxy.setFault({ mode: 'blackhole' });
+    const result = await outcome(sql.end(), performance.now());
+    expect(result.settled).not.toBe('pending');
+    expect(result.elapsedMs).toBeLessThan(REPLY_TIMEOUT_MS + 1_000);
   }, 20_000);
 
   it('an idle connection is never cut, and a LISTEN connection between notifications stays open', async () => {
