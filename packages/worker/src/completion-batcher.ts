@@ -12,7 +12,7 @@
  */
 import { type ClaimedTask, type CompleteOutcome, type Json, type Store, ValidationError } from '@postpone/core';
 import type { TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { Pacing } from '@postpone/wheel';
 import { callStore } from './store-call.js';
 
 export interface CompletionBatcherDeps<Tx> {

@@ -3,17 +3,13 @@
  * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
  */
 import type { ClaimedTask, CompleteOutcome, FailResult, Json, PruneResult, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
+import type { RebuildReason, WheelRebuilt } from '@postpone/discovery';
 import type { AbortReason } from './errors.js';
 
 /** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
 export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
 
-/**
- * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
- * `horizon` (the last read was cut at its limit and time is reaching its end); `gap` (the worker was
- * paused); `reconnect` (the notification listener lost its connection and listens again).
- */
-export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect';
+export type { RebuildReason };
 
 export interface WorkerEvents {
   /** One event per task claimed; `task.claimedAt - task.dueAt` is the lateness (store clock). */
@@ -36,11 +32,8 @@ export interface WorkerEvents {
   abandoned: { readonly task: ClaimedTask; readonly reason: AbortReason };
   /** A store call failed (the worker carries on: it retries, polls again, or leaves the task to lease expiry). */
   error: { readonly error: unknown; readonly operation: StoreOperation; readonly task?: ClaimedTask };
-  /**
-   * Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel: `listed` tasks read,
-   * `size` timers held afterwards. Everything already due fires at once.
-   */
-  wheelRebuilt: { readonly reason: RebuildReason; readonly listed: number; readonly size: number };
+  /** Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel (`@postpone/discovery`). */
+  wheelRebuilt: WheelRebuilt;
   /**
    * The worker's own store calls (claim, reclaim, discovery's reads, listening) started failing, or
    * the store reported a lost idle connection: once per outage, not per failed call. The loop retries

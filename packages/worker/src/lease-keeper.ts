@@ -14,8 +14,8 @@
  */
 import { type ClaimedTask, type Store, TaskState } from '@postpone/core';
 import type { TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
-import { raceTimer, settle, TIMED_OUT } from './settle.js';
+import type { Pacing } from '@postpone/wheel';
+import { raceTimer, settle, TIMED_OUT } from '@postpone/wheel';
 
 export type LeaseLossReason = 'lease-lost' | 'cancel-requested';
 

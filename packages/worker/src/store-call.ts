@@ -1,7 +1,7 @@
 import { PostponeError } from '@postpone/core';
 import type { ClaimedTask } from '@postpone/core';
 import type { StoreOperation, TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { Pacing } from '@postpone/wheel';
 
 /** Tries of a write whose connection was lost or could not be made (the first included). */
 export const STORE_CALL_TRIES = 3;

@@ -25,8 +25,8 @@ import type { TypedEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
 import { keepLease, type LeaseLossReason } from './lease-keeper.js';
 import type { ResolvedOptions } from './options.js';
-import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
-import type { AttemptTelemetry, WorkerTelemetry } from './telemetry.js';
+import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from '@postpone/wheel';
+import type { AttemptTelemetry, WorkerTelemetry } from '@postpone/telemetry';
 
 export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
 

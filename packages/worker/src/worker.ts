@@ -17,18 +17,17 @@ import {
 } from '@postpone/core';
 import type { Logger } from 'pino';
 import { AttemptReporter } from './attempt-reporter.js';
-import { createDiscovery } from './discovery/create.js';
-import type { Discovery, DiscoveryStats } from './discovery/discovery.js';
+import { createDiscovery, type Discovery, type DiscoveryStats } from '@postpone/discovery';
+import { WorkerTelemetry } from '@postpone/telemetry';
+import { MAX_TIMER_MS, settle, whenAborted } from '@postpone/wheel';
 import { WorkerStoppedError } from './errors.js';
 import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
 import type { Handler, PayloadMap } from './handler.js';
 import { workerLogger } from './logger.js';
-import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
-import { settle, whenAborted } from './settle.js';
+import { type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
 import { TaskRun } from './task-run.js';
-import { WorkerTelemetry } from './telemetry.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -98,13 +97,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
       pacing: this.options.pacing,
-      events: this.events,
       logger: this.logger,
       report: (error, operation) => this.reportStoreError(error, operation),
       succeeded: () => this.health.succeeded(),
       onCancelRequested: (id) => {
         for (const run of this.runs) if (run.task.id === id) run.cancelRequested();
       },
+      onRebuilt: (rebuilt) => this.events.emit('wheelRebuilt', rebuilt),
     });
   }
 
