@@ -16,7 +16,17 @@ export {
   type WorkerOptions,
 } from './options.js';
 export { HYBRID_DEFAULTS, type DiscoveryMode, type DiscoveryStats, type HybridOptions, type ResolvedHybridOptions } from '@postpone/discovery';
-export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
+export {
+  TaskAbortedError,
+  type AbortReason,
+  type AttemptEvents,
+  type AttemptOperation,
+  type CompletionWrite,
+  type Handler,
+  type HandlerContext,
+  type HandlerMap,
+  type PayloadMap,
+} from '@postpone/attempt';
 export {
   TypedEmitter,
   waitForEvent,
@@ -28,7 +38,7 @@ export {
   type WorkerEventSource,
   type WorkerListener,
 } from './events.js';
-export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
+export { WorkerStoppedError } from './errors.js';
 export { ManualPacing, systemPacing, type Pacing } from '@postpone/wheel';
 export {
   ATTRIBUTES,

@@ -20,9 +20,9 @@ import {
   rejectUnknownFields,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
+import type { HandlerMap, PayloadMap } from '@postpone/attempt';
 import { type DiscoveryMode, HYBRID_DEFAULTS, type HybridOptions, type ResolvedHybridOptions, resolveHybridOptions } from '@postpone/discovery';
 import { MAX_TIMER_MS, type Pacing, systemPacing } from '@postpone/wheel';
-import type { HandlerMap, PayloadMap } from './handler.js';
 
 /** Most tasks one claim may ask for (the store's limit, docs/contract.md#transitions). */
 export const MAX_CONCURRENCY = 10_000;
