@@ -1,5 +1,5 @@
 /**
- * How a worker finds due tasks. The worker's loop (`../worker.ts`) owns claiming, reclaiming and
+ * How a worker finds due tasks. The worker's loop (`@postpone/worker`) owns claiming, reclaiming and
  * shutdown; a Discovery only answers "should I claim now?" and "how long may I wait?":
  *
  * ```

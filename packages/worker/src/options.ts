@@ -185,25 +185,25 @@ const rule = <K extends keyof Resolving>(name: K, fallback: Rule<K>['fallback'],
 const positiveMs = (max: number) => (value: unknown, field: string) => validatePositiveMs(value, field, max);
 const nonNegativeMs = (max: number) => (value: unknown, field: string) => validateNonNegativeMs(value, field, max);
 const count = (max: number) => (value: unknown, field: string) => validatePositiveInt(value, field, max);
-const D = WORKER_DEFAULTS;
+const defaults = WORKER_DEFAULTS;
 
 /** Every option but `store`, `handlers` and `logger`, in resolution order. */
 const RULES: readonly Rule[] = [
   rule('id', defaultWorkerId, validateWorkerId),
-  rule('concurrency', () => D.concurrency, count(MAX_CONCURRENCY)),
-  rule('leaseMs', () => D.leaseMs, positiveMs(MAX_TIMER_MS)),
+  rule('concurrency', () => defaults.concurrency, count(MAX_CONCURRENCY)),
+  rule('leaseMs', () => defaults.leaseMs, positiveMs(MAX_TIMER_MS)),
   rule('renewEveryMs', (r) => Math.max(1, Math.floor(r.leaseMs / 3)), positiveMs(MAX_TIMER_MS)),
-  rule('discovery', () => D.discovery, validateDiscovery),
+  rule('discovery', () => defaults.discovery, validateDiscovery),
   rule('hybrid', () => HYBRID_DEFAULTS, resolveHybridOptions),
-  rule('pollIntervalMs', () => D.pollIntervalMs, positiveMs(MAX_TIMER_MS)),
+  rule('pollIntervalMs', () => defaults.pollIntervalMs, positiveMs(MAX_TIMER_MS)),
   rule('reclaimEveryMs', (r) => Math.ceil(r.leaseMs / 2), positiveMs(MAX_TIMER_MS)),
-  rule('backoffBaseMs', () => D.backoffBaseMs, nonNegativeMs(MAX_DELAY_MS)),
-  rule('maxBackoffMs', () => D.maxBackoffMs, positiveMs(MAX_DELAY_MS)),
-  rule('shutdownTimeoutMs', () => D.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('backoffBaseMs', () => defaults.backoffBaseMs, nonNegativeMs(MAX_DELAY_MS)),
+  rule('maxBackoffMs', () => defaults.maxBackoffMs, positiveMs(MAX_DELAY_MS)),
+  rule('shutdownTimeoutMs', () => defaults.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
   rule('handlerTimeoutMs', () => null, positiveMs(MAX_TIMER_MS)),
-  rule('abandonGraceMs', (r) => Math.min(r.leaseMs, D.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
-  rule('completeBatchSize', () => D.completeBatchSize, count(MAX_COMPLETE_MANY)),
-  rule('completeBatchDelayMs', () => D.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
+  rule('completeBatchSize', () => defaults.completeBatchSize, count(MAX_COMPLETE_MANY)),
+  rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
   rule('prune', () => null, resolvePrune),
   rule('logLevel', () => undefined, validateLogLevel),
   rule('pacing', () => systemPacing, validatePacing),
@@ -230,19 +230,20 @@ export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<
     throw invalid('logger', 'must be a pino Logger');
   }
   const given = options as unknown as Record<string, unknown>;
-  const r = {} as Resolving;
+  const resolved = {} as Resolving;
   for (const { name, fallback, check } of RULES) {
-    (r as Record<string, unknown>)[name] = given[name] === undefined ? fallback(r) : check(given[name], name, store);
+    (resolved as Record<string, unknown>)[name] = given[name] === undefined ? fallback(resolved) : check(given[name], name, store);
   }
-  if (r.renewEveryMs >= r.leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${r.leaseMs}) so the lease is renewed before it runs out, got ${r.renewEveryMs}`);
-  checkConnectionBudget(options.store as Store<unknown>, r.concurrency);
-  if (r.completeBatchSize > 1 && typeof store.completeMany !== 'function') {
+  const { leaseMs, renewEveryMs, concurrency, completeBatchSize, completeBatchDelayMs } = resolved;
+  if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
+  checkConnectionBudget(options.store as Store<unknown>, concurrency);
+  if (completeBatchSize > 1 && typeof store.completeMany !== 'function') {
     throw invalid('store', 'must be a Store (no completeMany() method); or set completeBatchSize: 1');
   }
-  if (r.completeBatchDelayMs >= r.leaseMs - r.renewEveryMs) {
-    throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${r.leaseMs - r.renewEveryMs}) so a queued completion cannot outlive its lease, got ${r.completeBatchDelayMs}`);
+  if (completeBatchDelayMs >= leaseMs - renewEveryMs) {
+    throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${leaseMs - renewEveryMs}) so a queued completion cannot outlive its lease, got ${completeBatchDelayMs}`);
   }
-  return r;
+  return resolved;
 }
 
 /**
