@@ -1,12 +1,24 @@
 /**
- * @postpone/bench — the measurements behind `pnpm bench`, importable for tests and other tools.
- * The command line is `dist/main.js`.
+ * @postpone/bench — the command line behind `pnpm bench` (`dist/main.js`) and the run that ties the
+ * sections together. The measurements live in `@postpone/bench-curves` (Postpone alone) and
+ * `@postpone/bench-peers` (side by side), the sizes, results and report in `@postpone/bench-report`;
+ * this entry still exports what it exported before they moved.
  */
-export { FULL, QUICK, SECTIONS, SECTION_GROUPS, selectSections, type BenchSizes, type Section } from './config.js';
-export { measurePartialDueIndex, partialIndexShapeHolds, type PartialIndexResult } from './seed/partial-index.js';
-export { measurePollTradeoff, pollShapeHolds, runPollInterval, type PollRunResult, type PollTradeoff } from './seed/poll-interval.js';
-export { claimSql, clockTimestampClaimSql } from './seed/claim-variants.js';
-export { runHeap, runWheel, timerQueueInput, type TimerQueueResult } from './curves/timer-queues.js';
-export { runBench, type BenchOptions } from './run-bench.js';
-export { writeReport } from './report/write.js';
-export type { BenchResults } from './results.js';
+export {
+  claimSql,
+  clockTimestampClaimSql,
+  measurePartialDueIndex,
+  measurePollTradeoff,
+  type PartialIndexResult,
+  partialIndexShapeHolds,
+  type PollRunResult,
+  pollShapeHolds,
+  type PollTradeoff,
+  runHeap,
+  runPollInterval,
+  runWheel,
+  type TimerQueueResult,
+  timerQueueInput,
+} from '@postpone/bench-curves';
+export { type BenchResults, type BenchSizes, FULL, QUICK, SECTION_GROUPS, SECTIONS, type Section, selectSections, writeReport } from '@postpone/bench-report';
+export { type BenchOptions, runBench } from './run-bench.js';

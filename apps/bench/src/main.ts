@@ -7,13 +7,10 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { evidenceDir } from '@postpone/evidence';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './config.js';
+import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
 import { startBenchDatabase } from './db/server.js';
-import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
-import { mergeResults } from './report/merge.js';
-import { createProgress } from './report/progress.js';
-import { writeReport } from './report/write.js';
-import type { BenchResults } from './results.js';
+import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
+import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
 
 const list = (value: string): string[] =>
@@ -62,8 +59,10 @@ const program = new Command()
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
 async function main(argv: string[]): Promise<number> {
-  // `pnpm --filter … start -- --quick` passes the `--` through; drop it so the flags parse.
-  const args = argv.slice(2).filter((a, i) => !(a === '--' && i === 0));
+  // `pnpm bench` ends its script with `--` (so pnpm hands `--help` to this program, not to itself), and
+  // `pnpm --filter … start -- --quick` passes its own `--` through: drop the leading ones so the flags parse.
+  const args = argv.slice(2);
+  while (args[0] === '--') args.shift();
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
   if (opts.list) {
     console.log(`sections: ${SECTIONS.join(', ')}`);

@@ -1,35 +1,33 @@
 /**
  * Runs the selected sections in order against one PostgreSQL server and collects their results.
  * Seed and curve sections run in databases of their own; the side-by-side sections give every run
- * a fresh database (see `peers/run-databases.ts`). A section that fails is noted and the bench goes
- * on with the next one.
+ * a fresh database (`RunDatabases` of `@postpone/bench-peers`). A section that fails is noted and
+ * the bench goes on with the next one.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import type { RunningDatabase } from '@postpone/embedded';
-import type { BenchSizes, Section } from './config.js';
-import { measureBacklogCurve } from './curves/backlog.js';
-import { measureHistoryCurve } from './curves/history.js';
-import { measureClaimWhilePruning } from './curves/prune.js';
-import { measureProcessesCurve } from './curves/processes.js';
-import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
-import { withClient } from './db/admin.js';
-import { createDatabase, dropDatabase, freshDatabaseName } from './db/databases.js';
-import { openStatementCounter } from './db/statements.js';
-import { alternate } from './peers/alternate.js';
-import { runCeiling } from './peers/ceiling.js';
-import type { Contender, RunContext } from './peers/contender.js';
-import { runIdle } from './peers/idle.js';
-import { runLateness } from './peers/lateness.js';
-import type { SystemName } from './peers/protocol.js';
-import { RunDatabases } from './peers/run-databases.js';
-import { loadAdmin } from './peers/systems/registry.js';
-import { runThroughput } from './peers/throughput.js';
-import type { Progress } from './report/progress.js';
-import type { BenchResults } from './results.js';
-import { measurePartialDueIndex } from './seed/partial-index.js';
-import { measurePollTradeoff } from './seed/poll-interval.js';
+import { measureBacklogCurve, measureClaimWhilePruning, measureHistoryCurve, measurePartialDueIndex, measurePollTradeoff, measureProcessesCurve, runHeap, runWheel, timerQueueInput } from '@postpone/bench-curves';
+import {
+  alternate,
+  type Contender,
+  createDatabase,
+  dropDatabase,
+  freshDatabaseName,
+  loadAdmin,
+  openStatementCounter,
+  runCeiling,
+  type RunContext,
+  RunDatabases,
+  runIdle,
+  runLateness,
+  runThroughput,
+  type SystemName,
+  withClient,
+} from '@postpone/bench-peers';
+import type { BenchResults, BenchSizes, Section } from '@postpone/bench-report';
+import type { Progress } from './progress.js';
 
 export interface BenchOptions {
   readonly db: RunningDatabase;
@@ -40,9 +38,13 @@ export interface BenchOptions {
   readonly progress: Progress;
 }
 
-function versionOf(name: string): string {
+/** The libraries the report names, each with the bench package that depends on it (pnpm links a dependency only there). */
+const MEASURED_LIBRARIES = { 'pg-boss': '@postpone/bench-peers', 'graphile-worker': '@postpone/bench-peers', 'heap-js': '@postpone/bench-curves', pg: '@postpone/bench-peers' } as const;
+
+/** The installed version of `name`, resolved from the package `from`; `unknown` when it cannot be read. */
+function versionOf(name: string, from: string): string {
   try {
-    const require = createRequire(import.meta.url);
+    const require = createRequire(import.meta.resolve(from));
     return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
@@ -111,14 +113,14 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       database: db.embedded ? 'embedded' : 'DATABASE_URL',
       statementSource: counter.source,
-      versions: Object.fromEntries(['pg-boss', 'graphile-worker', 'heap-js', 'pg'].map((n) => [n, versionOf(n)])),
+      versions: Object.fromEntries(Object.entries(MEASURED_LIBRARIES).map(([name, from]) => [name, versionOf(name, from)])),
       loadAverage: { start: os.loadavg()[0] ?? Number.NaN, end: Number.NaN },
       notes: [],
     },
     settings: admins.map((a) => ({ system: a.system, settings: a.settings })),
   };
   const databases = new RunDatabases(adminUrl);
-  const ctx: RunContext = { adminUrl, databases, counter, progress };
+  const ctx: RunContext = { adminUrl, databases, counter };
   progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length), 0));
   const label = (what: string) => progress.label(what);
   const step = (what: string) => progress.step(what);

@@ -9,7 +9,7 @@
  *   original keeps its state and records the new id (`retriedAs`), the new one points back (`retryOf`).
  * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches.
  */
-import { ValidationError } from './errors.js';
+import { ValidationError } from '@postpone/errors';
 import { TASK_STATES, type TaskState } from './states.js';
 import type { Task, TaskId } from './task.js';
 import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from './validate.js';

@@ -2,7 +2,7 @@
  * Input of `Store.completeMany`: many fenced completes in one call (docs/contract.md#transitions, complete, per item).
  * Validated here once, so every store refuses the same batches the same way, before anything is written.
  */
-import { ValidationError } from './errors.js';
+import { ValidationError } from '@postpone/errors';
 import type { Json } from './json.js';
 import { validateOwner } from './params.js';
 import type { TaskId } from './task.js';

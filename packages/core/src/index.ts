@@ -1,6 +1,7 @@
 /**
  * @postpone/core — the pure heart of Postpone: states, outcomes, the transition function, the Store
- * contract, typed errors, Clock, backoff and input validation. No I/O, no dependencies.
+ * contract, typed errors, Clock, backoff and input validation. No I/O. The typed errors and
+ * `describeThrown` live in `@postpone/errors` and are re-exported here.
  *
  * Terminology:
  * - task: one unit of delayed work (`kind` + JSON `payload`), due at `dueAt`.
@@ -17,7 +18,7 @@
 export * from './states.js';
 export * from './json.js';
 export * from './task.js';
-export * from './errors.js';
+export * from '@postpone/errors';
 export * from './backoff.js';
 export * from './clock.js';
 export * from './validate.js';
@@ -28,4 +29,3 @@ export * from './admin.js';
 export * from './params.js';
 export * from './complete-many.js';
 export * from './override-store.js';
-export * from './describe-thrown.js';

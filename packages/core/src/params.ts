@@ -1,12 +1,10 @@
 /**
  * Limits and checks of store-call parameters shared by every store, so they never drift apart.
  */
-import { ValidationError } from './errors.js';
+import { MAX_ERROR_LENGTH, ValidationError } from '@postpone/errors';
 
 /** Longest accepted worker identity, in characters. */
 export const MAX_OWNER_LENGTH = 200;
-/** Longest `last_error` text kept, in characters (Store contract, FailParams.error). */
-export const MAX_ERROR_LENGTH = 2_000;
 /** Largest claim batch (Store contract, ClaimParams.limit). */
 export const MAX_CLAIM_LIMIT = 10_000;
 /** Default and largest batch of reclaimExpired / peekDue. */

@@ -3,7 +3,7 @@
  * so the worker's span of each attempt can link to the span that scheduled the task. Core only
  * stores and checks the text; `@postpone/worker` reads it from and turns it into OpenTelemetry spans.
  */
-import { ValidationError } from './errors.js';
+import { ValidationError } from '@postpone/errors';
 
 /**
  * The two W3C Trace Context headers (W3C Trace Context Level 1, §3.2 `traceparent`, §3.3 `tracestate`).

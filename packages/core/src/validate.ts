@@ -2,7 +2,7 @@
  * Input validation shared by every store: one rule set, so a bad input is refused the same way
  * everywhere, before anything is written (docs/contract.md#input-errors).
  */
-import { ValidationError } from './errors.js';
+import { ValidationError } from '@postpone/errors';
 import type { Json } from './json.js';
 import type { TaskId } from './task.js';
 import { type TraceContext, validateTraceContext } from './trace-context.js';

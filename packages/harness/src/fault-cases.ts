@@ -105,6 +105,7 @@ export async function runVariant(
   await run.stop();
   const verdict = await run.judge();
   recordHistoryVerdict(v, verdict, p);
+  if (verdict.violations.length > 0) console.error(timelineOf(run, new Set(verdict.violations.map((x) => String(x.taskId))), startedAt, p));
   const failures = run.children.flatMap((c) => c.eventsOf('failed')).length;
   const late = lateness(run.claims());
   const crashed = run.crashed();
@@ -120,4 +121,21 @@ export async function runVariant(
   v.equal(`${p}handler failures`, failures, 0);
   v.equal(`${p}DEAD`, verdict.stats.finalStates.DEAD ?? 0, 0);
   return { run, startedAt, violations: verdict.violations.length };
+}
+
+/**
+ * What the children reported about `ids` and every error they reported, in order of arrival (ms
+ * from `startedAt`): printed when a variant has history violations, so a failure seen once in CI
+ * can be read from its log.
+ */
+function timelineOf(run: FaultRun, ids: ReadonlySet<string>, startedAt: number, prefix: string): string {
+  const lines = run.children
+    .flatMap((c) =>
+      c.events.events
+        .filter((e) => e.type === 'error' || ('id' in e && ids.has(String(e.id))))
+        .map((e) => ({ at: e.receivedAt - startedAt, text: `${c.name} ${JSON.stringify(e, (k, x) => (k === 'receivedAt' || k === 'seq' ? undefined : x))}` })),
+    )
+    .sort((a, b) => a.at - b.at)
+    .map((x) => `  ${x.at.toFixed(0).padStart(7)} ms ${x.text.slice(0, 400)}`);
+  return [`${prefix}timeline of tasks ${[...ids].join(',')} and of every error:`, ...lines.slice(0, 300)].join('\n');
 }

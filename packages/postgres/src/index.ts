@@ -5,15 +5,32 @@
  * - `@postpone/postgres/pg` — node-postgres: `createPgStore({ pool | connectionString })`
  * - `@postpone/postgres/postgres-js` — postgres.js: `createPostgresJsStore({ sql | connectionString })`
  *
- * Both bind the same SQL text (`statements(schema)`), apply the same migrations, and pass the same
- * conformance suite.
+ * Both bind the same SQL text (`statements(schema)`, from `@postpone/postgres-sql`), build the same
+ * `PostgresStore` (from `@postpone/postgres-store`), apply the same migrations, and pass the same
+ * conformance suite. This entry re-exports what those two packages offer applications.
  */
-export type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
-export { SqlState, sqlStateOf, translateError } from './errors.js';
-export { type Migration, migrations } from './migrations.js';
-export { defaultNotifyChannel, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
-export { quoteIdent, type Statements, statements } from './sql.js';
 export {
+  type Migration,
+  migrations,
+  defaultNotifyChannel,
+  parseTaskNotice,
+  type TaskNotice,
+  type TaskNoticeOp,
+  quoteIdent,
+  type Statements,
+  statements,
+} from '@postpone/postgres-sql';
+export {
+  type Driver,
+  type DriverEvents,
+  type ListenOptions,
+  type Param,
+  type QueryFn,
+  type Row,
+  type Unlisten,
+  SqlState,
+  sqlStateOf,
+  translateError,
   DEFAULT_PEEK_LIMIT,
   DEFAULT_RECLAIM_LIMIT,
   DEFAULT_SCHEMA,
@@ -22,4 +39,4 @@ export {
   MAX_RECLAIM_LIMIT,
   PostgresStore,
   type PostgresStoreOptions,
-} from './store.js';
+} from '@postpone/postgres-store';

@@ -9,10 +9,8 @@
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
-import { type Driver, type DriverEvents, type ListenOptions, listenerSet, type Param, type QueryFn, type Row, type Unlisten } from './driver.js';
-import { isConnectionLoss } from './errors.js';
+import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
-import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
 export type PgTx = pg.PoolClient;

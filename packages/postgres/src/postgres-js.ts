@@ -10,10 +10,8 @@
 import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import { type Driver, type ListenOptions, listenerSet, type Param, type QueryFn, type Row, type Unlisten } from './driver.js';
+import { type Driver, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
-import { isConnectionLoss } from './errors.js';
-import { PostgresStore, type PostgresStoreOptions, validateDriverOptions } from './store.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
 export type PostgresJsTx = postgres.TransactionSql;

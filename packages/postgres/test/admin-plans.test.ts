@@ -6,7 +6,7 @@
  * postgres.js's prepared statements end up with) keep the index too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminStatements } from '../src/admin-sql.js';
+import { adminStatements } from '@postpone/postgres-sql';
 import { Admin, makeKit } from './support/kits.js';
 
 const ROWS = 1_000_000;

@@ -1,0 +1,118 @@
+/**
+ * Throughput: `tasks` no-op tasks, all due now, enqueued before the workers start; `processes` worker
+ * processes of one contender, `concurrency` handlers each. The clock runs from `go` (every process
+ * loaded and connected) until the database shows every task completed, or until `capMs` (then the
+ * rate is what completed within the cap). Statements are counted at the database
+ * (`db/statements.ts`), minus the bench's own progress reads.
+ */
+import pg from 'pg';
+import { type StatementStat, type StatementTotals, topBetween } from './db/statements.js';
+import { delay, waitUntil } from './util/wait.js';
+import { type Contender, contenderLabel, type RunContext } from './contender.js';
+import { WorkerProcesses } from './processes.js';
+
+export interface ThroughputParams {
+  readonly tasks: number;
+  readonly processes: number;
+  readonly concurrency: number;
+  /** Longest timed window, ms. */
+  readonly capMs: number;
+}
+
+export interface ThroughputResult {
+  readonly label: string;
+  readonly processes: number;
+  readonly tasks: number;
+  /** Tasks completed in the database when the clock stopped. */
+  readonly completed: number;
+  readonly seconds: number;
+  readonly tasksPerSecond: number;
+  /** Statements the system sent per completed task (NaN when none completed). */
+  readonly statementsPerTask: number;
+  /** Server execution time per completed task, ms (pg_stat_statements; NaN without it). */
+  readonly serverMsPerTask: number;
+  /** CPU time of the worker processes per completed task, ms (from `go` to the end of their stop). */
+  readonly workerCpuMsPerTask: number;
+  /** The system's statements during the timed window, by server time (pg_stat_statements; the bench's own reads included). */
+  readonly topStatements: readonly StatementStat[];
+  /** True when the cap stopped the clock before every task completed. */
+  readonly capped: boolean;
+}
+
+/** Statements kept in each run's profile. */
+const TOP_STATEMENTS = 6;
+
+/** Pause between the bench's reads of what is left, ms. */
+const POLL_MS = 5;
+
+/**
+ * @param afterEnqueue runs once the tasks are in, before the workers start (e.g. claim-latency
+ *   probes that hand their tasks back); it must leave all `tasks` to be completed
+ */
+export async function runThroughput(
+  ctx: RunContext,
+  contender: Contender,
+  params: ThroughputParams,
+  afterEnqueue?: (url: string) => Promise<void>,
+): Promise<ThroughputResult> {
+  const { admin, setting } = contender;
+  return await ctx.databases.withFresh(admin, `tp${params.processes}`, async (url, database) => {
+    await admin.enqueue(url, Array.from({ length: params.tasks }, () => ({})));
+    await afterEnqueue?.(url);
+    const workers = await WorkerProcesses.spawn(params.processes, { system: admin.system, setting, connectionString: url, concurrency: params.concurrency });
+    const client = new pg.Client({ connectionString: url, application_name: 'postpone-bench-progress' });
+    await client.connect();
+    let ownReads = 0;
+    let left = params.tasks;
+    let measured: Omit<ThroughputResult, 'workerCpuMsPerTask' | 'topStatements'>;
+    let totals: [StatementTotals, StatementTotals];
+    try {
+      const totalsBefore = await ctx.counter.statements(database);
+      const before = await ctx.counter.snapshot(database);
+      const t0 = performance.now();
+      const deadline = t0 + params.capMs;
+      await workers.go();
+      // Cheap IPC counts first; the database only once the handlers have seen every task.
+      await waitUntil(
+        () => {
+          workers.throwIfFailed();
+          return workers.ran >= params.tasks;
+        },
+        { timeoutMs: Math.max(0, deadline - performance.now()), intervalMs: POLL_MS },
+      );
+      for (;;) {
+        ownReads++;
+        left = await admin.remaining(client);
+        if (left === 0 || performance.now() >= deadline) break;
+        workers.throwIfFailed();
+        await delay(POLL_MS);
+      }
+      const t1 = performance.now();
+      const after = await ctx.counter.snapshot(database);
+      totals = [totalsBefore, await ctx.counter.statements(database)];
+      const completed = params.tasks - left;
+      const statements = after.count - before.count - ownReads;
+      const seconds = (t1 - t0) / 1000;
+      measured = {
+        label: contenderLabel(contender),
+        processes: params.processes,
+        tasks: params.tasks,
+        completed,
+        seconds,
+        tasksPerSecond: completed / seconds,
+        statementsPerTask: completed > 0 ? statements / completed : Number.NaN,
+        serverMsPerTask: completed > 0 ? (after.execMs - before.execMs) / completed : Number.NaN,
+        capped: left > 0,
+      };
+    } finally {
+      await client.end();
+      await workers.stop();
+    }
+    return {
+      ...measured,
+      workerCpuMsPerTask: measured.completed > 0 ? workers.cpuMs / measured.completed : Number.NaN,
+      topStatements: topBetween(totals[0], totals[1], TOP_STATEMENTS),
+    };
+  });
+}
+

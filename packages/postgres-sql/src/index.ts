@@ -1,0 +1,15 @@
+/**
+ * @postpone/postgres-sql — every SQL statement and migration of the Postpone PostgreSQL store, once,
+ * as text with `$1..$n` placeholders, for any driver (River's "SQL exists once"). No driver
+ * dependency: `@postpone/postgres-store` runs these statements over a driver port, and
+ * `@postpone/postgres` binds them to node-postgres and postgres.js.
+ *
+ * - `statements(schema)`: the task, effect, clock and migration statements (`./sql.ts`);
+ * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
+ * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
+ * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
+ */
+export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, adminStatements } from './admin-sql.js';
+export { type Migration, migrations } from './migrations.js';
+export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
+export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

@@ -1,0 +1,110 @@
+/**
+ * Numbered schema migrations (graphile-worker style: numbered raw SQL, applied in order, each once).
+ *
+ * A migration, once released, never changes; a change to the schema is a new version. `migrate()`
+ * (`PostgresStore` in `@postpone/postgres-store`) applies the missing versions inside one transaction holding an advisory lock.
+ */
+import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
+import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
+
+export interface Migration {
+  /** 1, 2, 3 … in application order. */
+  readonly version: number;
+  readonly name: string;
+  /** One or more statements, run with the simple query protocol (no parameters). */
+  readonly sql: string;
+}
+
+/**
+ * The migrations of one schema.
+ *
+ * Version 1 — docs/contract.md#data-model:
+ * - `task`: the CHECK `(state = 'CLAIMED') = (lease_owner is not null and lease_until is not null)`
+ *   rejects "running without a lease" (and a lease outside CLAIMED) at write time;
+ *   the `state` CHECK list is generated from core `TASK_STATES`.
+ * - `task_due_idx` on `(due_at) where state = 'SCHEDULED'` and `task_lease_idx` on
+ *   `(lease_until) where state = 'CLAIMED'`: partial indexes hold only live rows, so their size does
+ *   not grow with history (PostgreSQL 17 §11.8).
+ * - `effect`: one local effect per task (primary key `task_id`), written in the DONE transaction.
+ *
+ * Version 2 — `task_due_idx` becomes `(due_at, id) where state = 'SCHEDULED'`: the claim orders by
+ * `(due_at, id)`, and with `due_at` alone every claim sorted the whole group of tasks sharing one due
+ * time (a bulk `scheduleMany` gives a backlog one due time), so its cost grew with the backlog
+ * (measured in apps/bench). With `id` in the key the index yields the claim order directly.
+ *
+ * Version 3 — `failures`: the attempts a task has used up, counted apart from `attempt` (the claim
+ * counter, which stays the fencing token). A fail and an expired lease reclaimed each add one, a
+ * release (graceful hand-back) does not; DEAD when a failure brings `failures` to `max_attempts`
+ * (docs/contract.md#attempts). Existing rows: under versions 1–2 every claim that ended counted against
+ * `max_attempts`, and releases cannot be told apart after the fact, so a row gets the number of
+ * its claims that have ended other than by completing — `attempt`, less the claim still running
+ * (CLAIMED) or the one that completed (DONE). Every live task thus keeps exactly the attempts it had
+ * left before the upgrade (conservative: releases made before it stay counted), and the new rules
+ * apply from the next claim, fail, reclaim or release on. Only rows whose count is above 0 are
+ * written (a task DONE at its first attempt, the bulk of history, keeps the default 0); adding a
+ * column with a constant default rewrites no rows (PostgreSQL 17 ALTER TABLE, Notes).
+ *
+ * Version 4 — store operations (list, retry, prune, stats): see `./admin-sql.ts`.
+ *
+ * Version 5 — `trace_context`: the W3C trace context given at schedule time (core `TraceContext`,
+ * `{"traceparent":…,"tracestate":…}`), null when none was given. A nullable column without a default
+ * is added without rewriting the table (PostgreSQL 17 ALTER TABLE, Notes); a null costs one bit of
+ * the row's null bitmap.
+ *
+ * @param schema unquoted schema name
+ */
+export function migrations(schema: string): readonly Migration[] {
+  const q = quoteIdent(schema);
+  return Object.freeze([
+    Object.freeze({
+      version: 1,
+      name: 'task and effect',
+      sql: `create table ${q}.task (
+  id bigint generated always as identity primary key,
+  kind text not null,
+  payload jsonb not null default 'null'::jsonb,
+  state text not null check (state in (${STATE_CHECK_LIST})),
+  due_at timestamptz not null,
+  attempt integer not null default 0 check (attempt >= 0),
+  max_attempts integer not null check (max_attempts >= 1),
+  lease_owner text,
+  lease_until timestamptz,
+  cancel_requested boolean not null default false,
+  result jsonb,
+  last_error text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  constraint task_lease_iff_claimed check ((state = 'CLAIMED') = (lease_owner is not null and lease_until is not null))
+);
+create index task_due_idx on ${q}.task (due_at) where state = 'SCHEDULED';
+create index task_lease_idx on ${q}.task (lease_until) where state = 'CLAIMED';
+create table ${q}.effect (
+  task_id bigint primary key references ${q}.task (id),
+  attempt integer not null,
+  worker text not null,
+  created_at timestamptz not null default now()
+);`,
+    }),
+    Object.freeze({
+      version: 2,
+      name: 'due index in claim order',
+      sql: `drop index ${q}.task_due_idx;
+create index task_due_idx on ${q}.task (due_at, id) where state = 'SCHEDULED';`,
+    }),
+    Object.freeze({
+      version: 3,
+      name: 'failures counted apart from attempt',
+      sql: `alter table ${q}.task add column failures integer not null default 0 check (failures >= 0);
+update ${q}.task
+   set failures = attempt - case when state in ('CLAIMED', 'DONE') then 1 else 0 end
+ where attempt > case when state in ('CLAIMED', 'DONE') then 1 else 0 end;`,
+    }),
+    // Version 4 — store operations (list, retry, prune, stats): see ./admin-sql.ts.
+    Object.freeze({ version: ADMIN_MIGRATION_VERSION, name: 'store operations', sql: adminMigrationSql(schema) }),
+    Object.freeze({
+      version: 5,
+      name: 'trace context',
+      sql: `alter table ${q}.task add column if not exists trace_context jsonb;`,
+    }),
+  ]);
+}

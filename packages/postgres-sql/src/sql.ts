@@ -1,0 +1,452 @@
+/**
+ * Every SQL statement of the PostgreSQL store, once, as text with `$1..$n` placeholders. Both
+ * drivers (`pg`, `postgres`) bind the same text (River's "SQL exists once").
+ *
+ * Conventions, so both drivers behave the same:
+ * - Parameters are primitives (text, number, boolean, null) with an explicit cast in the SQL. JSON
+ *   travels as text and is cast `$n::text::jsonb`: the `::text` pins the parameter type, so
+ *   postgres.js does not JSON-encode the text a second time.
+ * - Time enters at the SQL boundary: `$1` of every time-dependent statement is `now` as ISO text,
+ *   or null for the database clock. Due times and lease checks use `coalesce($1, now())` — `now()` is
+ *   STABLE, so the planner can use it as an index condition (PostgreSQL 17 §38.7), and in autocommit
+ *   it is the statement's start (§9.9.5). Lease deadlines use `coalesce($1, clock_timestamp())`, the
+ *   actual time of the write (§9.9.5), so a slow statement does not shorten the lease.
+ * - Results come back in driver-neutral shapes: ids as text, times as epoch milliseconds (`float8`,
+ *   floored), JSON as text, and column aliases without underscores (so a postgres.js `transform`
+ *   such as `postgres.camel` leaves them alone).
+ */
+import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
+import type { TaskNoticeOp } from './notice.js';
+
+/** Quotes an SQL identifier (PostgreSQL 17 §4.1.1): doubles embedded quotes. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** An SQL string literal (PostgreSQL 17 §4.1.2.1). Only for constants of this package. */
+export function literal(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** Epoch milliseconds of a `timestamptz` expression, floored, as `float8` (a JS number in both drivers). */
+export function ms(expr: string): string {
+  return `floor(extract(epoch from ${expr}) * 1000)::float8`;
+}
+
+/** `$n` milliseconds as an interval; `float8` keeps delays above 2³¹−1 ms exact (integers below 2⁵³). */
+export function millis(param: string): string {
+  return `(${param}::float8 * interval '1 millisecond')`;
+}
+
+/** `$1` (the store's clock, or null) else the transaction's `now()`. */
+export const NOW = 'coalesce($1::timestamptz, now())';
+const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
+
+const S = literal(TaskState.SCHEDULED);
+const C = literal(TaskState.CLAIMED);
+const DONE = literal(TaskState.DONE);
+const CANCELLED = literal(TaskState.CANCELLED);
+const DEAD = literal(TaskState.DEAD);
+
+/** The `state` CHECK list, generated from core `TASK_STATES`. */
+export const STATE_CHECK_LIST = TASK_STATES.map(literal).join(', ');
+
+/** Columns of a full task row, aliased to driver-neutral names (see {@link TaskRow}). */
+export function taskColumns(t: string): string {
+  return [
+    `${t}.id::text as id`,
+    `${t}.kind as kind`,
+    `${t}.payload::text as payload`,
+    `${t}.state as state`,
+    `${ms(`${t}.due_at`)} as dueatms`,
+    `${t}.attempt as attempt`,
+    `${t}.failures as failures`,
+    `${t}.max_attempts as maxattempts`,
+    `${t}.lease_owner as leaseowner`,
+    `${ms(`${t}.lease_until`)} as leaseuntilms`,
+    `${t}.cancel_requested as cancelrequested`,
+    `${t}.result::text as result`,
+    `${t}.last_error as lasterror`,
+    `${ms(`${t}.created_at`)} as createdatms`,
+    `${ms(`${t}.updated_at`)} as updatedatms`,
+    `${t}.trace_context::text as tracecontext`,
+  ].join(', ');
+}
+
+/**
+ * A `pg_notify` call announcing row `t` on `channel` (see `./notice.ts`):
+ * `{"op":"scheduled"|"cancelled","id":"42","dueAtMs":…}`. Compared `is null` so it fits in a select list.
+ */
+export function notice(op: TaskNoticeOp, channel: string, t: string): string {
+  return `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
+}
+
+/** Row shape of `taskColumns` (a full task row). */
+export interface TaskRow {
+  id: string;
+  kind: string;
+  payload: string;
+  state: string;
+  dueatms: number;
+  attempt: number;
+  failures: number;
+  maxattempts: number;
+  leaseowner: string | null;
+  leaseuntilms: number | null;
+  cancelrequested: boolean;
+  result: string | null;
+  lasterror: string | null;
+  createdatms: number;
+  updatedatms: number;
+  /** `{"traceparent":…,"tracestate":…}` as text, or null (migration 5). */
+  tracecontext: string | null;
+}
+
+/**
+ * The statements of one schema. Each entry documents its parameters; `$1` is always `now` (ISO
+ * text or null) when the statement depends on time.
+ *
+ * @param schema the schema name, unquoted (it is quoted here)
+ */
+export function statements(schema: string) {
+  const q = quoteIdent(schema);
+  const task = `${q}.task`;
+  const effect = `${q}.effect`;
+  const migration = `${q}.migration`;
+
+  return Object.freeze({
+    // ---- clock -----------------------------------------------------------------------------------
+    /** `$1` now → `{ nowms }`: the store's clock. */
+    clockNow: `select ${ms(NOW)} as nowms`,
+
+    // ---- migrations ------------------------------------------------------------------------------
+    /**
+     * `$1` schema name. Serialises migrations of one schema across processes: a transaction-level
+     * advisory lock, released at commit or rollback (PostgreSQL 17 §9.28.10).
+     */
+    migrationLock: `select pg_advisory_xact_lock(hashtextextended('postpone:migrate:' || $1::text, 0))`,
+    /** No parameters. Silences NOTICEs ("already exists, skipping") for the rest of the transaction (PostgreSQL 17 §19.8.2). */
+    migrationQuiet: `set local client_min_messages to warning`,
+    /** No parameters. */
+    schemaCreate: `create schema if not exists ${q}`,
+    /** No parameters. */
+    migrationTableCreate: `create table if not exists ${migration} (
+  version integer primary key,
+  name text not null,
+  applied_at timestamptz not null default now()
+)`,
+    /** No parameters → `{ version }` rows. */
+    migrationVersions: `select version from ${migration} order by version`,
+    /** `$1` version, `$2` name. */
+    migrationInsert: `insert into ${migration} (version, name) values ($1::int, $2::text)`,
+
+    // ---- task: schedule ------------------------------------------------------------------------------
+    /**
+     * `$1` now, `$2` tasks as JSON text (`[{kind, payload, delayMs, runAt, maxAttempts, traceContext}]`,
+     * `runAt` ISO text or null, `traceContext` an object or null), `$3` notify channel → `{ id, dueatms }` rows, one per input, in id order (= input
+     * order: the identity default is drawn row by row in the `order by ord` order of the SELECT).
+     *
+     * One statement for the whole batch: all rows or none. Each row sends a NOTIFY, which PostgreSQL
+     * delivers only when the transaction commits (PostgreSQL 17 NOTIFY).
+     */
+    taskInsertMany: `with input as (
+  select x.kind, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.ord
+    from rows from (jsonb_to_recordset($2::text::jsonb)
+           as (kind text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb))
+         with ordinality as x(kind, payload, delay_ms, run_at, max_attempts, trace_context, ord)
+), inserted as (
+  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context)
+  select kind, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
+         nullif(trace_context, 'null'::jsonb)
+    from input
+   order by ord
+  returning id, due_at
+)
+select i.id::text as id, ${ms('i.due_at')} as dueatms, ${notice('scheduled', '$3::text', 'i')} as notified
+  from inserted i
+ order by i.id`,
+
+    // ---- task: claim -------------------------------------------------------------------------------
+    /**
+     * `$1` now, `$2` owner, `$3` lease ms, `$4` limit → claimed rows `{ id, kind, payload, attempt,
+     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext }` (`tracecontext` null
+     * unless the task was scheduled with one). `attempt` grows at every claim
+     * (the fencing token); `failures` is left alone (core `transition('claim')`).
+     *
+     * The seed's atomic claim. The picking SELECT takes due rows with FOR UPDATE SKIP LOCKED, so
+     * concurrent claimers skip each other's rows instead of waiting (PostgreSQL 17 SELECT, "The
+     * Locking Clause"); its `order by due_at` is best effort (same page: with a locking clause rows may
+     * come back out of order); ties go by id, so a single claimer takes tasks in (due_at, id) order
+     * like the in-memory store. The outer `t.state = 'SCHEDULED'` is the second guard: under READ
+     * COMMITTED an UPDATE re-evaluates its WHERE on the newest row version (§13.2.1), so a row another
+     * transaction moved away is not claimed twice. `due_at <= coalesce($1, now())` uses the partial
+     * index `task_due_idx` as an Index Cond (`now()` is STABLE, §38.7; the index, §11.8).
+     *
+     * Unlike the seed's `where t.id in (select … limit n)`, the pick is a MATERIALIZED CTE, evaluated
+     * exactly once (§7.8.3): as an IN-subquery the planner may choose a nested-loop semi join that
+     * re-runs the locking subquery per outer row, and each re-run skips the rows this statement already
+     * updated and locks further ones, so more than `limit` rows get updated (observed on PostgreSQL 17
+     * with reclaim: limit 2, three rows). The UPDATE finds the picked rows through
+     * `t.id = any(array(select …))`, an InitPlan run once whose array the primary key resolves: joining
+     * the CTE instead let the planner pick a Hash Join that scanned every waiting task through
+     * `task_due_idx` once the table held a million rows (seen in apps/bench).
+     */
+    taskClaim: `with picked as materialized (
+  select s.id
+    from ${task} s
+   where s.state = ${S}
+     and s.due_at <= ${NOW}
+   order by s.due_at, s.id
+   for update skip locked
+   limit $4::int
+)
+update ${task} t
+   set state = ${C},
+       attempt = t.attempt + 1,
+       lease_owner = $2::text,
+       lease_until = ${CLOCK} + ${millis('$3')},
+       updated_at = ${NOW}
+ where t.id = any(array(select p.id from picked p))
+   and t.state = ${S}
+returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
+          t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
+          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext`,
+
+    /**
+     * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.
+     * Guard = core `transition('extend')`: CLAIMED, same attempt, not cancel-requested, lease not yet
+     * expired (`lease_until > now`).
+     */
+    taskExtend: `update ${task}
+   set lease_until = ${CLOCK} + ${millis('$4')},
+       updated_at = ${NOW}
+ where id = $2::bigint
+   and attempt = $3::int
+   and state = ${C}
+   and not cancel_requested
+   and lease_until > ${NOW}
+returning id::text as id`,
+
+    // ---- task: complete (one transaction) ---------------------------------------------------------
+    /**
+     * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
+     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
+     */
+    taskCompleteFenced: `update ${task}
+   set state = ${DONE},
+       result = $4::text::jsonb,
+       lease_owner = null,
+       lease_until = null,
+       updated_at = ${NOW}
+ where id = $2::bigint
+   and attempt = $3::int
+   and state = ${C}
+   and not cancel_requested
+returning id::text as id`,
+
+    /**
+     * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
+     * twice) → `{ ord }` rows: the 1-based input positions whose task this statement moved to DONE.
+     *
+     * The fenced complete of {@link taskCompleteFenced} for a whole batch, with the effect row of
+     * every hit, in ONE statement (all commit together). Rows are found by `id = any(array(...))`,
+     * which pins primary-key lookups whatever the table size (a join with the recordset may become a
+     * Hash Join over a scan of `task`). The `locked` pick takes the row locks in id
+     * order (with ORDER BY, FOR UPDATE locks rows as the sort returns them, PostgreSQL 17 SELECT "The
+     * Locking Clause"), so two concurrent batches never wait on each other in a cycle; under READ
+     * COMMITTED a row changed meanwhile is re-checked on its newest version (§13.2.1) and skipped when
+     * the fence no longer holds. The data-modifying CTEs see the same snapshot and the effect INSERT
+     * reads only the rows the UPDATE returned (§7.8.4). Items it missed are resolved one by one, as
+     * complete does after a miss.
+     */
+    taskCompleteManyFenced: `with input as (
+  select x.id, x.attempt, x.owner, coalesce(x.result, 'null'::jsonb) as result, x.ord
+    from rows from (jsonb_to_recordset($2::text::jsonb) as (id bigint, attempt integer, owner text, result jsonb))
+         with ordinality as x(id, attempt, owner, result, ord)
+), locked as materialized (
+  select s.id
+    from ${task} s
+   where s.id = any(array(select i.id from input i))
+     and s.state = ${C}
+     and not s.cancel_requested
+   order by s.id
+   for update
+), done as (
+  update ${task} t
+     set state = ${DONE},
+         result = i.result,
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+    from input i
+   where t.id = any(array(select l.id from locked l))
+     and i.id = t.id
+     and t.attempt = i.attempt
+     and t.state = ${C}
+     and not t.cancel_requested
+  returning t.id, i.attempt, i.owner, i.ord
+), effects as (
+  insert into ${effect} (task_id, attempt, worker, created_at)
+  select d.id, d.attempt, d.owner, ${NOW} from done d
+)
+select d.ord::int as ord from done d`,
+
+    /** `$1` now, `$2` task id, `$3` attempt, `$4` worker. The effect row; primary key `task_id` allows one per task. */
+    effectInsert: `insert into ${effect} (task_id, attempt, worker, created_at)
+values ($2::bigint, $3::int, $4::text, ${NOW})`,
+
+    /**
+     * `$1` now, `$2` id, `$3` attempt → one `{ id }` row when the fenced complete missed because cancel
+     * was requested: CLAIMED → CANCELLED (`CANCELLED_BEFORE_COMMIT`).
+     */
+    taskCancelRequestedToCancelled: `update ${task}
+   set state = ${CANCELLED},
+       lease_owner = null,
+       lease_until = null,
+       updated_at = ${NOW}
+ where id = $2::bigint
+   and attempt = $3::int
+   and state = ${C}
+   and cancel_requested
+returning id::text as id`,
+
+    /** `$1` id → `{ state, attempt, cancelrequested }`: what complete and cancel report when their UPDATE hit nothing. */
+    taskGetForOutcome: `select state, attempt, cancel_requested as cancelrequested from ${task} where id = $1::bigint`,
+
+    // ---- task: fail, cancel, reclaim -----------------------------------------------------------------
+    /**
+     * `$1` now, `$2` id, `$3` attempt, `$4` error text, `$5` backoff ms, `$6` notify channel →
+     * `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held. As core `transition('fail')`:
+     * one more failure; cancel requested → CANCELLED; that failure brings `failures` to
+     * `max_attempts` → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
+     * `SET` expressions see the old row (PostgreSQL 17 UPDATE), hence `failures + 1`.
+     */
+    taskFail: `with failed as (
+  update ${task}
+     set state = case when cancel_requested then ${CANCELLED}
+                      when failures + 1 >= max_attempts then ${DEAD}
+                      else ${S} end,
+         due_at = case when not cancel_requested and failures + 1 < max_attempts
+                       then ${NOW} + ${millis('$5')} else due_at end,
+         failures = failures + 1,
+         last_error = $4::text,
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+   where id = $2::bigint
+     and attempt = $3::int
+     and state = ${C}
+  returning id, state, due_at
+)
+select f.state as state, ${ms('f.due_at')} as dueatms,
+       case when f.state = ${S} then ${notice('scheduled', '$6::text', 'f')} end as notified
+  from failed f`,
+
+    /**
+     * `$1` now, `$2` id, `$3` attempt, `$4` notify channel → `{ state }` when the fence (id, attempt,
+     * CLAIMED) held. Core `transition('release')`: cancel requested → CANCELLED, else SCHEDULED due
+     * now (with a NOTIFY); `last_error` 'released by worker'. A hand-back is not a failure:
+     * `failures` stays as it is, so releases never make a task DEAD.
+     */
+    taskRelease: `with released as (
+  update ${task}
+     set state = case when cancel_requested then ${CANCELLED} else ${S} end,
+         due_at = case when cancel_requested then due_at else ${NOW} end,
+         last_error = ${literal(RELEASED_ERROR)},
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+   where id = $2::bigint
+     and attempt = $3::int
+     and state = ${C}
+  returning id, state, due_at
+)
+select r.state as state,
+       case when r.state = ${S} then ${notice('scheduled', '$4::text', 'r')} end as notified
+  from released r`,
+
+    /**
+     * `$1` now, `$2` id, `$3` notify channel → `{ state }` (the new state) when the task was live:
+     * SCHEDULED → CANCELLED (with a NOTIFY), CLAIMED → CLAIMED with `cancel_requested` (with a NOTIFY
+     * `cancelRequested`, so the worker holding it aborts the handler at once).
+     */
+    taskCancel: `with cancelled as (
+  update ${task}
+     set state = case when state = ${S} then ${CANCELLED} else state end,
+         cancel_requested = case when state = ${C} then true else cancel_requested end,
+         updated_at = ${NOW}
+   where id = $2::bigint
+     and state in (${S}, ${C})
+  returning id, state, due_at
+)
+select c.state as state,
+       case when c.state = ${CANCELLED} then ${notice('cancelled', '$3::text', 'c')} else ${notice('cancelRequested', '$3::text', 'c')} end as notified
+  from cancelled c`,
+
+    /**
+     * `$1` now, `$2` limit, `$3` notify channel → `{ id, attempt, state }` per reclaimed task.
+     *
+     * One conditional UPDATE, never read-then-write: a MATERIALIZED pick (see taskClaim) locks expired
+     * leases with FOR UPDATE SKIP LOCKED (concurrent reclaimers take disjoint rows), the outer WHERE re-checks
+     * CLAIMED and the expiry on the newest row version (§13.2.1), so an extend that committed first
+     * wins. `lease_until < now` uses the partial index `task_lease_idx` (§11.8). Outcome as core
+     * `transition('reclaim')`: an expired lease (a crash or a stall) is one more failure; cancel
+     * requested → CANCELLED, that failure brings `failures` to `max_attempts` → DEAD, else SCHEDULED
+     * with `due_at` unchanged.
+     */
+    taskReclaimExpired: `with picked as materialized (
+  select s.id
+    from ${task} s
+   where s.state = ${C}
+     and s.lease_until < ${NOW}
+   order by s.lease_until, s.id
+   for update skip locked
+   limit $2::int
+), reclaimed as (
+  update ${task} t
+     set state = case when t.cancel_requested then ${CANCELLED}
+                      when t.failures + 1 >= t.max_attempts then ${DEAD}
+                      else ${S} end,
+         failures = t.failures + 1,
+         lease_owner = null,
+         lease_until = null,
+         last_error = ${literal(LEASE_EXPIRED_ERROR)},
+         updated_at = ${NOW}
+   where t.id = any(array(select p.id from picked p))
+     and t.state = ${C}
+     and t.lease_until < ${NOW}
+  returning t.id, t.attempt, t.state, t.due_at
+)
+select r.id::text as id, r.attempt as attempt, r.state as state,
+       case when r.state = ${S} then ${notice('scheduled', '$3::text', 'r')} end as notified
+  from reclaimed r
+ order by r.id`,
+
+    // ---- task: reads ---------------------------------------------------------------------------------
+    /**
+     * `$1` now, `$2` within ms, `$3` limit → rows `{ nowms, id, dueatms }`; one row with null id
+     * when nothing is due. SCHEDULED tasks due by now + within, by due time, through `task_due_idx`.
+     */
+    taskPeekDue: `select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms
+  from (select ${NOW} as now) n
+  left join lateral (select s.id, s.due_at
+                       from ${task} s
+                      where s.state = ${S}
+                        and s.due_at <= n.now + ${millis('$2')}
+                      order by s.due_at, s.id
+                      limit $3::int) d on true
+ order by d.due_at, d.id`,
+
+    /** `$1` id → a full task row (see `TaskRow` in this file). */
+    taskGet: `select ${taskColumns('t')} from ${task} t where t.id = $1::bigint`,
+
+    /** No parameters → `{ state, n }` rows. */
+    taskCountByState: `select state, count(*)::int as n from ${task} group by state`,
+
+    /** `$1` task id → `{ taskid, attempt, worker, createdatms }`. */
+    effectGet: `select e.task_id::text as taskid, e.attempt as attempt, e.worker as worker, ${ms('e.created_at')} as createdatms
+  from ${effect} e where e.task_id = $1::bigint`,
+  });
+}
+
+export type Statements = ReturnType<typeof statements>;

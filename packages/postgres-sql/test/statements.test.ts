@@ -1,0 +1,150 @@
+/**
+ * The statement layer against a real PostgreSQL, with no store in between: the migrations apply
+ * (numbered, frozen text), the state CHECK is generated from core, every statement parses and plans
+ * on the migrated schema, and the NOTIFY the SQL sends is what `parseTaskNotice` reads.
+ * The store's behaviour over these statements is tested in `@postpone/postgres` (both drivers).
+ */
+import { TASK_STATES, TaskState } from '@postpone/core';
+import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminStatements, defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, migrations, parseTaskNotice, quoteIdent, statements } from '../src/index.js';
+
+const schema = uniqueSchemaName('sql');
+const s = statements(schema);
+const task = `${quoteIdent(schema)}.task`;
+let pool: pg.Pool;
+
+/** Applies the missing migrations as `PostgresStore.migrate()` does: one transaction under the advisory lock. */
+async function migrate(): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query(s.migrationQuiet);
+    await client.query(s.migrationLock, [schema]);
+    await client.query(s.schemaCreate);
+    await client.query(s.migrationTableCreate);
+    const applied = new Set((await client.query<{ version: number }>(s.migrationVersions)).rows.map((r) => r.version));
+    for (const m of migrations(schema)) {
+      if (applied.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query(s.migrationInsert, [m.version, m.name]);
+    }
+    await client.query('commit');
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs `fn` in a transaction that is always rolled back. */
+async function rolledBack(fn: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await fn(client);
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+}
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 3 });
+  pool.on('error', () => {});
+  await migrate();
+});
+afterAll(async () => {
+  await pool.end();
+  await dropSchema(testDatabaseUrl(), schema);
+});
+
+describe('migrations', () => {
+  it('are numbered 1..n, frozen, and the same text on every call', () => {
+    const list = migrations(schema);
+    expect(list.map((m) => m.version)).toEqual(list.map((_, i) => i + 1));
+    expect(Object.isFrozen(list)).toBe(true);
+    expect(list.every((m) => Object.isFrozen(m))).toBe(true);
+    expect(migrations(schema)).toEqual(list);
+  });
+
+  it('apply once: the migration table lists every version, and a second run adds nothing', async () => {
+    await migrate();
+    const { rows } = await pool.query<{ version: number; name: string }>(`select version, name from ${quoteIdent(schema)}.migration order by version`);
+    expect(rows).toEqual(migrations(schema).map((m) => ({ version: m.version, name: m.name })));
+  });
+
+  it('the state CHECK takes exactly the core states', async () => {
+    for (const state of TASK_STATES) {
+      await rolledBack(async (client) => {
+        const claimed = state === TaskState.CLAIMED;
+        await client.query(`insert into ${task} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, $2, $3)`, [
+          state,
+          claimed ? 'w' : null,
+          claimed ? new Date() : null,
+        ]);
+      });
+    }
+    const refused = await pool
+      .query(`insert into ${task} (kind, state, due_at, max_attempts) values ('k', 'RUNNING', now(), 1)`)
+      .then(() => undefined, (error: unknown) => (error as { code?: string }).code);
+    expect(refused).toBe('23514');
+  });
+});
+
+describe('statements', () => {
+  it('every statement of statements() and adminStatements() plans on the migrated schema', async () => {
+    const all = { ...s, ...adminStatements(schema) };
+    const planned: string[] = [];
+    for (const [name, text] of Object.entries(all)) {
+      // Utility statements (set, create) have no plan; the migration run above executed them.
+      if (/^(set|create)\b/.test(text)) continue;
+      await pool.query(`explain (generic_plan) ${text}`);
+      planned.push(name);
+    }
+    expect(planned).toContain('taskClaim');
+    expect(planned).toContain('listNewestByKind');
+    expect(planned.length).toBe(Object.keys(all).length - 3);
+  });
+
+  it('quoteIdent doubles embedded quotes', async () => {
+    const { rows } = await pool.query(`select 1 as ${quoteIdent('a"b')}`);
+    expect(Object.keys(rows[0] ?? {})).toEqual(['a"b']);
+  });
+});
+
+describe('notices', () => {
+  it('the NOTIFY of taskInsertMany parses into the notice of the inserted row', async () => {
+    const channel = defaultNotifyChannel(schema);
+    const listener = await pool.connect();
+    try {
+      const payloads: string[] = [];
+      listener.on('notification', (m) => payloads.push(m.payload ?? ''));
+      await listener.query(`listen ${quoteIdent(channel)}`);
+      const input = JSON.stringify([{ kind: 'k', payload: { a: 1 }, delayMs: 60_000, runAt: null, maxAttempts: 3, traceContext: null }]);
+      const { rows } = await pool.query<{ id: string; dueatms: number }>(s.taskInsertMany, [null, input, channel]);
+      const deadline = Date.now() + 5_000;
+      while (payloads.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(payloads).toHaveLength(1);
+      expect(parseTaskNotice(payloads[0] as string)).toEqual({ op: 'scheduled', id: rows[0]?.id, dueAt: new Date(Number(rows[0]?.dueatms)) });
+      await listener.query(`unlisten ${quoteIdent(channel)}`);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('parseTaskNotice returns null for any other payload', () => {
+    for (const payload of ['not json', 'null', '42', '{"op":"probe","nonce":"x"}', '{"op":"scheduled","id":1,"dueAtMs":1}', '{"op":"scheduled","id":"1","dueAtMs":"1"}']) {
+      expect(parseTaskNotice(payload)).toBeNull();
+    }
+    expect(parseTaskNotice('{"op":"cancelRequested","id":"7","dueAtMs":0}')).toEqual({ op: 'cancelRequested', id: '7', dueAt: new Date(0) });
+  });
+
+  it('defaultNotifyChannel is postpone_<schema>, cut to 63 bytes', () => {
+    expect(defaultNotifyChannel('s')).toBe('postpone_s');
+    expect(defaultNotifyChannel('s'.repeat(80))).toHaveLength(MAX_IDENTIFIER_LENGTH);
+  });
+});

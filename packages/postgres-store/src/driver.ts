@@ -1,0 +1,94 @@
+/**
+ * The driver port: the little the store needs from a PostgreSQL client (pg-boss's `executeSql`,
+ * River's driver interface). Adapters, in `@postpone/postgres`:
+ * `pg.ts` (node-postgres) and `postgres-js.ts` (postgres.js).
+ *
+ * Drivers throw their native errors; the store translates them once, in `./errors.ts`.
+ */
+
+import type { ConnectionBudget } from '@postpone/core';
+
+/** A parameter value: primitives only (Dates as ISO text, JSON as text), cast explicitly in the SQL. */
+export type Param = string | number | boolean | null;
+
+/** A result row keyed by column alias. */
+export type Row = Record<string, unknown>;
+
+/** Runs one statement. Without parameters it may hold several statements (simple query protocol). */
+export type QueryFn = (text: string, params?: readonly Param[]) => Promise<Row[]>;
+
+export interface ListenOptions {
+  /**
+   * Called after the listening connection was lost and LISTEN was issued again on a new one.
+   * Notifications sent while disconnected are lost: re-read the store (e.g. `peekDue`) here.
+   */
+  readonly onReconnect?: () => void;
+}
+
+/** Stops listening. Idempotent. */
+export type Unlisten = () => Promise<void>;
+
+/** The LISTENs a driver opened, so its `close()` ends them all; each `Unlisten` handed out runs once. */
+export function listenerSet(): { track(unlisten: Unlisten): Unlisten; closeAll(): Promise<void> } {
+  const listeners = new Set<Unlisten>();
+  return {
+    track(unlisten) {
+      let done = false;
+      const remove: Unlisten = async () => {
+        if (done) return;
+        done = true;
+        listeners.delete(remove);
+        await unlisten();
+      };
+      listeners.add(remove);
+      return remove;
+    },
+    async closeAll() {
+      await Promise.all([...listeners].map((unlisten) => unlisten()));
+    },
+  };
+}
+
+/** What an adapter reports outside any call. */
+export interface DriverEvents {
+  /** An idle connection was lost (the driver error, untranslated). Must not throw. */
+  readonly onConnectionError?: (error: unknown) => void;
+}
+
+export interface Driver<Tx> {
+  /** `pg` or `postgres`. */
+  readonly name: string;
+
+  /** The pool's size, whether LISTEN takes one of its connections, and whether the caller owns it. */
+  readonly connectionBudget?: ConnectionBudget;
+  /** True when LISTEN goes over a direct connection of its own (`listenConnectionString`), not the main pool. */
+  readonly directListen: boolean;
+
+  /** Runs one statement in autocommit (its own implicit transaction). */
+  readonly query: QueryFn;
+
+  /** True when `value` looks like this driver's native transaction handle (checked before {@link queryIn}). */
+  isTx(value: unknown): value is Tx;
+
+  /** Runs one statement on the caller's native transaction handle (a `pg` client, a postgres.js transaction `sql`). */
+  queryIn(tx: Tx, text: string, params?: readonly Param[]): Promise<Row[]>;
+
+  /**
+   * Runs `fn` in one READ COMMITTED transaction on one connection: commit when it resolves, rollback
+   * (and rethrow the same error) when it throws. `fn` gets a query function bound to the transaction
+   * and the native handle for code that writes in the same transaction.
+   */
+  transaction<T>(fn: (query: QueryFn, tx: Tx) => Promise<T>): Promise<T>;
+
+  /**
+   * LISTEN on `channel` on a dedicated connection (PostgreSQL 17 LISTEN/NOTIFY); `onNotify` gets
+   * each payload. After a lost connection the adapter reconnects and listens again.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<Unlisten>;
+
+  /** Calls `listener` when the pool loses an idle connection. @returns a function that removes it */
+  onConnectionError?(listener: (error: unknown) => void): () => void;
+
+  /** Stops every listener, and ends the pool only when the adapter created it. Idempotent. */
+  close(): Promise<void>;
+}

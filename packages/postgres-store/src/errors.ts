@@ -1,0 +1,234 @@
+/**
+ * One function, {@link translateError}, turns what `pg` or postgres.js throws into core's typed
+ * errors (pg-boss style: SQLSTATE codes as named constants, one translation point).
+ */
+import { ConnectionError, type ConnectionFailure, ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
+
+/** SQLSTATE codes the store tells apart (PostgreSQL 17 Appendix A). */
+export const SqlState = Object.freeze({
+  /** Class 08 — Connection Exception (every code starting with these two characters). */
+  CONNECTION_EXCEPTION_CLASS: '08',
+  /** 57P01 admin_shutdown: the backend was terminated (`pg_terminate_backend`, server shutdown). */
+  ADMIN_SHUTDOWN: '57P01',
+  /** 57P02 crash_shutdown. */
+  CRASH_SHUTDOWN: '57P02',
+  /** 57P03 cannot_connect_now: the server is starting or stopping. */
+  CANNOT_CONNECT_NOW: '57P03',
+  /** 22021 character_not_in_repertoire: e.g. a NUL byte in text. */
+  CHARACTER_NOT_IN_REPERTOIRE: '22021',
+  /** 22P05 untranslatable_character: e.g. `\u0000` in jsonb. */
+  UNTRANSLATABLE_CHARACTER: '22P05',
+  /** 23514 check_violation: e.g. CLAIMED without a full lease. */
+  CHECK_VIOLATION: '23514',
+  /** 23505 unique_violation. */
+  UNIQUE_VIOLATION: '23505',
+  /** 42P01 undefined_table: the schema was never migrated. */
+  UNDEFINED_TABLE: '42P01',
+  /** 28P01 invalid_password. */
+  INVALID_PASSWORD: '28P01',
+  /** 28000 invalid_authorization_specification: e.g. no pg_hba.conf entry, unknown role. */
+  INVALID_AUTHORIZATION: '28000',
+  /** 3D000 invalid_catalog_name: the database does not exist. */
+  INVALID_CATALOG_NAME: '3D000',
+  /** 53300 too_many_connections. */
+  TOO_MANY_CONNECTIONS: '53300',
+  /** 26000 invalid_sql_statement_name: e.g. a prepared statement missing behind a transaction pooler. */
+  INVALID_SQL_STATEMENT_NAME: '26000',
+  /** 42P05 duplicate_prepared_statement: e.g. a prepared statement name reused behind a transaction pooler. */
+  DUPLICATE_PREPARED_STATEMENT: '42P05',
+} as const);
+
+/** Extra words for SQLSTATEs whose usual cause is a known mistake. */
+const HINTS: Readonly<Record<string, string>> = {
+  [SqlState.UNDEFINED_TABLE]: ' (hint: call store.migrate() once for this schema)',
+};
+
+const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN]);
+const PAYLOAD_SQLSTATES: ReadonlySet<string> = new Set([SqlState.CHARACTER_NOT_IN_REPERTOIRE, SqlState.UNTRANSLATABLE_CHARACTER]);
+
+/** Node socket errors and postgres.js connection codes meaning "the connection is gone or never came". */
+const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
+  // `@postpone/postgres` socket.ts: no reply within replyTimeoutMs (a half-open connection).
+  'REPLY_TIMEOUT',
+]);
+
+/** Connection-phase failures: nothing was sent, the server never took the call. */
+const CONNECT_SQLSTATES: Readonly<Record<string, ConnectionFailure>> = {
+  [SqlState.INVALID_PASSWORD]: 'AUTHENTICATION',
+  [SqlState.INVALID_AUTHORIZATION]: 'AUTHENTICATION',
+  [SqlState.INVALID_CATALOG_NAME]: 'DATABASE_MISSING',
+  [SqlState.TOO_MANY_CONNECTIONS]: 'TOO_MANY_CONNECTIONS',
+  [SqlState.CANNOT_CONNECT_NOW]: 'REFUSED',
+};
+const CONNECT_CODES: Readonly<Record<string, ConnectionFailure>> = {
+  ECONNREFUSED: 'REFUSED',
+  ENOTFOUND: 'DNS',
+  EAI_AGAIN: 'DNS',
+  EAI_FAIL: 'DNS',
+  EHOSTUNREACH: 'UNREACHABLE',
+  ENETUNREACH: 'UNREACHABLE',
+  CONNECT_TIMEOUT: 'TIMEOUT',
+  EPROTO: 'TLS',
+};
+/** node-postgres connect-phase messages without a code. */
+const CONNECT_MESSAGES: readonly (readonly [string, ConnectionFailure])[] = [
+  ['timeout expired', 'TIMEOUT'],
+  ['timeout exceeded when trying to connect', 'TIMEOUT'],
+  ['Connection terminated due to connection timeout', 'TIMEOUT'],
+  ['The server does not support SSL connections', 'TLS'],
+  ['self-signed certificate', 'TLS'],
+  // Node, when the server answers the SSLRequest with 'N' and postgres.js starts TLS anyway.
+  ['Client network socket disconnected before secure TLS connection was established', 'TLS'],
+  // pg, when the server asks for a SCRAM password and the connection settings give none.
+  ['SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string', 'AUTHENTICATION'],
+];
+/** Node TLS error codes (ERR_TLS_*, ERR_SSL_*, OpenSSL certificate codes). */
+const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH$)/;
+
+/** What a connection-phase failure is, or undefined when `error` is not one. */
+function connectFailureOf(error: unknown, depth = 0): ConnectionFailure | undefined {
+  if (typeof error !== 'object' || error === null || depth > 3) return undefined;
+  const code = codeOf(error);
+  if (code !== undefined) {
+    const bySqlState = sqlStateOf(error) === undefined ? undefined : CONNECT_SQLSTATES[code];
+    if (bySqlState !== undefined) return bySqlState;
+    if (Object.hasOwn(CONNECT_CODES, code)) return CONNECT_CODES[code];
+    if (TLS_CODE.test(code)) return 'TLS';
+  }
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string') {
+    const hit = CONNECT_MESSAGES.find(([m]) => message.startsWith(m));
+    if (hit) return hit[1];
+  }
+  const errors = (error as { errors?: unknown }).errors;
+  if (Array.isArray(errors)) {
+    for (const e of errors) {
+      const failure = connectFailureOf(e, depth + 1);
+      if (failure !== undefined) return failure;
+    }
+  }
+  return connectFailureOf((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * SQLSTATE classes that say "the driver or the connection failed", not "your statement is wrong":
+ * 08 connection, 25 invalid transaction state (e.g. 25006 read-only), 26 prepared statement
+ * missing, 40 rollback (serialization, deadlock), 53 insufficient resources, 57 operator
+ * intervention, 58 system error; and 42P05 (duplicate prepared statement).
+ */
+const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40', '53', '57', '58']);
+
+/**
+ * True when `error` (thrown by the caller's `work` inside complete) is a failure of the connection
+ * or the driver rather than of the caller's own logic: a {@link PostponeError}, a connection
+ * failure, or a server error of a `DRIVER_LEVEL_CLASSES` class.
+ */
+export function isDriverLevelError(error: unknown): boolean {
+  if (PostponeError.isInstance(error)) return true;
+  if (isConnectionFailure(error) || isEnded(error) || connectFailureOf(error) !== undefined) return true;
+  const sqlState = sqlStateOf(error);
+  return sqlState !== undefined && (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) || sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT);
+}
+
+/** postgres.js codes meaning "`sql.end()` was called" (the owner closed it). */
+const ENDED_CODES: ReadonlySet<string> = new Set(['CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
+
+/** node-postgres messages (it throws plain Errors without a code for these). */
+const CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Query read timeout',
+];
+const POOL_ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function isConnectionFailure(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 3) return false;
+  const code = codeOf(error);
+  if (code !== undefined && (CONNECTION_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.startsWith(m))) return true;
+  // Node's happy-eyeballs connect reports an AggregateError of the per-address failures.
+  const errors = (error as { errors?: unknown }).errors;
+  if (Array.isArray(errors) && errors.some((e) => isConnectionFailure(e, depth + 1))) return true;
+  return isConnectionFailure((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/** True when `error` says an established connection was lost (not a connect-phase failure). */
+export function isConnectionLoss(error: unknown): boolean {
+  return connectFailureOf(error) === undefined && isConnectionFailure(error);
+}
+
+function isEnded(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code !== undefined && ENDED_CODES.has(code)) return true;
+  return error instanceof Error && error.message === POOL_ENDED_MESSAGE;
+}
+
+/** The SQLSTATE of a server error from either driver, if it has one. */
+export function sqlStateOf(error: unknown): string | undefined {
+  const code = codeOf(error);
+  const severity = (error as { severity?: unknown } | null)?.severity;
+  return code !== undefined && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Translates a driver error into a core typed error.
+ *
+ * - a {@link PostponeError} passes through unchanged;
+ * - the store was closed, or the pool / `sql` was ended → {@link @postpone/core!StoreClosedError};
+ * - a connection that could not be made → {@link @postpone/core!ConnectionError} naming the reason (REFUSED,
+ *   DNS, UNREACHABLE, TIMEOUT, TLS, AUTHENTICATION 28P01/28000, DATABASE_MISSING 3D000,
+ *   TOO_MANY_CONNECTIONS 53300; 57P03 counts as REFUSED) and keeping the SQLSTATE;
+ * - connection failures (Node socket codes, node-postgres "Connection terminated…", postgres.js
+ *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link @postpone/core!ConnectionLostError};
+ * - 22021 / 22P05 (text the database cannot store) → {@link @postpone/core!ValidationError} `INVALID_PAYLOAD`;
+ * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error).
+ *
+ * @param closed whether the store had been closed when the error surfaced
+ */
+export function translateError(error: unknown, closed = false): PostponeError {
+  if (PostponeError.isInstance(error)) return error;
+  if (closed || isEnded(error)) return new StoreClosedError('store is closed', { cause: error });
+  const failure = connectFailureOf(error);
+  if (failure !== undefined) {
+    const sqlState = sqlStateOf(error);
+    return new ConnectionError(
+      failure,
+      `could not connect to PostgreSQL (${failure}${sqlState ? `, SQLSTATE ${sqlState}` : ''}): ${messageOf(error)}`,
+      sqlState,
+      { cause: error },
+    );
+  }
+  if (isConnectionFailure(error)) {
+    return new ConnectionLostError(`connection to PostgreSQL lost: ${messageOf(error)}`, { cause: error });
+  }
+  const sqlState = sqlStateOf(error);
+  if (sqlState !== undefined && PAYLOAD_SQLSTATES.has(sqlState)) {
+    return new ValidationError('INVALID_PAYLOAD', 'payload', `PostgreSQL cannot store this text (SQLSTATE ${sqlState}): ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  const hint = sqlState === undefined ? '' : (HINTS[sqlState] ?? '');
+  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error });
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || (error.name ?? 'Error');
+  return String(error);
+}

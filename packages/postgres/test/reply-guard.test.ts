@@ -1,0 +1,102 @@
+/**
+ * The half-open bound (`guardReplies`, socket.ts) holds for every request, not only the first one
+ * written after a reply: a reply that arrived in part before the connection went half-open, and a
+ * query that postgres.js pipelined behind one that was answered, are both cut after
+ * `replyTimeoutMs` of silence. Before the guard counted requests and ReadyForQuery messages, any
+ * byte read disarmed it until the next write, and both calls below waited forever.
+ */
+import { Socket } from 'node:net';
+import pg from 'pg';
+import postgres from 'postgres';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TcpProxy } from '../../harness/src/tcp-proxy.js';
+import { replyGuardedSocket } from '../src/postgres-js.js';
+import { guardReplies, REPLY_TIMEOUT_CODE } from '../src/socket.js';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { waitFor } from './support/kits.js';
+
+const REPLY_TIMEOUT_MS = 800;
+/** Far past the bound: a call still pending then is the hang this file guards against. */
+const HANG_MS = 8_000;
+
+type Outcome = { readonly settled: 'resolved' | 'rejected' | 'pending'; readonly error?: unknown; readonly elapsedMs: number };
+
+async function outcome(call: Promise<unknown>, startedAt: number): Promise<Outcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => resolve({ settled: 'pending', elapsedMs: performance.now() - startedAt }), HANG_MS);
+  });
+  const settled = call.then(
+    () => ({ settled: 'resolved' as const, elapsedMs: performance.now() - startedAt }),
+    (error: unknown) => ({ settled: 'rejected' as const, error, elapsedMs: performance.now() - startedAt }),
+  );
+  try {
+    return await Promise.race([settled, pending]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+describe('guardReplies: every unanswered request is bounded', () => {
+  it('pg: a reply cut half-open after its first bytes arrived is bounded (a large row, then the server sleeps)', async () => {
+    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+    cleanups.push(async () => proxy.close());
+    const client = new pg.Client({ connectionString: proxy.rewrite(testDatabaseUrl()), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
+    const clientErrors: unknown[] = [];
+    client.on('error', (error) => clientErrors.push(error));
+    cleanups.push(async () => void (await client.end()));
+    await client.connect();
+    expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+
+    // Row 1 (200 kB) is flushed while it is sent; row 2 comes only after a 3 s sleep.
+    const startedAt = performance.now();
+    const call = client.query("select case when x = 1 then repeat('x', 200000) else pg_sleep(3)::text end as v from generate_series(1, 2) x");
+    const connection = () => proxy.list()[0];
+    await waitFor(() => (connection()?.bytesDown ?? 0) > 100_000, 'the first row reaching the client', 5_000);
+    proxy.setFault({ mode: 'blackhole' });
+    const result = await outcome(call, startedAt);
+
+    expect(result.settled).toBe('rejected');
+    expect(`${(result.error as Error).message}`).toMatch(/terminated|half-open|REPLY_TIMEOUT|closed/i);
+    // Cut after replyTimeoutMs of silence, long before the sleep would have ended the statement.
+    expect(result.elapsedMs).toBeLessThan(3_000 + REPLY_TIMEOUT_MS);
+  }, 20_000);
+
+  it('postgres.js: a query pipelined behind an answered one on the same connection is bounded', async () => {
+    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+    cleanups.push(async () => proxy.close());
+    // `socket` is read by postgres.js 3.4.9 but missing from its types: passed as a variable, not a literal.
+    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
+    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
+    cleanups.push(async () => sql.end({ timeout: 1 }));
+    // Prepared once, so the two calls below need no Describe round trip before they are written.
+    expect(await sql`select pg_sleep(${0.01}) as slept`).toEqual([{ slept: '' }]);
+
+    const startedAt = performance.now();
+    // postgres.js sends a query once it is awaited: start both now, so both go out before the first answer.
+    const first = outcome(sql`select pg_sleep(${0.3}) as slept`, startedAt);
+    const second = outcome(sql`select pg_sleep(${1.5}) as slept`, startedAt);
+    expect((await first).settled).toBe('resolved');
+    proxy.setFault({ mode: 'blackhole' });
+    const result = await second;
+
+    expect(result.settled).toBe('rejected');
+    expect(String((result.error as { code?: unknown }).code ?? (result.error as Error).message)).toMatch(new RegExp(`${REPLY_TIMEOUT_CODE}|CONNECTION|ECONN`, 'i'));
+    expect(result.elapsedMs).toBeLessThan(300 + 1_500 + 2 * REPLY_TIMEOUT_MS + 1_000);
+  }, 20_000);
+
+  it('an idle connection is never cut, and a LISTEN connection between notifications stays open', async () => {
+    const client = new pg.Client({ connectionString: testDatabaseUrl(), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
+    client.on('error', () => undefined);
+    cleanups.push(async () => void (await client.end()));
+    await client.connect();
+    await client.query('listen reply_guard_idle');
+    await new Promise((resolve) => setTimeout(resolve, 3 * REPLY_TIMEOUT_MS));
+    expect((await client.query('select 2 as two')).rows).toEqual([{ two: 2 }]);
+  }, 20_000);
+});
