@@ -2,45 +2,25 @@
  * The worker's typed events. Listeners run synchronously; a listener that throws is logged and never
  * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
  */
-import type { ClaimedTask, CompleteOutcome, FailResult, Json, PruneResult, ReclaimedTask, ReleaseOutcome } from '@postpone/core';
-import type { AbortReason } from './errors.js';
+import type { AttemptEvents } from '@postpone/attempt';
+import type { ClaimedTask, PruneResult, ReclaimedTask } from '@postpone/core';
+import type { RebuildReason, WheelRebuilt } from '@postpone/discovery';
 
 /** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
 export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
 
-/**
- * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
- * `horizon` (the last read was cut at its limit and time is reaching its end); `gap` (the worker was
- * paused); `reconnect` (the notification listener lost its connection and listens again).
- */
-export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect';
+export type { RebuildReason };
 
-export interface WorkerEvents {
+/** Every event of the worker: those of each attempt (`@postpone/attempt`) and those of its loop. */
+export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
   /** One event per task claimed; `task.claimedAt - task.dueAt` is the lateness (store clock). */
   claimed: { readonly task: ClaimedTask };
-  /** The lease of `task.attempt` was renewed for another `leaseMs`. */
-  renewed: { readonly task: ClaimedTask };
-  /** Extend was refused (or the store unreachable until the lease ran out); the handler's signal was aborted with `reason`. */
-  leaseLost: { readonly task: ClaimedTask; readonly reason: Extract<AbortReason, 'lease-lost' | 'cancel-requested'> };
-  /** The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE). */
-  completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome; readonly result: Json; readonly durationMs: number };
-  /** The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`. */
-  failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult };
   /** This worker moved a task whose lease had expired out of CLAIMED. */
   reclaimed: { readonly task: ReclaimedTask };
-  /** The store refused a late write of this attempt (complete, fail or release): someone else holds the task now, or it ended. */
-  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
-  /** The attempt was handed back at shutdown (`store.release`). */
-  released: { readonly task: ClaimedTask; readonly outcome: ReleaseOutcome };
-  /** The handler did not settle within `abandonGraceMs` after its signal aborted; its slot was freed and its writes dropped. */
-  abandoned: { readonly task: ClaimedTask; readonly reason: AbortReason };
   /** A store call failed (the worker carries on: it retries, polls again, or leaves the task to lease expiry). */
   error: { readonly error: unknown; readonly operation: StoreOperation; readonly task?: ClaimedTask };
-  /**
-   * Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel: `listed` tasks read,
-   * `size` timers held afterwards. Everything already due fires at once.
-   */
-  wheelRebuilt: { readonly reason: RebuildReason; readonly listed: number; readonly size: number };
+  /** Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel (`@postpone/discovery`). */
+  wheelRebuilt: WheelRebuilt;
   /**
    * The worker's own store calls (claim, reclaim, discovery's reads, listening) started failing, or
    * the store reported a lost idle connection: once per outage, not per failed call. The loop retries

@@ -6,21 +6,27 @@
  */
 export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
 export {
-  HYBRID_DEFAULTS,
   MAX_CONCURRENCY,
   POOL_RESERVE,
   WORKER_DEFAULTS,
   defaultWorkerId,
-  type DiscoveryMode,
-  type HybridOptions,
   type PruneOptions,
   type ResolvedPruneOptions,
-  type ResolvedHybridOptions,
   type ResolvedOptions,
   type WorkerOptions,
 } from './options.js';
-export type { DiscoveryStats } from './discovery/discovery.js';
-export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
+export { HYBRID_DEFAULTS, type DiscoveryMode, type DiscoveryStats, type HybridOptions, type ResolvedHybridOptions } from '@postpone/discovery';
+export {
+  TaskAbortedError,
+  type AbortReason,
+  type AttemptEvents,
+  type AttemptOperation,
+  type CompletionWrite,
+  type Handler,
+  type HandlerContext,
+  type HandlerMap,
+  type PayloadMap,
+} from '@postpone/attempt';
 export {
   TypedEmitter,
   waitForEvent,
@@ -32,8 +38,15 @@ export {
   type WorkerEventSource,
   type WorkerListener,
 } from './events.js';
-export { TaskAbortedError, WorkerStoppedError, type AbortReason } from './errors.js';
-export { systemPacing, type Pacing } from './pacing.js';
-export { ATTRIBUTES, DUE_WAITING_MIN_INTERVAL_MS, INSTRUMENTATION_SCOPE, METRICS, type AttemptOutcome } from './telemetry.js';
-export { activeTraceContext, traceSchedules, withTraceContext } from './trace-context.js';
-export { ManualPacing } from './manual-pacing.js';
+export { WorkerStoppedError } from './errors.js';
+export { ManualPacing, systemPacing, type Pacing } from '@postpone/wheel';
+export {
+  ATTRIBUTES,
+  DUE_WAITING_MIN_INTERVAL_MS,
+  INSTRUMENTATION_SCOPE,
+  METRICS,
+  activeTraceContext,
+  traceSchedules,
+  withTraceContext,
+  type AttemptOutcome,
+} from '@postpone/telemetry';

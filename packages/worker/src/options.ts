@@ -20,16 +20,12 @@ import {
   rejectUnknownFields,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
-import type { HandlerMap, PayloadMap } from './handler.js';
-import { type Pacing, systemPacing } from './pacing.js';
+import type { HandlerMap, PayloadMap } from '@postpone/attempt';
+import { type DiscoveryMode, HYBRID_DEFAULTS, type HybridOptions, type ResolvedHybridOptions, resolveHybridOptions } from '@postpone/discovery';
+import { MAX_TIMER_MS, type Pacing, systemPacing } from '@postpone/wheel';
 
 /** Most tasks one claim may ask for (the store's limit, docs/contract.md#transitions). */
 export const MAX_CONCURRENCY = 10_000;
-/** Largest duration a timer can wait: 2³¹−1 ms (Node.js `setTimeout`, HTML Living Standard timers). */
-export const MAX_TIMER_MS = 2_147_483_647;
-
-/** How a worker finds due tasks (see {@link WorkerOptions.discovery}). */
-export type DiscoveryMode = 'poll' | 'hybrid';
 
 export const WORKER_DEFAULTS = Object.freeze({
   discovery: 'poll' as DiscoveryMode,
@@ -43,45 +39,6 @@ export const WORKER_DEFAULTS = Object.freeze({
   completeBatchSize: 50,
   completeBatchDelayMs: 0,
 });
-
-/** Largest completion batch (the store's `completeMany` limit, core `MAX_COMPLETE_MANY`). */
-export const MAX_COMPLETE_BATCH_SIZE = MAX_COMPLETE_MANY;
-
-/**
- * Defaults of {@link HybridOptions}. A 2 ms tick over 3 levels × 64 slots gives a horizon of
- * 64³ × 2 ms = 524 288 ms (about 8 min 44 s); the worker loads tasks due within half of it (262 s),
- * so a task is always in the wheel well before it is due, and a timer fires at most 2 ms late.
- */
-export const HYBRID_DEFAULTS = Object.freeze({
-  fallbackPollMs: 2_000,
-  tickMs: 2,
-  levels: 3,
-  slotsPerLevel: 64,
-  loadLimit: 1_000,
-  pauseThresholdMs: 1_000,
-});
-
-/** Settings of hybrid discovery (timing wheel + notifications + fallback poll). */
-export interface HybridOptions {
-  /**
-   * Period of the fallback re-read of the store (`peekDue`, no claim): finds what a notification
-   * missed, and every task on a store without notifications (e.g. the in-memory store). Default 2 000.
-   */
-  readonly fallbackPollMs?: number;
-  /** Wheel tick in whole ms: a timer fires at the first tick not before the task's due time. Default 2. */
-  readonly tickMs?: number;
-  /** Wheel levels, 1..6 (default 3). */
-  readonly levels?: number;
-  /** Slots per level, a power of two 2..4 096 (default 64). */
-  readonly slotsPerLevel?: number;
-  /** Most tasks one re-read lists (the `peekDue` limit), 1..10 000 (default 1 000). */
-  readonly loadLimit?: number;
-  /**
-   * A stall of the worker (SIGSTOP, a frozen VM, a blocked event loop) longer than this, on the
-   * monotonic clock, is a gap: the wheel is rebuilt from the store at once. Default 1 000.
-   */
-  readonly pauseThresholdMs?: number;
-}
 
 /** The worker's scheduled prune of history (see {@link WorkerOptions.prune}). */
 export interface PruneOptions {
@@ -97,15 +54,6 @@ export interface ResolvedPruneOptions {
   readonly olderThanMs: number;
   readonly everyMs: number;
   readonly batchSize: number;
-}
-
-export interface ResolvedHybridOptions {
-  readonly fallbackPollMs: number;
-  readonly tickMs: number;
-  readonly levels: number;
-  readonly slotsPerLevel: number;
-  readonly loadLimit: number;
-  readonly pauseThresholdMs: number;
 }
 
 export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
@@ -216,99 +164,86 @@ function invalid(field: string, message: string): ValidationError {
   return new ValidationError('INVALID_OPTION', field, message);
 }
 
-function optional<T>(value: T | undefined, fallback: T, check: (v: T) => T): T {
-  return value === undefined ? fallback : check(value);
-}
-
 /** A default worker id: `<host>-<pid>-<6 hex>`. */
 export function defaultWorkerId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
+
+type Resolving = { -readonly [K in keyof ResolvedOptions]: ResolvedOptions[K] };
+
+/**
+ * One option: its value when not given (it may read the options before it in {@link RULES}), and
+ * the check of a given value, which throws ValidationError naming `field` or returns the value.
+ */
+interface Rule<K extends keyof Resolving = keyof Resolving> {
+  readonly name: K;
+  readonly fallback: (resolved: Resolving) => Resolving[K];
+  readonly check: (value: unknown, field: string, store: Record<string, unknown>) => Resolving[K];
+}
+
+const rule = <K extends keyof Resolving>(name: K, fallback: Rule<K>['fallback'], check: Rule<K>['check']): Rule => ({ name, fallback, check }) as Rule;
+const positiveMs = (max: number) => (value: unknown, field: string) => validatePositiveMs(value, field, max);
+const nonNegativeMs = (max: number) => (value: unknown, field: string) => validateNonNegativeMs(value, field, max);
+const count = (max: number) => (value: unknown, field: string) => validatePositiveInt(value, field, max);
+const defaults = WORKER_DEFAULTS;
+
+/** Every option but `store`, `handlers` and `logger`, in resolution order. */
+const RULES: readonly Rule[] = [
+  rule('id', defaultWorkerId, validateWorkerId),
+  rule('concurrency', () => defaults.concurrency, count(MAX_CONCURRENCY)),
+  rule('leaseMs', () => defaults.leaseMs, positiveMs(MAX_TIMER_MS)),
+  rule('renewEveryMs', (r) => Math.max(1, Math.floor(r.leaseMs / 3)), positiveMs(MAX_TIMER_MS)),
+  rule('discovery', () => defaults.discovery, validateDiscovery),
+  rule('hybrid', () => HYBRID_DEFAULTS, resolveHybridOptions),
+  rule('pollIntervalMs', () => defaults.pollIntervalMs, positiveMs(MAX_TIMER_MS)),
+  rule('reclaimEveryMs', (r) => Math.ceil(r.leaseMs / 2), positiveMs(MAX_TIMER_MS)),
+  rule('backoffBaseMs', () => defaults.backoffBaseMs, nonNegativeMs(MAX_DELAY_MS)),
+  rule('maxBackoffMs', () => defaults.maxBackoffMs, positiveMs(MAX_DELAY_MS)),
+  rule('shutdownTimeoutMs', () => defaults.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('handlerTimeoutMs', () => null, positiveMs(MAX_TIMER_MS)),
+  rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
+  rule('completeBatchSize', () => defaults.completeBatchSize, count(MAX_COMPLETE_MANY)),
+  rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('prune', () => null, resolvePrune),
+  rule('logLevel', () => undefined, validateLogLevel),
+  rule('pacing', () => systemPacing, validatePacing),
+];
+
+const WORKER_OPTION_NAMES: readonly string[] = ['store', 'handlers', 'logger', ...RULES.map((r) => r.name)];
+const PRUNE_OPTION_NAMES: readonly string[] = ['olderThanMs', 'everyMs', 'batchSize'];
 
 /**
  * Validates every option and fills in the defaults.
  * @throws ValidationError INVALID_OPTION naming the field (e.g. `renewEveryMs: must be below leaseMs (1000), got 1000`;
  *         `concurrency` for a shared pool too small for it), INVALID_KIND for a bad handler name
  */
-const WORKER_OPTION_NAMES: ReadonlySet<string> = new Set([
-  'store', 'handlers', 'id', 'concurrency', 'leaseMs', 'renewEveryMs', 'discovery', 'hybrid', 'pollIntervalMs', 'reclaimEveryMs',
-  'backoffBaseMs', 'maxBackoffMs', 'shutdownTimeoutMs', 'handlerTimeoutMs', 'abandonGraceMs', 'completeBatchSize', 'completeBatchDelayMs',
-  'prune', 'logger', 'logLevel', 'pacing',
-]);
-const PRUNE_OPTION_NAMES: readonly string[] = ['olderThanMs', 'everyMs', 'batchSize'];
-const HYBRID_OPTION_NAMES: ReadonlySet<string> = new Set(['fallbackPollMs', 'tickMs', 'levels', 'slotsPerLevel', 'loadLimit', 'pauseThresholdMs']);
-
-
 export function resolveOptions<Tx, M extends PayloadMap>(options: WorkerOptions<Tx, M>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
-  rejectUnknownFields(options, [...WORKER_OPTION_NAMES]);
-  const store = options.store as unknown;
+  rejectUnknownFields(options, WORKER_OPTION_NAMES);
+  const store = options.store as unknown as Record<string, unknown>;
   if (typeof store !== 'object' || store === null) throw invalid('store', 'must be a Store');
   for (const method of STORE_METHODS) {
-    if (typeof (store as Record<string, unknown>)[method] !== 'function') throw invalid('store', `must be a Store (no ${method}() method)`);
+    if (typeof store[method] !== 'function') throw invalid('store', `must be a Store (no ${method}() method)`);
   }
   validateHandlers(options.handlers);
-
-  const id = options.id === undefined ? defaultWorkerId() : validateWorkerId(options.id);
-  const concurrency = optional(options.concurrency, WORKER_DEFAULTS.concurrency, (v) => validatePositiveInt(v, 'concurrency', MAX_CONCURRENCY));
-  const leaseMs = optional(options.leaseMs, WORKER_DEFAULTS.leaseMs, (v) => validatePositiveMs(v, 'leaseMs', MAX_TIMER_MS));
-  const renewEveryMs = optional(options.renewEveryMs, Math.max(1, Math.floor(leaseMs / 3)), (v) => validatePositiveMs(v, 'renewEveryMs', MAX_TIMER_MS));
-  if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
-  checkConnectionBudget(store as Store<unknown>, concurrency);
-  const discovery = optional(options.discovery, WORKER_DEFAULTS.discovery, validateDiscovery);
-  const hybrid = resolveHybrid(options.hybrid);
-  const pollIntervalMs = optional(options.pollIntervalMs, WORKER_DEFAULTS.pollIntervalMs, (v) => validatePositiveMs(v, 'pollIntervalMs', MAX_TIMER_MS));
-  const reclaimEveryMs = optional(options.reclaimEveryMs, Math.ceil(leaseMs / 2), (v) => validatePositiveMs(v, 'reclaimEveryMs', MAX_TIMER_MS));
-  const backoffBaseMs = optional(options.backoffBaseMs, WORKER_DEFAULTS.backoffBaseMs, (v) => validateNonNegativeMs(v, 'backoffBaseMs'));
-  const maxBackoffMs = optional(options.maxBackoffMs, WORKER_DEFAULTS.maxBackoffMs, (v) => validatePositiveMs(v, 'maxBackoffMs', MAX_DELAY_MS));
-  const shutdownTimeoutMs = optional(options.shutdownTimeoutMs, WORKER_DEFAULTS.shutdownTimeoutMs, (v) => validateNonNegativeMs(v, 'shutdownTimeoutMs', MAX_TIMER_MS));
-  const handlerTimeoutMs = options.handlerTimeoutMs === undefined ? null : validatePositiveMs(options.handlerTimeoutMs, 'handlerTimeoutMs', MAX_TIMER_MS);
-  const abandonGraceMs = optional(options.abandonGraceMs, Math.min(leaseMs, WORKER_DEFAULTS.maxAbandonGraceMs), (v) =>
-    validateNonNegativeMs(v, 'abandonGraceMs', MAX_TIMER_MS),
-  );
-  const completeBatchSize = optional(options.completeBatchSize, WORKER_DEFAULTS.completeBatchSize, (v) =>
-    validatePositiveInt(v, 'completeBatchSize', MAX_COMPLETE_BATCH_SIZE),
-  );
-  if (completeBatchSize > 1 && typeof (store as Record<string, unknown>).completeMany !== 'function') {
-    throw invalid('store', 'must be a Store (no completeMany() method); or set completeBatchSize: 1');
-  }
-  const completeBatchDelayMs = optional(options.completeBatchDelayMs, WORKER_DEFAULTS.completeBatchDelayMs, (v) =>
-    validateNonNegativeMs(v, 'completeBatchDelayMs', MAX_TIMER_MS),
-  );
-  if (completeBatchDelayMs >= leaseMs - renewEveryMs) {
-    throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${leaseMs - renewEveryMs}) so a queued completion cannot outlive its lease, got ${completeBatchDelayMs}`);
-  }
-  const prune = resolvePrune(options.prune, store);
   if (options.logger !== undefined && (typeof options.logger !== 'object' || options.logger === null || typeof options.logger.child !== 'function')) {
     throw invalid('logger', 'must be a pino Logger');
   }
-  if (options.logLevel !== undefined && !LOG_LEVELS.includes(options.logLevel)) {
-    throw invalid('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(options.logLevel)}`);
+  const given = options as unknown as Record<string, unknown>;
+  const resolved = {} as Resolving;
+  for (const { name, fallback, check } of RULES) {
+    (resolved as Record<string, unknown>)[name] = given[name] === undefined ? fallback(resolved) : check(given[name], name, store);
   }
-  const pacing = options.pacing ?? systemPacing;
-  if (typeof pacing !== 'object' || pacing === null || typeof pacing.now !== 'function' || typeof pacing.sleep !== 'function') {
-    throw invalid('pacing', 'must have now() and sleep(ms, signal) functions');
+  const { leaseMs, renewEveryMs, concurrency, completeBatchSize, completeBatchDelayMs } = resolved;
+  if (renewEveryMs >= leaseMs) throw invalid('renewEveryMs', `must be below leaseMs (${leaseMs}) so the lease is renewed before it runs out, got ${renewEveryMs}`);
+  checkConnectionBudget(options.store as Store<unknown>, concurrency);
+  if (completeBatchSize > 1 && typeof store.completeMany !== 'function') {
+    throw invalid('store', 'must be a Store (no completeMany() method); or set completeBatchSize: 1');
   }
-  return {
-    id,
-    discovery,
-    hybrid,
-    concurrency,
-    leaseMs,
-    renewEveryMs,
-    pollIntervalMs,
-    reclaimEveryMs,
-    backoffBaseMs,
-    maxBackoffMs,
-    shutdownTimeoutMs,
-    handlerTimeoutMs,
-    abandonGraceMs,
-    completeBatchSize,
-    completeBatchDelayMs,
-    prune,
-    logLevel: options.logLevel,
-    pacing,
-  };
+  if (completeBatchDelayMs >= leaseMs - renewEveryMs) {
+    throw invalid('completeBatchDelayMs', `must be below leaseMs − renewEveryMs (${leaseMs - renewEveryMs}) so a queued completion cannot outlive its lease, got ${completeBatchDelayMs}`);
+  }
+  return resolved;
 }
 
 /**
@@ -360,43 +295,11 @@ function validateDiscovery(mode: unknown): DiscoveryMode {
   return mode;
 }
 
-const MAX_WHEEL_LEVELS = 6;
-const MAX_WHEEL_SLOTS = 4_096;
-/** Largest wheel, in ticks: 2^40 (the wheel itself allows 2^52). */
-const MAX_WHEEL_BITS = 40;
-
-function resolveHybrid(options: unknown): ResolvedHybridOptions {
-  if (options === undefined) return HYBRID_DEFAULTS;
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('hybrid', 'must be an object');
-  rejectUnknownFields(options, [...HYBRID_OPTION_NAMES], 'hybrid.');
-  const o = options as HybridOptions;
-  const d = HYBRID_DEFAULTS;
-  const fallbackPollMs = optional(o.fallbackPollMs, d.fallbackPollMs, (v) => validatePositiveMs(v, 'hybrid.fallbackPollMs', MAX_TIMER_MS));
-  const tickMs = optional(o.tickMs, d.tickMs, (v) => validatePositiveMs(v, 'hybrid.tickMs', 1_000));
-  const levels = optional(o.levels, d.levels, (v) => validatePositiveInt(v, 'hybrid.levels', MAX_WHEEL_LEVELS));
-  const slotsPerLevel = optional(o.slotsPerLevel, d.slotsPerLevel, (v) => validatePositiveInt(v, 'hybrid.slotsPerLevel', MAX_WHEEL_SLOTS));
-  if (slotsPerLevel < 2 || !Number.isInteger(Math.log2(slotsPerLevel))) throw invalid('hybrid.slotsPerLevel', `must be a power of two 2..${MAX_WHEEL_SLOTS}, got ${slotsPerLevel}`);
-  if (Math.log2(slotsPerLevel) * levels > MAX_WHEEL_BITS) throw invalid('hybrid.levels', `slotsPerLevel^levels must not exceed 2^${MAX_WHEEL_BITS}, got ${slotsPerLevel}^${levels}`);
-  const loadLimit = optional(o.loadLimit, d.loadLimit, (v) => validatePositiveInt(v, 'hybrid.loadLimit', MAX_CONCURRENCY));
-  const pauseThresholdMs = optional(o.pauseThresholdMs, d.pauseThresholdMs, (v) => validatePositiveMs(v, 'hybrid.pauseThresholdMs', MAX_TIMER_MS));
-  // The worker loads tasks due within half the horizon; that must reach past the next fallback re-read.
-  const lookAheadMs = Math.floor((tickMs * slotsPerLevel ** levels) / 2);
-  if (lookAheadMs <= fallbackPollMs) {
-    throw invalid('hybrid.tickMs', `the wheel horizon (tickMs × slotsPerLevel^levels = ${2 * lookAheadMs} ms) must exceed 2 × fallbackPollMs (${fallbackPollMs})`);
-  }
-  // Each load asks the store for tasks due within lookAheadMs: a store accepts at most MAX_DELAY_MS.
-  if (lookAheadMs > MAX_DELAY_MS) {
-    throw invalid('hybrid.levels', `half the wheel horizon (tickMs × slotsPerLevel^levels / 2 = ${lookAheadMs} ms) is what each load reads ahead; a store reads at most ${MAX_DELAY_MS} ms (100 years) ahead: use fewer levels, fewer slots or a smaller tickMs`);
-  }
-  return { fallbackPollMs, tickMs, levels, slotsPerLevel, loadLimit, pauseThresholdMs };
-}
-
 /**
  * @throws ValidationError INVALID_OPTION naming `prune`, `prune.<field>` (bad value, unknown field) or
  *         `store` (no `prune()` method)
  */
-function resolvePrune(options: unknown, store: unknown): ResolvedPruneOptions | null {
-  if (options === undefined) return null;
+function resolvePrune(options: unknown, _field: string, store: Record<string, unknown>): ResolvedPruneOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('prune', 'must be an object { olderThanMs, everyMs, batchSize? }');
   rejectUnknownFields(options, PRUNE_OPTION_NAMES, 'prune.');
   const o = options as Partial<PruneOptions>;
@@ -404,8 +307,8 @@ function resolvePrune(options: unknown, store: unknown): ResolvedPruneOptions | 
   if (o.everyMs === undefined) throw invalid('prune.everyMs', 'is required: the period between prunes, in ms');
   const olderThanMs = validateNonNegativeMs(o.olderThanMs, 'prune.olderThanMs', MAX_DELAY_MS);
   const everyMs = validatePositiveMs(o.everyMs, 'prune.everyMs', MAX_TIMER_MS);
-  const batchSize = optional(o.batchSize, DEFAULT_PRUNE_BATCH, (v) => validatePositiveInt(v, 'prune.batchSize', MAX_PRUNE_BATCH));
-  if (typeof (store as Record<string, unknown>).prune !== 'function') throw invalid('store', 'must be a Store with a prune() method when the prune option is set');
+  const batchSize = o.batchSize === undefined ? DEFAULT_PRUNE_BATCH : validatePositiveInt(o.batchSize, 'prune.batchSize', MAX_PRUNE_BATCH);
+  if (typeof store.prune !== 'function') throw invalid('store', 'must be a Store with a prune() method when the prune option is set');
   return { olderThanMs, everyMs, batchSize };
 }
 
@@ -413,4 +316,17 @@ function validateWorkerId(id: unknown): string {
   if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw invalid('id', 'must be a string of 1..200 characters');
   if (/[\u0000-\u001f\u007f]/.test(id)) throw invalid('id', 'must not contain control characters');
   return id;
+}
+
+function validateLogLevel(level: unknown): LevelWithSilent {
+  if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) throw invalid('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  return level as LevelWithSilent;
+}
+
+function validatePacing(pacing: unknown): Pacing {
+  const p = pacing as Partial<Pacing> | null;
+  if (typeof p !== 'object' || p === null || typeof p.now !== 'function' || typeof p.sleep !== 'function') {
+    throw invalid('pacing', 'must have now() and sleep(ms, signal) functions');
+  }
+  return p as Pacing;
 }

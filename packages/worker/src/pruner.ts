@@ -12,8 +12,8 @@ import { PostponeError, type PruneResult, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
 import type { TypedEmitter } from './events.js';
 import type { ResolvedPruneOptions } from './options.js';
-import type { Pacing } from './pacing.js';
-import { whenAborted } from './settle.js';
+import type { Pacing } from '@postpone/wheel';
+import { whenAborted } from '@postpone/wheel';
 
 export interface PrunerDeps {
   readonly store: Store<unknown>;

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { StoreOperation, TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { Pacing } from '@postpone/wheel';
 
 /** First retry wait and its cap, in ms. */
 export const OUTAGE_RETRY_FIRST_MS = 100;

@@ -16,19 +16,16 @@ import {
   validateNonNegativeMs,
 } from '@postpone/core';
 import type { Logger } from 'pino';
-import { AttemptReporter } from './attempt-reporter.js';
-import { createDiscovery } from './discovery/create.js';
-import type { Discovery, DiscoveryStats } from './discovery/discovery.js';
+import { type AttemptEmitter, AttemptReporter, type Handler, type PayloadMap, TaskRun } from '@postpone/attempt';
+import { createDiscovery, type Discovery, type DiscoveryStats } from '@postpone/discovery';
+import { WorkerTelemetry } from '@postpone/telemetry';
+import { MAX_TIMER_MS, settle, whenAborted } from '@postpone/wheel';
 import { WorkerStoppedError } from './errors.js';
-import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEventSource, type WorkerListener } from './events.js';
-import type { Handler, PayloadMap } from './handler.js';
+import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEvents, type WorkerEventSource, type WorkerListener } from './events.js';
 import { workerLogger } from './logger.js';
-import { MAX_TIMER_MS, type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
-import { settle, whenAborted } from './settle.js';
+import { type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
-import { TaskRun } from './task-run.js';
-import { WorkerTelemetry } from './telemetry.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -58,6 +55,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly store: Store<Tx>;
   private readonly handlers: Readonly<Record<string, Handler<Json, Tx>>>;
   private readonly events: TypedEmitter;
+  private readonly attemptEvents: AttemptEmitter;
   private readonly reporter: AttemptReporter<Tx>;
   private readonly discoverer: Discovery;
   private readonly health: StoreHealth;
@@ -89,7 +87,9 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.handlers = { ...(options.handlers as Record<string, Handler<Json, Tx>>) };
     this.logger = workerLogger(this.id, options.logger, this.options.logLevel);
     this.events = new TypedEmitter((error, event) => this.logger.error({ err: error, event }, 'event listener threw'));
-    this.reporter = new AttemptReporter(this.store, this.options, this.events, this.logger);
+    // Every attempt event is a worker event (the attempt's `error` names fewer operations).
+    this.attemptEvents = { emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]) };
+    this.reporter = new AttemptReporter(this.store, this.options, this.attemptEvents, this.logger);
     this.health = new StoreHealth(this.options.pacing, this.events, this.logger);
     const store = this.store as Store<unknown>;
     this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
@@ -98,13 +98,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
       pacing: this.options.pacing,
-      events: this.events,
       logger: this.logger,
       report: (error, operation) => this.reportStoreError(error, operation),
       succeeded: () => this.health.succeeded(),
       onCancelRequested: (id) => {
         for (const run of this.runs) if (run.task.id === id) run.cancelRequested();
       },
+      onRebuilt: (rebuilt) => this.events.emit('wheelRebuilt', rebuilt),
     });
   }
 
@@ -269,7 +269,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     const run = new TaskRun<Tx>(task, claimSentAt, handler, {
       store: this.store,
       options: this.options,
-      events: this.events,
+      events: this.attemptEvents,
       reporter: this.reporter,
       logger: this.logger,
       telemetry: this.telemetry,

@@ -4,10 +4,10 @@
  */
 import { backoffMs, PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
-import type { TypedEmitter } from './events.js';
-import type { CompletionWrite } from './handler.js';
-import type { ResolvedOptions } from './options.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import type { AttemptEmitter } from './events.js';
+import type { CompletionWrite } from './handler.js';
+import type { AttemptSettings } from './settings.js';
 import { callStore } from './store-call.js';
 
 /** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
@@ -21,8 +21,8 @@ export class AttemptReporter<Tx> {
 
   constructor(
     private readonly store: Store<Tx>,
-    private readonly options: ResolvedOptions,
-    private readonly events: TypedEmitter,
+    private readonly options: AttemptSettings,
+    private readonly events: AttemptEmitter,
     private readonly logger: Logger,
   ) {
     this.batcher =

@@ -21,14 +21,12 @@
  * - **Catch-up**: a claim is owed on start, and after a load everything already due fires at once.
  */
 import type { ClaimedTask, PeekResult } from '@postpone/core';
-import type { RebuildReason } from '../events.js';
-import type { ResolvedHybridOptions } from '../options.js';
-import { anySignal } from '../settle.js';
+import { anySignal, type LoadWindow, TaskWheel, type WaitingTask } from '@postpone/wheel';
 import { DatabaseClock } from './database-clock.js';
-import { type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS } from './discovery.js';
+import { type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
+import type { ResolvedHybridOptions } from './hybrid-options.js';
 import { type NoticeSource, noticeSource, readNotice, type TaskNotice } from './notices.js';
 import { PauseWatch } from './pause-watch.js';
-import { type LoadWindow, TaskWheel, type WaitingTask } from './task-wheel.js';
 
 /** Retry of a failed load or claim (or sooner, at `fallbackPollMs`). */
 const RETRY_MS = 1_000;
@@ -270,7 +268,7 @@ export class HybridDiscovery implements Discovery {
     for (const notice of early) this.apply(notice, window);
     this.rebuilds[reason] += 1;
     this.deps.logger.debug({ reason, listed: tasks.length, size: this.wheel.size, cut }, 'wheel rebuilt from the store');
-    this.deps.events.emit('wheelRebuilt', { reason, listed: tasks.length, size: this.wheel.size });
+    this.deps.onRebuilt({ reason, listed: tasks.length, size: this.wheel.size });
     this.changed.abort();
     this.scheduleNextReload(cut ? this.clock.toMonotonic(window.throughMs) : null);
   }

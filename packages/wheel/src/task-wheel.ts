@@ -1,13 +1,17 @@
 /**
- * The hybrid worker's cache of near tasks: a hierarchical timing wheel (`@postpone/wheel`) of task
+ * The hybrid worker's cache of near tasks: a hierarchical timing wheel ({@link TimingWheel}) of task
  * ids, each placed at its due time on the worker's monotonic clock, and the bookkeeping that merges
  * a fresh read of the store into it without losing what notifications brought meanwhile.
  *
  * It is only a cache: it decides when to try a claim, never what is claimed. A timer fires at the
  * first tick not before its time (`ceil`), so never early and at most one tick late.
  */
-import type { TaskId } from '@postpone/core';
-import { isWheelError, type TimerHandle, TimingWheel } from '@postpone/wheel';
+import { isWheelError } from './errors.js';
+import type { TimerHandle } from './timer-list.js';
+import { TimingWheel } from './timing-wheel.js';
+
+/** A task id (core `TaskId`): any string. */
+type TaskId = string;
 
 export interface TaskWheelOptions {
   readonly tickMs: number;
@@ -68,11 +72,6 @@ export class TaskWheel {
   /** How far ahead of the wheel's current tick a timer may be placed, in ms. */
   get horizonMs(): number {
     return this.wheel.horizonTicks * this.wheel.tickMs;
-  }
-
-  /** Wheel counters (fired, cancelled, cascades...). */
-  stats(): ReturnType<TimingWheel<TaskId>['stats']> {
-    return this.wheel.stats();
   }
 
   has(id: TaskId): boolean {

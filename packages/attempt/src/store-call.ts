@@ -1,7 +1,7 @@
 import { PostponeError } from '@postpone/core';
 import type { ClaimedTask } from '@postpone/core';
-import type { StoreOperation, TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { Pacing } from '@postpone/wheel';
+import type { AttemptEmitter, AttemptOperation } from './events.js';
 
 /** Tries of a write whose connection was lost or could not be made (the first included). */
 export const STORE_CALL_TRIES = 3;
@@ -10,7 +10,7 @@ export const STORE_RETRY_BASE_MS = 100;
 
 export interface StoreCallDeps {
   readonly pacing: Pacing;
-  readonly events: TypedEmitter;
+  readonly events: AttemptEmitter;
 }
 
 /**
@@ -25,7 +25,7 @@ export interface StoreCallDeps {
  */
 export async function callStore<T>(
   deps: StoreCallDeps,
-  operation: StoreOperation,
+  operation: AttemptOperation,
   task: ClaimedTask | undefined,
   fn: () => Promise<T>,
   retryable: (error: unknown) => boolean = () => true,

@@ -19,21 +19,21 @@ import {
   validateJson,
 } from '@postpone/core';
 import type { Logger } from 'pino';
+import type { AttemptTelemetry, WorkerTelemetry } from '@postpone/telemetry';
+import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from '@postpone/wheel';
 import type { AttemptReporter } from './attempt-reporter.js';
 import { type AbortReason, TaskAbortedError } from './errors.js';
-import type { TypedEmitter } from './events.js';
+import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
 import { keepLease, type LeaseLossReason } from './lease-keeper.js';
-import type { ResolvedOptions } from './options.js';
-import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from './settle.js';
-import type { AttemptTelemetry, WorkerTelemetry } from './telemetry.js';
+import type { AttemptSettings } from './settings.js';
 
 export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
 
 export interface RunDeps<Tx> {
   readonly store: Store<Tx>;
-  readonly options: ResolvedOptions;
-  readonly events: TypedEmitter;
+  readonly options: AttemptSettings;
+  readonly events: AttemptEmitter;
   readonly reporter: AttemptReporter<Tx>;
   readonly logger: Logger;
   readonly telemetry: WorkerTelemetry;

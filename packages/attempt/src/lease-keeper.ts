@@ -13,16 +13,15 @@
  * store could not be reached (an error, or no answer) before the estimate ran out.
  */
 import { type ClaimedTask, type Store, TaskState } from '@postpone/core';
-import type { TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
-import { raceTimer, settle, TIMED_OUT } from './settle.js';
+import { type Pacing, raceTimer, settle, TIMED_OUT } from '@postpone/wheel';
+import type { AttemptEmitter } from './events.js';
 
 export type LeaseLossReason = 'lease-lost' | 'cancel-requested';
 
 export interface LeaseKeeperDeps {
   readonly store: Store<unknown>;
   readonly pacing: Pacing;
-  readonly events: TypedEmitter;
+  readonly events: AttemptEmitter;
   readonly leaseMs: number;
   readonly renewEveryMs: number;
 }

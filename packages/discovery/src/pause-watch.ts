@@ -6,7 +6,7 @@
  * than 1.5 × `thresholdMs` is always seen, within one heartbeat after the process runs again. The
  * heartbeat is a timer only (no I/O).
  */
-import type { Pacing } from '../pacing.js';
+import type { Pacing } from '@postpone/wheel';
 
 export class PauseWatch {
   private readonly stopped = new AbortController();

@@ -24,10 +24,7 @@ import {
   trace,
   type Tracer,
 } from '@opentelemetry/api';
-import type { ClaimedTask, Store, StoreStats } from '@postpone/core';
-import type { Logger } from 'pino';
-import type { TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { ClaimedTask, CompleteOutcome, FailResult, ReclaimedTask, Store, StoreStats } from '@postpone/core';
 import { spanContextOf } from './trace-context.js';
 
 /** Meter and tracer name. */
@@ -70,11 +67,27 @@ const MS_BUCKETS = [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 
 /** Longest error text put on a span's status. */
 const MAX_STATUS_MESSAGE = 500;
 
+/** The worker events the counters follow (a subset of the worker's `WorkerEvents`, same shapes). */
+export interface TelemetryEvents {
+  claimed: { readonly task: ClaimedTask };
+  completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome };
+  failed: { readonly task: ClaimedTask; readonly result: FailResult };
+  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
+  reclaimed: { readonly task: ReclaimedTask };
+}
+
+/** Where those events come from (the worker's emitter); `on` returns the unsubscribe function. */
+export interface TelemetryEventSource {
+  on<E extends keyof TelemetryEvents>(event: E, listener: (event: TelemetryEvents[E]) => void): () => void;
+}
+
 export interface TelemetryDeps {
   readonly workerId: string;
   readonly store: Store<unknown>;
-  readonly pacing: Pacing;
-  readonly logger: Logger;
+  /** The worker's monotonic clock (ms): paces the reads of `store.stats()`. */
+  readonly pacing: { now(): number };
+  /** Where a failed `store.stats()` is logged at debug level (a pino logger fits). */
+  readonly logger: { debug(fields: object, message: string): void };
 }
 
 /** What ended an attempt, in the store's words; UNKNOWN when the store could not be reached. */
@@ -95,7 +108,7 @@ export class WorkerTelemetry {
 
   /** Gets the meter and tracer from the global providers (no-ops unless the application installed an SDK). */
   constructor(
-    events: TypedEmitter,
+    events: TelemetryEventSource,
     private readonly deps: TelemetryDeps,
   ) {
     this.tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
@@ -150,7 +163,7 @@ export class WorkerTelemetry {
     return new AttemptTelemetry(span, this.handlerDuration, { [ATTRIBUTES.kind]: task.kind, ...this.base });
   }
 
-  private subscribe(events: TypedEmitter): void {
+  private subscribe(events: TelemetryEventSource): void {
     const of = (task: ClaimedTask): Attributes => ({ [ATTRIBUTES.kind]: task.kind, ...this.base });
     this.offEvents.push(
       events.on('claimed', ({ task }) => {

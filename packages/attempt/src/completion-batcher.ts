@@ -11,8 +11,8 @@
  * `complete`, so one bad item never holds the others back.
  */
 import { type ClaimedTask, type CompleteOutcome, type Json, type Store, ValidationError } from '@postpone/core';
-import type { TypedEmitter } from './events.js';
-import type { Pacing } from './pacing.js';
+import type { Pacing } from '@postpone/wheel';
+import type { AttemptEmitter } from './events.js';
 import { callStore } from './store-call.js';
 
 export interface CompletionBatcherDeps<Tx> {
@@ -22,7 +22,7 @@ export interface CompletionBatcherDeps<Tx> {
   readonly batchSize: number;
   readonly batchDelayMs: number;
   readonly pacing: Pacing;
-  readonly events: TypedEmitter;
+  readonly events: AttemptEmitter;
 }
 
 interface Pending {

@@ -8,6 +8,9 @@
  */
 import { performance } from 'node:perf_hooks';
 
+/** Largest duration a timer can wait: 2³¹−1 ms (Node.js `setTimeout`, HTML Living Standard timers). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export interface Pacing {
   /** Monotonic milliseconds from an arbitrary origin; never goes backwards. */
   now(): number;

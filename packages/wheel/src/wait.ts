@@ -1,3 +1,7 @@
+/**
+ * Waits that never reject: a call's outcome as a value, an abort as a promise, a promise raced
+ * against a {@link Pacing} timer, and one signal for many.
+ */
 import type { Pacing } from './pacing.js';
 
 /** The outcome of a call, as a value: it never rejects. */

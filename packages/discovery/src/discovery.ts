@@ -1,5 +1,5 @@
 /**
- * How a worker finds due tasks. The worker's loop (`../worker.ts`) owns claiming, reclaiming and
+ * How a worker finds due tasks. The worker's loop (`@postpone/worker`) owns claiming, reclaiming and
  * shutdown; a Discovery only answers "should I claim now?" and "how long may I wait?":
  *
  * ```
@@ -14,10 +14,29 @@
  * a wrong answer costs an empty claim or some lateness, never a task.
  */
 import type { ClaimedTask, Store, TaskId } from '@postpone/core';
+import type { Pacing } from '@postpone/wheel';
 import type { Logger } from 'pino';
-import type { RebuildReason, StoreOperation, TypedEmitter } from '../events.js';
-import type { DiscoveryMode } from '../options.js';
-import type { Pacing } from '../pacing.js';
+import type { DiscoveryMode } from './hybrid-options.js';
+
+/**
+ * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
+ * `horizon` (the last read was cut at its limit and time is reaching its end); `gap` (the worker was
+ * paused); `reconnect` (the notification listener lost its connection and listens again).
+ */
+export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect';
+
+/** The store calls of discovery: `peekDue` (hybrid's loads) and `listen` (notifications). */
+export type DiscoveryOperation = 'peekDue' | 'listen';
+
+/**
+ * A re-read of the store (`peekDue`) merged into the wheel: `listed` tasks read, `size` timers held
+ * afterwards. Everything already due fires at once.
+ */
+export interface WheelRebuilt {
+  readonly reason: RebuildReason;
+  readonly listed: number;
+  readonly size: number;
+}
 
 /** A snapshot of what discovery did, for tests, logs and reports. */
 export interface DiscoveryStats {
@@ -58,14 +77,15 @@ export interface Discovery {
 export interface DiscoveryDeps {
   readonly store: Store<unknown>;
   readonly pacing: Pacing;
-  readonly events: TypedEmitter;
   readonly logger: Logger;
   /** Reports a failed store call: emitted as an `error` event and logged (a closed store stops the worker). */
-  readonly report: (error: unknown, operation: StoreOperation) => void;
+  readonly report: (error: unknown, operation: DiscoveryOperation) => void;
   /** A store call of discovery (a load, a LISTEN) succeeded: ends an outage reported through `report`. */
   readonly succeeded: () => void;
   /** A `cancelRequested` notice arrived for task `id`: the worker aborts its handler if it runs it. */
   readonly onCancelRequested: (id: TaskId) => void;
+  /** Hybrid discovery re-read the store into its wheel (the worker's `wheelRebuilt` event). */
+  readonly onRebuilt: (rebuilt: WheelRebuilt) => void;
 }
 
 export const NO_REBUILDS: Readonly<Record<RebuildReason, number>> = Object.freeze({ start: 0, fallback: 0, horizon: 0, gap: 0, reconnect: 0 });

@@ -1,0 +1,33 @@
+/**
+ * What an attempt reports while it runs and ends: the events it emits (the worker's `WorkerEvents`
+ * includes them), through the worker's emitter.
+ */
+import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReleaseOutcome } from '@postpone/core';
+import type { AbortReason } from './errors.js';
+
+/** The store calls of an attempt. */
+export type AttemptOperation = 'extend' | 'complete' | 'fail' | 'release';
+
+export interface AttemptEvents {
+  /** The lease of `task.attempt` was renewed for another `leaseMs`. */
+  renewed: { readonly task: ClaimedTask };
+  /** Extend was refused (or the store unreachable until the lease ran out); the handler's signal was aborted with `reason`. */
+  leaseLost: { readonly task: ClaimedTask; readonly reason: Extract<AbortReason, 'lease-lost' | 'cancel-requested'> };
+  /** The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE). */
+  completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome; readonly result: Json; readonly durationMs: number };
+  /** The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`. */
+  failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult };
+  /** The store refused a late write of this attempt (complete, fail or release): someone else holds the task now, or it ended. */
+  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
+  /** The attempt was handed back at shutdown (`store.release`). */
+  released: { readonly task: ClaimedTask; readonly outcome: ReleaseOutcome };
+  /** The handler did not settle within `abandonGraceMs` after its signal aborted; its slot was freed and its writes dropped. */
+  abandoned: { readonly task: ClaimedTask; readonly reason: AbortReason };
+  /** A store call of the attempt failed (a batch of completes names no task). */
+  error: { readonly error: unknown; readonly operation: AttemptOperation; readonly task?: ClaimedTask };
+}
+
+/** Where an attempt's events go (the worker's emitter). */
+export interface AttemptEmitter {
+  emit<E extends keyof AttemptEvents>(event: E, payload: AttemptEvents[E]): void;
+}

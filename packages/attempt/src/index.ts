@@ -1,0 +1,16 @@
+/**
+ * @postpone/attempt — one attempt of one task, as a Postpone worker runs it: the handler (by kind)
+ * under a renewed lease, with an abort signal for lease loss, cancel, timeout and shutdown; its end
+ * reported to the store fenced by attempt (complete with the handler's writes in the same
+ * transaction, batched completes, fail with backoff, release at shutdown), retried when the
+ * connection was lost. The store decides every outcome; the attempt only reports what it said.
+ */
+export { AttemptReporter, type WriteFailed } from './attempt-reporter.js';
+export { CompletionBatcher, type CompletionBatcherDeps } from './completion-batcher.js';
+export { type AbortReason, TaskAbortedError } from './errors.js';
+export type { AttemptEmitter, AttemptEvents, AttemptOperation } from './events.js';
+export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
+export { keepLease, type LeaseKeeperDeps, type LeaseLossReason } from './lease-keeper.js';
+export type { AttemptSettings } from './settings.js';
+export { callStore, isRetryableStoreError, STORE_CALL_TRIES, STORE_RETRY_BASE_MS, type StoreCallDeps } from './store-call.js';
+export { type RunDeps, type RunPhase, TaskRun } from './task-run.js';

@@ -1,0 +1,23 @@
+import type { Pacing } from '@postpone/wheel';
+
+/** What an attempt reads of the worker's resolved options (the worker's `ResolvedOptions` fits). */
+export interface AttemptSettings {
+  /** Worker identity, the claim's `owner` and the effect row's. */
+  readonly id: string;
+  readonly pacing: Pacing;
+  /** Lease length per renewal, in ms of the store's clock. */
+  readonly leaseMs: number;
+  /** Renewal period on the monotonic clock, below `leaseMs`. */
+  readonly renewEveryMs: number;
+  /** Per-attempt time limit in ms; null: none. */
+  readonly handlerTimeoutMs: number | null;
+  /** After the handler's signal aborted, how long to wait for it to settle (ms). */
+  readonly abandonGraceMs: number;
+  /** Retry backoff base and cap (ms): core `backoffMs(backoffBaseMs, failures, maxBackoffMs)`. */
+  readonly backoffBaseMs: number;
+  readonly maxBackoffMs: number;
+  /** Most completions in one `completeMany` (1: every completion alone). */
+  readonly completeBatchSize: number;
+  /** How long the first queued completion waits for others (ms; 0: the next macrotask). */
+  readonly completeBatchDelayMs: number;
+}
