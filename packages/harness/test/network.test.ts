@@ -29,13 +29,19 @@ describe('evidence: half-open connections', () => {
       // the task until the session ends. The README's remedy, set here as a user would:
       // idle_in_transaction_session_timeout on the workers' sessions (a startup option of both drivers).
       const idleInTransactionTimeoutMs = 3_000;
+      // That timeout is armed only when the server has answered a Sync. postgres.js describes a
+      // statement new to its connection with Parse + Describe + Flush and sends the Bind/Execute/Sync
+      // after the answer: a connection swallowed in between leaves its backend waiting for input
+      // inside the transaction, its locks held, with no idle timeout (seen: a task CLAIMED, never
+      // reclaimed, until the proxy closed). PostgreSQL 17's transaction_timeout bounds it.
+      const transactionTimeoutMs = 6_000;
       const withIdleTimeout = (url: string) => {
         const u = new URL(url);
-        u.searchParams.set('options', `-c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs}`);
+        u.searchParams.set('options', `-c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs} -c transaction_timeout=${transactionTimeoutMs}`);
         return u.toString();
       };
       v.set('violations', 0).set('pgQueryTimeoutMs', connection.queryTimeoutMs).set('keepAliveMs', connection.keepAliveMs);
-      v.set('idleInTransactionTimeoutMs', idleInTransactionTimeoutMs);
+      v.set('idleInTransactionTimeoutMs', idleInTransactionTimeoutMs).set('transactionTimeoutMs', transactionTimeoutMs);
       let total = 0;
       for (const variant of ALL_VARIANTS) {
         const p = `${variantName(variant)}_`;
