@@ -43,15 +43,35 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
+/** A proxy to the test database (closed after the test) and a URL through it. */
+async function proxied(): Promise<{ proxy: TcpProxy; url: string }> {
+  const proxy = await TcpProxy.forUrl(testDatabaseUrl());
+  cleanups.push(async () => proxy.close());
+  return { proxy, url: proxy.rewrite(testDatabaseUrl()) };
+}
+
+/** A pg client on `url` over a reply-guarded socket, connected. */
+async function guardedPgClient(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/** A postgres.js sql with one connection on `url` over a reply-guarded socket (ended after the test unless `ownEnd`). */
+function guardedSql(url: string, ownEnd = false): postgres.Sql {
+  // `socket` is read by postgres.js 3.4.9 but missing from its types: passed as a variable, not a literal.
+  const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
+  const sql = postgres(url, options);
+  if (!ownEnd) cleanups.push(async () => sql.end({ timeout: 1 }));
+  return sql;
+}
+
 describe('guardReplies: every unanswered request is bounded', () => {
   it('pg: a reply cut half-open after its first bytes arrived is bounded (a large row, then the server sleeps)', async () => {
-    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
-    cleanups.push(async () => proxy.close());
-    const client = new pg.Client({ connectionString: proxy.rewrite(testDatabaseUrl()), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
-    const clientErrors: unknown[] = [];
-    client.on('error', (error) => clientErrors.push(error));
+    const { proxy, url } = await proxied();
+    const client = await guardedPgClient(url);
     cleanups.push(async () => void (await client.end()));
-    await client.connect();
     expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
 
     // Row 1 (200 kB) is flushed while it is sent; row 2 comes only after a 3 s sleep.
@@ -69,12 +89,8 @@ describe('guardReplies: every unanswered request is bounded', () => {
   }, 20_000);
 
   it('postgres.js: a query pipelined behind an answered one on the same connection is bounded', async () => {
-    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
-    cleanups.push(async () => proxy.close());
-    // `socket` is read by postgres.js 3.4.9 but missing from its types: passed as a variable, not a literal.
-    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
-    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
-    cleanups.push(async () => sql.end({ timeout: 1 }));
+    const { proxy, url } = await proxied();
+    const sql = guardedSql(url);
     // Prepared once, so the two calls below need no Describe round trip before they are written.
     expect(await sql`select pg_sleep(${0.01}) as slept`).toEqual([{ slept: '' }]);
 
@@ -92,11 +108,8 @@ describe('guardReplies: every unanswered request is bounded', () => {
   }, 20_000);
 
   it("postgres.js: a new statement's describe (Parse + Describe + Flush, no Sync) cut half-open is bounded", async () => {
-    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
-    cleanups.push(async () => proxy.close());
-    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
-    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
-    cleanups.push(async () => sql.end({ timeout: 1 }));
+    const { proxy, url } = await proxied();
+    const sql = guardedSql(url);
     expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
 
     // Held by the proxy, then swallowed: the describe of a statement this connection has not prepared.
@@ -112,11 +125,8 @@ describe('guardReplies: every unanswered request is bounded', () => {
   }, 20_000);
 
   it('pg: ending a client whose connection went half-open finishes (the Terminate is watched as a request)', async () => {
-    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
-    cleanups.push(async () => proxy.close());
-    const client = new pg.Client({ connectionString: proxy.rewrite(testDatabaseUrl()), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
-    client.on('error', () => undefined);
-    await client.connect();
+    const { proxy, url } = await proxied();
+    const client = await guardedPgClient(url);
     expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
     proxy.setFault({ mode: 'blackhole' });
     const result = await outcome(client.end(), performance.now());
@@ -125,10 +135,8 @@ describe('guardReplies: every unanswered request is bounded', () => {
   }, 20_000);
 
   it('postgres.js: sql.end() over a half-open connection finishes (the Terminate is watched as a request)', async () => {
-    const proxy = await TcpProxy.forUrl(testDatabaseUrl());
-    cleanups.push(async () => proxy.close());
-    const options = { max: 1, fetch_types: false, socket: replyGuardedSocket(REPLY_TIMEOUT_MS), onnotice: () => undefined };
-    const sql = postgres(proxy.rewrite(testDatabaseUrl()), options);
+    const { proxy, url } = await proxied();
+    const sql = guardedSql(url, true);
     expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
     proxy.setFault({ mode: 'blackhole' });
     const result = await outcome(sql.end(), performance.now());
@@ -137,10 +145,8 @@ describe('guardReplies: every unanswered request is bounded', () => {
   }, 20_000);
 
   it('an idle connection is never cut, and a LISTEN connection between notifications stays open', async () => {
-    const client = new pg.Client({ connectionString: testDatabaseUrl(), stream: () => guardReplies(new Socket(), REPLY_TIMEOUT_MS) });
-    client.on('error', () => undefined);
+    const client = await guardedPgClient(testDatabaseUrl());
     cleanups.push(async () => void (await client.end()));
-    await client.connect();
     await client.query('listen reply_guard_idle');
     await new Promise((resolve) => setTimeout(resolve, 3 * REPLY_TIMEOUT_MS));
     expect((await client.query('select 2 as two')).rows).toEqual([{ two: 2 }]);
