@@ -6,9 +6,11 @@
  * describeStoreConformance('memory', async () => makeMemoryHarness());
  * ```
  */
-export type { ConformanceHarness, HarnessRef } from './harness.js';
 export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
+// The harness contract and the shared assertions live in @postpone/conformance-kit; exported here too.
 export {
+  type ConformanceHarness,
+  type HarnessRef,
   LEASE_MS,
   captureError,
   claimExactly,
@@ -18,5 +20,6 @@ export {
   observe,
   scheduleAndClaim,
   stateCounts,
-} from './helpers.js';
-export { makeTerminal, type TerminalFixture } from './fixtures.js';
+  makeTerminal,
+  type TerminalFixture,
+} from '@postpone/conformance-kit';
