@@ -8,18 +8,4 @@
  */
 export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
 // The harness contract and the shared assertions live in @postpone/conformance-kit; exported here too.
-export {
-  type ConformanceHarness,
-  type HarnessRef,
-  LEASE_MS,
-  captureError,
-  claimExactly,
-  expectPostponeError,
-  expectValidationError,
-  mustGetTask,
-  observe,
-  scheduleAndClaim,
-  stateCounts,
-  makeTerminal,
-  type TerminalFixture,
-} from '@postpone/conformance-kit';
+export * from '@postpone/conformance-kit';
