@@ -4,9 +4,7 @@
  */
 import { CancelOutcome, CompleteOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { LEASE_MS, mustGetTask, scheduleAndClaim } from './helpers.js';
-import { makeTerminal } from './fixtures.js';
+import { type HarnessRef, LEASE_MS, makeTerminal, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
 
 export function cancelCases(h: HarnessRef): void {
   describe('cancel', () => {

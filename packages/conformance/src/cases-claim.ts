@@ -4,8 +4,7 @@
  */
 import { TaskState, type TaskId } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, LEASE_MS, mustGetTask } from './helpers.js';
+import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask } from '@postpone/conformance-kit';
 
 export function claimCases(h: HarnessRef): void {
   describe('claim', () => {

@@ -4,8 +4,7 @@
  */
 import { CancelOutcome, CompleteOutcome, MAX_COMPLETE_MANY, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { expectValidationError, mustGetTask, observe, scheduleAndClaim } from './helpers.js';
+import { expectValidationError, type HarnessRef, mustGetTask, observe, scheduleAndClaim } from '@postpone/conformance-kit';
 
 export function completeManyCases(h: HarnessRef): void {
   describe('completeMany', () => {

@@ -4,8 +4,7 @@
  */
 import { CancelOutcome, CompleteOutcome, type TaskId, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { captureError, mustGetTask, scheduleAndClaim } from './helpers.js';
+import { captureError, type HarnessRef, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
 
 export function completeCases(h: HarnessRef): void {
   /** complete() by `w1` whose work(tx) writes the task's marker; counts how often work ran. */

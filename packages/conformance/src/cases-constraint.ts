@@ -4,8 +4,7 @@
  */
 import { PostponeError, TaskState, type TaskState as TaskStateT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { captureError, mustGetTask } from './helpers.js';
+import { captureError, type HarnessRef, mustGetTask } from '@postpone/conformance-kit';
 
 const LEASE = () => new Date(Date.UTC(2031, 0, 1));
 

@@ -4,8 +4,7 @@
  */
 import { backoffMs, CancelOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, LEASE_MS, mustGetTask, scheduleAndClaim } from './helpers.js';
+import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
 
 const BASE_MS = 200;
 

@@ -6,8 +6,7 @@
  */
 import { backoffMs, type ClaimedTask, CompleteOutcome, type Store, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, LEASE_MS, mustGetTask, scheduleAndClaim } from './helpers.js';
+import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
 
 const BASE_MS = 200;
 

@@ -5,8 +5,7 @@
  */
 import { CancelOutcome, RELEASED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, LEASE_MS, mustGetTask, observe, scheduleAndClaim } from './helpers.js';
+import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, observe, scheduleAndClaim } from '@postpone/conformance-kit';
 
 export function releaseCases(h: HarnessRef): void {
   describe('release', () => {

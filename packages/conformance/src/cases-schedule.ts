@@ -4,8 +4,7 @@
  */
 import { DEFAULT_MAX_ATTEMPTS, parseTaskId, TaskState, type TaskId, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { captureError, mustGetTask, stateCounts } from './helpers.js';
+import { captureError, type HarnessRef, mustGetTask, stateCounts } from '@postpone/conformance-kit';
 
 export function scheduleCases(h: HarnessRef): void {
   describe('schedule', () => {

@@ -4,8 +4,7 @@
  */
 import { CompleteOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, LEASE_MS, observe, scheduleAndClaim } from './helpers.js';
+import { claimExactly, type HarnessRef, LEASE_MS, observe, scheduleAndClaim } from '@postpone/conformance-kit';
 
 export function staleCases(h: HarnessRef): void {
   describe('stale attempts', () => {

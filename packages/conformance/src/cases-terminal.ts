@@ -4,9 +4,7 @@
  */
 import { CancelOutcome, CompleteOutcome, type CompleteOutcome as CompleteOutcomeT, type CancelOutcome as CancelOutcomeT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { LEASE_MS, observe } from './helpers.js';
-import { makeTerminal, type TerminalFixture } from './fixtures.js';
+import { type HarnessRef, LEASE_MS, makeTerminal, observe, type TerminalFixture } from '@postpone/conformance-kit';
 
 const EXPECTED: Record<TerminalFixture, { cancel: CancelOutcomeT; complete: CompleteOutcomeT }> = {
   DONE: { cancel: CancelOutcome.TOO_LATE, complete: CompleteOutcome.DONE },

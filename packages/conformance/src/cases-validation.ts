@@ -12,8 +12,7 @@ import {
   type ValidationCode,
 } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { expectValidationError, mustGetTask, scheduleAndClaim, stateCounts } from './helpers.js';
+import { expectValidationError, type HarnessRef, mustGetTask, scheduleAndClaim, stateCounts } from '@postpone/conformance-kit';
 
 function cyclic(): unknown {
   const o: Record<string, unknown> = { a: 1 };

@@ -6,17 +6,6 @@
  * describeStoreConformance('memory', async () => makeMemoryHarness());
  * ```
  */
-export type { ConformanceHarness, HarnessRef } from './harness.js';
 export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
-export {
-  LEASE_MS,
-  captureError,
-  claimExactly,
-  expectPostponeError,
-  expectValidationError,
-  mustGetTask,
-  observe,
-  scheduleAndClaim,
-  stateCounts,
-} from './helpers.js';
-export { makeTerminal, type TerminalFixture } from './fixtures.js';
+// The harness contract and the shared assertions live in @postpone/conformance-kit; exported here too.
+export * from '@postpone/conformance-kit';

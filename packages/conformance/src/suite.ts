@@ -1,8 +1,10 @@
 /**
- * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors).
+ * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors):
+ * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`.
  */
+import type { ConformanceHarness } from '@postpone/conformance-kit';
+import { OPERATIONS_CASES } from '@postpone/conformance-ops';
 import { afterEach, beforeEach, describe } from 'vitest';
-import { adminCases } from './cases-admin.js';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
@@ -11,15 +13,11 @@ import { constraintCases } from './cases-constraint.js';
 import { failCases } from './cases-fail.js';
 import { failuresCases } from './cases-failures.js';
 import { leaseCases } from './cases-lease.js';
-import { lifecycleCases } from './cases-lifecycle.js';
-import { observeCases } from './cases-observe.js';
 import { releaseCases } from './cases-release.js';
 import { scheduleCases } from './cases-schedule.js';
 import { staleCases } from './cases-stale.js';
 import { terminalCases } from './cases-terminal.js';
-import { traceContextCases } from './cases-trace-context.js';
 import { validationCases } from './cases-validation.js';
-import type { ConformanceHarness } from './harness.js';
 
 /** Every group of cases, in the order they are registered. */
 export const CONFORMANCE_CASES = [
@@ -36,10 +34,7 @@ export const CONFORMANCE_CASES = [
   terminalCases,
   constraintCases,
   validationCases,
-  observeCases,
-  lifecycleCases,
-  adminCases,
-  traceContextCases,
+  ...OPERATIONS_CASES,
 ] as const;
 
 /**

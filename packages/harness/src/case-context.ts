@@ -6,14 +6,12 @@
 import { uniqueSchemaName, dropSchema } from '@postpone/embedded';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import type { Store } from '@postpone/core';
+import { ExternalService, TcpProxy } from '@postpone/faults';
+import { type ChildConfig, NegativeControls } from '@postpone/harness-child';
 import pg from 'pg';
-import type { ChildConfig } from './child/protocol.js';
 import { DbInspector } from './db-inspect.js';
-import { ExternalService } from './external-service.js';
 import { spawnHarnessChild, type HarnessChild } from './harness-child.js';
-import { NegativeControls } from './negative/controls.js';
 import { ProcessGroup } from './process-group.js';
-import { TcpProxy } from './tcp-proxy.js';
 
 export interface CaseContext {
   readonly databaseUrl: string;

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EventLog, type Logged } from './event-log.js';
-import { withTimeout } from './wait.js';
+import { withTimeout } from '@postpone/testkit';
 
 /** The end of a process: exactly one of `code` and `signal` is set. */
 export interface ExitStatus {

@@ -2,7 +2,7 @@
  * An append-only log of events with bounded, event-driven waits: `waitFor` resolves as soon as a
  * matching event is (or already was) appended, and rejects at its deadline or when the log is closed.
  */
-import { WaitTimeoutError } from './wait.js';
+import { WaitTimeoutError } from '@postpone/testkit';
 
 /** An event as stored: the payload plus its position and the receiver's monotonic time. */
 export type Logged<E> = E & {

@@ -8,12 +8,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { CaseContext } from './case-context.js';
-import type { ChildConfig, ConnectionPlan, HandlerPlan, WorkerSettings } from './child/protocol.js';
+import type { ChildConfig, ConnectionPlan, HandlerPlan, WorkerSettings } from '@postpone/harness-child';
 import type { ClaimRecord } from './claims.js';
 import { type HarnessChild, spawnHarnessChild, stopAll } from './harness-child.js';
-import { checkHistory, describeViolations, type HistoryOp, HistoryRecorder, type HistoryVerdict } from './history.js';
+import { checkHistory, describeViolations, type HistoryOp, HistoryRecorder, type HistoryVerdict } from '@postpone/history';
 import type { Verdict } from './verdict.js';
-import { WaitTimeoutError } from './wait.js';
+import { WaitTimeoutError } from '@postpone/testkit';
 
 export const FAULT_KIND = 'fault';
 

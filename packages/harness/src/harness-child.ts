@@ -1,19 +1,23 @@
 /**
- * Starts harness child processes: the entry `child/worker-main` next to this module (`.ts` through
- * tsx when the harness runs from source under vitest, `.js` from `dist` otherwise), configured by
- * JSON in `POSTPONE_HARNESS_CONFIG`, talking over IPC.
+ * Starts harness child processes: the entry `worker-main` of `@postpone/harness-child` (its
+ * `src/worker-main.ts` through tsx when the harness runs from source under vitest, its
+ * `dist/worker-main.js` otherwise), configured by JSON in `POSTPONE_HARNESS_CONFIG`, talking over IPC.
  */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CONFIG_ENV, type ChildConfig, type ChildControl, type ChildEvent } from '@postpone/harness-child';
 import type { ChildHandle } from './child-process.js';
-import { CONFIG_ENV, type ChildConfig, type ChildControl, type ChildEvent } from './child/protocol.js';
 import type { ProcessGroup } from './process-group.js';
 
 /** A running harness child: its events, controls and signals. */
 export type HarnessChild = ChildHandle<ChildEvent, ChildControl>;
 
-/** The child entry beside this module, with this module's own extension. */
+/** The child entry: source (`.ts`) when this module runs from source, compiled (`.js`) otherwise. */
 export function childEntry(): URL {
-  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  return new URL(`./child/worker-main${extension}`, import.meta.url);
+  const root = dirname(createRequire(import.meta.url).resolve('@postpone/harness-child/package.json'));
+  const fromSource = import.meta.url.endsWith('.ts');
+  return pathToFileURL(join(root, fromSource ? 'src/worker-main.ts' : 'dist/worker-main.js'));
 }
 
 /** Spawns one harness child in `group` (killed with the group), with `env` added to its environment. */

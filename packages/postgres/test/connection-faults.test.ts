@@ -11,7 +11,7 @@
 import { ConnectionError, ConnectionLostError, PostponeError, type ClaimedTask } from '@postpone/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { TcpProxy } from '../../harness/src/tcp-proxy.js';
+import { TcpProxy } from '../../faults/src/tcp-proxy.js';
 import type { PostgresStore } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';

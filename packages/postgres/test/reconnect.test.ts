@@ -6,7 +6,7 @@
  */
 import { ConnectionError, ConnectionLostError } from '@postpone/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TcpProxy } from '../../harness/src/tcp-proxy.js';
+import { TcpProxy } from '../../faults/src/tcp-proxy.js';
 import type { PostgresStore } from '../src/index.js';
 import { createPgStore } from '../src/pg.js';
 import { createPostgresJsStore } from '../src/postgres-js.js';

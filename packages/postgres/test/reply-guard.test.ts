@@ -10,7 +10,7 @@ import { Socket } from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TcpProxy } from '../../harness/src/tcp-proxy.js';
+import { TcpProxy } from '../../faults/src/tcp-proxy.js';
 import { replyGuardedSocket } from '../src/postgres-js.js';
 import { guardReplies, REPLY_TIMEOUT_CODE } from '../src/socket.js';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';

@@ -1,8 +1,9 @@
 /**
  * @postpone/testkit — what the tests, evidence cases, the soak and the bench of this repository
  * share and no published package should carry: a seeded PRNG, so a randomized run replays from its
- * seed.
+ * seed, and bounded waits ({@link pollUntil}, {@link withTimeout}) that end by a deadline.
  */
+export * from './wait.js';
 
 /**
  * mulberry32, Tommy Ettinger's public-domain 32-bit generator: `seed` (any number, taken as an

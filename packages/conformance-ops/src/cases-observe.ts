@@ -3,9 +3,7 @@
  */
 import { CancelOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, stateCounts } from './helpers.js';
-import { makeTerminal } from './fixtures.js';
+import { claimExactly, type HarnessRef, makeTerminal, stateCounts } from '@postpone/conformance-kit';
 
 export function observeCases(h: HarnessRef): void {
   describe('peekDue', () => {

@@ -1,6 +1,6 @@
 import { StoreClosedError, TASK_STATES, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { captureError, CONFORMANCE_CASES, expectPostponeError, expectValidationError, stateCounts } from '../src/index.js';
+import { captureError, expectPostponeError, expectValidationError, stateCounts } from '../src/index.js';
 
 describe('conformance helpers', () => {
   it('captureError returns a rejection, a synchronous throw, and fails on success', async () => {
@@ -33,27 +33,5 @@ describe('conformance helpers', () => {
   it('stateCounts names every state', () => {
     expect(Object.keys(stateCounts()).sort()).toEqual([...TASK_STATES].sort());
     expect(stateCounts({ DONE: 2 })).toEqual({ SCHEDULED: 0, CLAIMED: 0, DONE: 2, CANCELLED: 0, DEAD: 0 });
-  });
-
-  it('registers every group of cases', () => {
-    expect(CONFORMANCE_CASES.map((f) => f.name)).toEqual([
-      'scheduleCases',
-      'claimCases',
-      'leaseCases',
-      'completeCases',
-      'completeManyCases',
-      'failCases',
-      'releaseCases',
-      'failuresCases',
-      'staleCases',
-      'cancelCases',
-      'terminalCases',
-      'constraintCases',
-      'validationCases',
-      'observeCases',
-      'lifecycleCases',
-      'adminCases',
-      'traceContextCases',
-    ]);
   });
 });

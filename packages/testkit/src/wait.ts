@@ -1,6 +1,6 @@
 /**
- * Bounded waiting: every wait in the harness ends by a deadline, never by a fixed sleep that
- * "should be long enough".
+ * Bounded waiting: every wait of the harness and its fault tools ends by a deadline, never by a
+ * fixed sleep that "should be long enough".
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 

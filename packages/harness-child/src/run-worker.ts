@@ -5,7 +5,7 @@
  */
 import type { Store } from '@postpone/core';
 import { createWorker, type Worker } from '@postpone/worker';
-import { NegativeControls, withUnfencedComplete } from '../negative/controls.js';
+import { NegativeControls, withUnfencedComplete } from './negative/controls.js';
 import { overrideStore } from '@postpone/core';
 import type { ParentChannel } from './channel.js';
 import { planHandler } from './plan-handler.js';

@@ -4,9 +4,7 @@
  */
 import { CompleteOutcome, type Store, type TaskId, type TaskRecord } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import type { HarnessRef } from './harness.js';
-import { claimExactly, expectValidationError, mustGetTask, scheduleAndClaim } from './helpers.js';
-import { makeTerminal } from './fixtures.js';
+import { claimExactly, expectValidationError, type HarnessRef, makeTerminal, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
 
 /** A DEAD task of `kind` with `payload` and lastError 'boom'. */
 async function makeDead(store: Store<any>, kind = 'dead-job', payload: unknown = { n: 1 }, maxAttempts = 1): Promise<TaskId> {

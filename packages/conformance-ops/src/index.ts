@@ -1,0 +1,17 @@
+/**
+ * @postpone/conformance-ops — the conformance cases for reading and operating a Postpone store:
+ * `peekDue`, `countByState`, `getTask` / `getEffect`, `now` ({@link observeCases}), `migrate` again
+ * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}),
+ * and the trace context a task carries ({@link traceContextCases}) — docs/contract.md#outcomes,
+ * #input-errors. `describeStoreConformance` of `@postpone/conformance` registers them after the
+ * transition cases; each group takes the current test's harness ({@link HarnessRef}).
+ */
+import { adminCases } from './cases-admin.js';
+import { lifecycleCases } from './cases-lifecycle.js';
+import { observeCases } from './cases-observe.js';
+import { traceContextCases } from './cases-trace-context.js';
+
+export { adminCases, lifecycleCases, observeCases, traceContextCases };
+
+/** The groups of this package, in the order `describeStoreConformance` registers them. */
+export const OPERATIONS_CASES = [observeCases, lifecycleCases, adminCases, traceContextCases] as const;

@@ -1,0 +1,31 @@
+import { OPERATIONS_CASES } from '@postpone/conformance-ops';
+import { describe, expect, it } from 'vitest';
+import { CONFORMANCE_CASES } from '../src/index.js';
+
+describe('conformance suite', () => {
+  it('registers every group of cases', () => {
+    expect(CONFORMANCE_CASES.map((f) => f.name)).toEqual([
+      'scheduleCases',
+      'claimCases',
+      'leaseCases',
+      'completeCases',
+      'completeManyCases',
+      'failCases',
+      'releaseCases',
+      'failuresCases',
+      'staleCases',
+      'cancelCases',
+      'terminalCases',
+      'constraintCases',
+      'validationCases',
+      'observeCases',
+      'lifecycleCases',
+      'adminCases',
+      'traceContextCases',
+    ]);
+  });
+
+  it('registers the reads and operations of @postpone/conformance-ops last, in their order', () => {
+    expect(CONFORMANCE_CASES.slice(-OPERATIONS_CASES.length)).toEqual([...OPERATIONS_CASES]);
+  });
+});
