@@ -11,16 +11,28 @@ import type { CompleteManyItem } from './complete-many.js';
 import type { Json } from './json.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
 import type { ClaimedTask, Effect, Task, TaskId } from './task.js';
-import type { ScheduleInput } from './validate.js';
+import type { OnConflict, ScheduleInput } from './validate.js';
 
+/** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {
   readonly id: TaskId;
+  /** The task's due time after the call (the kept task's own, when it was kept). */
   readonly dueAt: Date;
+  /** True for a new task; false when a task of the same kind and key was kept or replaced. */
+  readonly created: boolean;
+  /** True when `onConflict: 'replace'` rewrote the payload and due time of a SCHEDULED task; false otherwise (a CLAIMED one is kept). */
+  readonly replaced: boolean;
 }
 
 export interface ScheduleOptions<Tx> {
   /** Run the insert inside the caller's open transaction (it commits or rolls back with it). */
   readonly tx?: Tx;
+  /**
+   * When a SCHEDULED or CLAIMED task of the same kind and `key` exists: `'keep'` it (default; returned
+   * with `created: false`), `'replace'` its payload and due time if still SCHEDULED, or `'fail'` with
+   * `DuplicateKeyError` (nothing written). Tasks without a key never conflict.
+   */
+  readonly onConflict?: OnConflict;
 }
 
 export interface ClaimParams {
@@ -118,7 +130,8 @@ export interface Store<Tx = unknown> {
   migrate(): Promise<void>;
 
   /**
-   * Schedules one task. @throws ValidationError (nothing inserted), StoreClosedError, ConnectionLostError, StoreError
+   * Schedules one task; with a `key`, the race between schedulers is decided by the store itself.
+   * @throws ValidationError (nothing inserted), DuplicateKeyError (`onConflict: 'fail'`), StoreClosedError, ConnectionLostError, StoreError
    */
   schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
 

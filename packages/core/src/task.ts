@@ -12,6 +12,8 @@ export type TaskId = string;
 export interface Task {
   readonly id: TaskId;
   readonly kind: string;
+  /** The dedup key given at schedule time, or null (docs/contract.md#dedup-keys). */
+  readonly key: string | null;
   readonly payload: Json;
   readonly state: TaskState;
   readonly dueAt: Date;

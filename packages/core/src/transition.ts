@@ -30,7 +30,9 @@ export type Command =
    * `failures` is unchanged, so releases alone never make a task DEAD (two deploys are not two
    * failures), while `attempt` keeps growing at every claim as the fencing token.
    */
-  | { readonly type: 'release'; readonly attempt: number };
+  | { readonly type: 'release'; readonly attempt: number }
+  /** A schedule with `onConflict: 'replace'` met this task by its dedup key: SCHEDULED → SCHEDULED with the new payload and due time; any other state unchanged. */
+  | { readonly type: 'replace'; readonly payload: Json; readonly dueAt: Date };
 
 export type Result =
   | { readonly type: 'claim'; readonly claimed: boolean }
@@ -40,7 +42,8 @@ export type Result =
   | { readonly type: 'fail'; readonly result: FailResult }
   | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
   | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
-  | { readonly type: 'release'; readonly outcome: ReleaseOutcome };
+  | { readonly type: 'release'; readonly outcome: ReleaseOutcome }
+  | { readonly type: 'replace'; readonly replaced: boolean };
 
 export interface Step {
   /** The row after the command (the same object when nothing changed; null only for a missing task). */
@@ -162,6 +165,10 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       const base = { ...task, leaseOwner: null, leaseUntil: null, lastError: RELEASED_ERROR, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'release', outcome: 'CANCELLED' } };
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt: now }, result: { type: 'release', outcome: 'SCHEDULED' } };
+    }
+    case 'replace': {
+      if (task === null || task.state !== TaskState.SCHEDULED) return { task, result: { type: 'replace', replaced: false } };
+      return { task: { ...task, payload: command.payload, dueAt: command.dueAt, updatedAt: now }, result: { type: 'replace', replaced: true } };
     }
   }
 }

@@ -19,6 +19,8 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
 export const MAX_JSON_DEPTH = 1_000;
 /** Longest accepted kind, in characters. */
 export const MAX_KIND_LENGTH = 200;
+/** Longest accepted dedup key, in characters. */
+export const MAX_KEY_LENGTH = 256;
 /** Default attempts per task. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** PostgreSQL `bigint` maximum (§8.1.1). */
@@ -41,6 +43,12 @@ export interface ScheduleInput<P = unknown> {
    * `activeTraceContext()`): the worker links each attempt's span to it. Omit it (or pass null) for none.
    */
   readonly traceContext?: TraceContext | null;
+  /**
+   * Dedup key, 1..{@link MAX_KEY_LENGTH} characters without `\u0000`: at most one SCHEDULED or CLAIMED
+   * task per (kind, key); what a second schedule does is `onConflict` of {@link ScheduleOptions}
+   * (docs/contract.md#dedup-keys). Omit it (or pass null) for none.
+   */
+  readonly key?: string | null;
 }
 
 /** A validated schedule input, ready for a store. */
@@ -55,6 +63,8 @@ export interface NormalizedSchedule {
   readonly maxAttempts: number;
   /** The validated trace context, or null. */
   readonly traceContext: TraceContext | null;
+  /** The dedup key, or null. */
+  readonly key: string | null;
 }
 
 export interface ValidationLimits {
@@ -71,6 +81,14 @@ export function validateKind(kind: unknown, field = 'kind'): string {
   if (kind.length > MAX_KIND_LENGTH) throw new ValidationError('INVALID_KIND', field, `must be at most ${MAX_KIND_LENGTH} characters, got ${kind.length}`);
   if (CONTROL.test(kind) || hasLoneSurrogate(kind)) throw new ValidationError('INVALID_KIND', field, 'must not contain control characters or lone surrogates');
   return kind;
+}
+
+/** A dedup key: 1..256 characters, no `\u0000` (PostgreSQL `text` cannot store it, §8.3). @throws ValidationError INVALID_KEY */
+export function validateKey(key: unknown, field = 'key'): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || key.includes('\u0000') || hasLoneSurrogate(key)) {
+    throw new ValidationError('INVALID_KEY', field, `must be a string of 1..${MAX_KEY_LENGTH} characters without \\u0000 or lone surrogates, got ${describe(key)}`);
+  }
+  return key;
 }
 
 export function validateDelayMs(delayMs: unknown, field = 'delayMs'): number {
@@ -192,12 +210,12 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
  * rather than ignored, so a typo never makes a task due at once.
- * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, INVALID_OPTION)
+ * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, INVALID_KEY, INVALID_OPTION)
  */
 export function validateSchedule(input: unknown, limits: ValidationLimits = {}, prefix = ''): NormalizedSchedule {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -220,16 +238,26 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const maxBytes = limits.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
   const traceContext = i.traceContext === undefined || i.traceContext === null ? null : validateTraceContext(i.traceContext, f('traceContext'));
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext };
+  const key = i.key === undefined || i.key === null ? null : validateKey(i.key, f('key'));
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key };
 }
 
 /**
- * Validates a batch: every input checked before any is written (all-or-nothing).
+ * Validates a batch: every input checked before any is written (all-or-nothing). Two inputs of one
+ * kind and dedup key are refused (INVALID_KEY naming the later one): a batch never conflicts with itself.
  * @throws ValidationError naming the first bad field as `tasks[i].field`
  */
 export function validateScheduleMany(inputs: unknown, limits: ValidationLimits = {}): NormalizedSchedule[] {
   if (!Array.isArray(inputs)) throw new ValidationError('INVALID_OPTION', 'tasks', `must be an array, got ${describe(inputs)}`);
-  return inputs.map((input, idx) => validateSchedule(input, limits, `tasks[${idx}]`));
+  const keys = new Map<string, number>();
+  return inputs.map((input, idx) => {
+    const task = validateSchedule(input, limits, `tasks[${idx}]`);
+    const slot = task.key === null ? undefined : JSON.stringify([task.kind, task.key]);
+    const first = slot === undefined ? undefined : keys.get(slot);
+    if (first !== undefined) throw new ValidationError('INVALID_KEY', `tasks[${idx}].key`, `repeats the kind and key of tasks[${first}]`);
+    if (slot !== undefined) keys.set(slot, idx);
+    return task;
+  });
 }
 
 /**
@@ -299,16 +327,24 @@ export function rejectUnknownFields(value: object, known: readonly string[], pre
   }
 }
 
+/** What a schedule does when its (kind, key) is held by a SCHEDULED or CLAIMED task (docs/contract.md#dedup-keys). */
+export type OnConflict = 'keep' | 'replace' | 'fail';
+const ON_CONFLICT: readonly OnConflict[] = ['keep', 'replace', 'fail'];
+
 /**
- * Checks the options of schedule / scheduleMany: `undefined`, or an object whose only field is `tx`.
- * Whether `tx` is really the store's transaction handle is the store's check.
+ * Checks the options of schedule / scheduleMany: `undefined`, or an object with `tx` and
+ * `onConflict` (default `'keep'`). Whether `tx` is really the store's transaction handle is the store's check.
  * @throws ValidationError INVALID_OPTION
  */
-export function validateScheduleOptions(options: unknown): { readonly tx?: unknown } {
-  if (options === undefined) return {};
+export function validateScheduleOptions(options: unknown): { readonly tx?: unknown; readonly onConflict: OnConflict } {
+  if (options === undefined) return { onConflict: 'keep' };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ValidationError('INVALID_OPTION', 'options', `must be an object such as { tx }, got ${describe(options)}`);
   }
-  rejectUnknownFields(options, ['tx'], 'options.');
-  return options as { readonly tx?: unknown };
+  rejectUnknownFields(options, ['tx', 'onConflict'], 'options.');
+  const { tx, onConflict = 'keep' } = options as { tx?: unknown; onConflict?: unknown };
+  if (!ON_CONFLICT.includes(onConflict as OnConflict)) {
+    throw new ValidationError('INVALID_OPTION', 'options.onConflict', `must be one of ${ON_CONFLICT.join(', ')}, got ${describe(onConflict)}`);
+  }
+  return tx === undefined ? { onConflict: onConflict as OnConflict } : { tx, onConflict: onConflict as OnConflict };
 }

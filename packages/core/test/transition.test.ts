@@ -23,6 +23,7 @@ function task(patch: Partial<Task> = {}): Task {
   return {
     id: '7',
     kind: 'k',
+    key: null,
     payload: { n: 1 },
     state: TaskState.SCHEDULED,
     dueAt: T(-1_000),
@@ -64,6 +65,7 @@ const STALE_FAIL: Result = { type: 'fail', result: { outcome: 'REJECTED_STALE' }
 const NO_CLAIM: Result = { type: 'claim', claimed: false };
 const NO_EXTEND: Result = { type: 'extend', extended: false };
 const NO_RECLAIM: Result = { type: 'reclaim', outcome: null };
+const replace: Command = { type: 'replace', payload: { n: 2 }, dueAt: T(9_000) };
 const STALE_RELEASE: Result = { type: 'release', outcome: 'REJECTED_STALE' };
 
 const ROWS: Row[] = [
@@ -143,6 +145,10 @@ const ROWS: Row[] = [
   ['release rejected: SCHEDULED', task({ attempt: 1 }), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: DONE', done(), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: missing', null, release(), STALE_RELEASE, UNCHANGED],
+  ['replace: SCHEDULED → new payload and due time', task({ key: 'r42' }), replace, { type: 'replace', replaced: true }, { payload: { n: 2 }, dueAt: T(9_000) }],
+  ['replace refused: CLAIMED is kept unchanged', claimed({ key: 'r42' }), replace, { type: 'replace', replaced: false }, UNCHANGED],
+  ['replace refused: DONE', done(), replace, { type: 'replace', replaced: false }, UNCHANGED],
+  ['replace refused: missing', null, replace, { type: 'replace', replaced: false }, UNCHANGED],
 ];
 
 describe('transition', () => {
@@ -158,7 +164,7 @@ describe('transition', () => {
 
   it('covers every command type and every outcome value', () => {
     const types = new Set(ROWS.map(([, , c]) => c.type));
-    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release']);
+    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release', 'replace']);
     const outcomes = new Set(ROWS.map(([, , , r]) => JSON.stringify(r)));
     for (const o of ['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']) expect(outcomes).toContain(JSON.stringify({ type: 'cancel', outcome: o }));
     for (const o of ['SCHEDULED', 'DEAD', 'CANCELLED']) expect([...outcomes].some((r) => r.includes(`"reclaim","outcome":"${o}"`))).toBe(true);
@@ -208,6 +214,7 @@ const arbCommand: fc.Arbitrary<Command> = fc.oneof(
   arbAttempt.map((attempt): Command => ({ type: 'complete', attempt, result: null })),
   fc.tuple(arbAttempt, fc.integer({ min: 0, max: 5_000 })).map(([attempt, backoffMs]): Command => ({ type: 'fail', attempt, error: 'e', backoffMs })),
   arbAttempt.map((attempt): Command => ({ type: 'release', attempt })),
+  fc.integer({ min: -2_000, max: 2_000 }).map((offset): Command => ({ type: 'replace', payload: offset, dueAt: T(offset) })),
 );
 
 describe('transition properties', () => {

@@ -5,6 +5,8 @@ import {
   MAX_ATTEMPTS_LIMIT,
   MAX_DELAY_MS,
   MAX_KIND_LENGTH,
+  MAX_KEY_LENGTH,
+  validateKey,
   MAX_RUN_AT_MS,
   parseTaskId,
   validateAttempt,
@@ -208,9 +210,28 @@ describe('INVALID_OPTION', () => {
   });
 });
 
+describe('INVALID_KEY', () => {
+  it('refuses a key that is not a string of 1..256 characters without \\u0000', () => {
+    for (const key of ['', 'x'.repeat(MAX_KEY_LENGTH + 1), 'a\u0000b', 'a\ud800', 42, {}, true]) {
+      expectCode(() => validateSchedule({ kind: 'k', key }), 'INVALID_KEY', 'key');
+    }
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', key: '' }]), 'INVALID_KEY', 'tasks[1].key');
+  });
+  it('accepts 256 characters, non-ASCII, and null or undefined as no key', () => {
+    expect(validateKey('x'.repeat(MAX_KEY_LENGTH))).toHaveLength(MAX_KEY_LENGTH);
+    expect(validateSchedule({ kind: 'k', key: 'réservation-42 😀' }).key).toBe('réservation-42 😀');
+    expect(validateSchedule({ kind: 'k', key: null }).key).toBeNull();
+    expect(validateSchedule({ kind: 'k' }).key).toBeNull();
+  });
+  it('refuses two inputs of one kind and key in a batch, naming the later one; other kinds or keys pass', () => {
+    expectCode(() => validateScheduleMany([{ kind: 'k', key: 'a' }, { kind: 'j', key: 'a' }, { kind: 'k', key: 'a' }]), 'INVALID_KEY', 'tasks[2].key');
+    expect(validateScheduleMany([{ kind: 'k', key: 'a' }, { kind: 'j', key: 'a' }, { kind: 'k', key: 'b' }, { kind: 'k' }, { kind: 'k' }])).toHaveLength(5);
+  });
+});
+
 describe('validateSchedule', () => {
   it('fills the defaults', () => {
-    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null });
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null });
   });
   it('keeps runAt, payload text and maxAttempts', () => {
     const runAt = new Date(Date.UTC(2031, 5, 1));
@@ -222,6 +243,7 @@ describe('validateSchedule', () => {
       runAt,
       maxAttempts: 2,
       traceContext: null,
+      key: null,
     });
   });
   it('honours maxPayloadBytes', () => {
@@ -273,9 +295,13 @@ describe('review fixes: depth, unknown fields, C1 controls', () => {
 });
 
 describe('options objects', () => {
-  it('validateScheduleOptions takes undefined or { tx } and refuses anything else', () => {
-    expect(validateScheduleOptions(undefined)).toEqual({});
-    expect(validateScheduleOptions({ tx: 1 })).toEqual({ tx: 1 });
+  it('validateScheduleOptions takes undefined or { tx, onConflict } and refuses anything else', () => {
+    expect(validateScheduleOptions(undefined)).toEqual({ onConflict: 'keep' });
+    expect(validateScheduleOptions({ tx: 1 })).toEqual({ tx: 1, onConflict: 'keep' });
+    expect(validateScheduleOptions({ onConflict: 'replace' })).toEqual({ onConflict: 'replace' });
+    expect(validateScheduleOptions({ onConflict: 'fail', tx: 2 })).toEqual({ onConflict: 'fail', tx: 2 });
+    expectCode(() => validateScheduleOptions({ onConflict: 'ignore' }), 'INVALID_OPTION', 'options.onConflict');
+    expectCode(() => validateScheduleOptions({ onConflict: null }), 'INVALID_OPTION', 'options.onConflict');
     expect(() => validateScheduleOptions({ txn: 1 })).toThrow(/options\.txn: is not an option/);
     expect(() => validateScheduleOptions('tx')).toThrow(ValidationError);
   });

@@ -15,11 +15,13 @@ export type ValidationCode =
   | 'INVALID_KIND'
   | 'INVALID_TASK_ID'
   | 'INVALID_OPTION'
-  | 'INVALID_RESULT';
+  | 'INVALID_RESULT'
+  | 'INVALID_KEY';
 
 export type PostponeErrorCode =
   | ValidationCode
   | 'UNKNOWN_KIND'
+  | 'DUPLICATE_KEY'
   | 'STORE_CLOSED'
   | 'CONNECTION_LOST'
   | 'CONNECTION_FAILED'
@@ -75,6 +77,24 @@ export class UnknownKindError extends PostponeError {
     super('UNKNOWN_KIND', `no handler registered for kind ${JSON.stringify(kind)}`);
     this.name = 'UnknownKindError';
     this.kind = kind;
+  }
+}
+
+/**
+ * A schedule with `onConflict: 'fail'` met a SCHEDULED or CLAIMED task of the same kind and dedup
+ * key (docs/contract.md#dedup-keys). Nothing was written (for `scheduleMany`, none of the batch).
+ */
+export class DuplicateKeyError extends PostponeError {
+  readonly kind: string;
+  readonly key: string;
+  /** The id of the task that holds the key. */
+  readonly taskId: string;
+  constructor(kind: string, key: string, taskId: string) {
+    super('DUPLICATE_KEY', `task ${taskId} of kind ${JSON.stringify(kind)} already holds key ${JSON.stringify(key)}`);
+    this.name = 'DuplicateKeyError';
+    this.kind = kind;
+    this.key = key;
+    this.taskId = taskId;
   }
 }
 
