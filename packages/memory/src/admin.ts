@@ -84,6 +84,8 @@ export class MemoryAdmin {
         maxAttempts: p.maxAttempts ?? original.maxAttempts,
         // A retry is a new task scheduled by whoever retries it, not by the original's caller.
         traceContext: null,
+        // The retry is a new task without a dedup key: the original's key may belong to a newer task by now.
+        key: null,
       });
       this.#retriedAs.set(p.id, scheduled.id);
       this.#retryOf.set(scheduled.id, p.id);

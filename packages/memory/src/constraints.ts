@@ -25,8 +25,8 @@ export function checkViolation(table: string, constraint: string): StoreError {
   return new StoreError(`new row for relation "${table}" violates check constraint "${constraint}"`, SqlState.CHECK_VIOLATION);
 }
 
-export function uniqueViolation(table: string, key: string): StoreError {
-  return new StoreError(`duplicate key value violates unique constraint "${table}_pkey": (${key}) already exists`, SqlState.UNIQUE_VIOLATION);
+export function uniqueViolation(table: string, key: string, constraint = `${table}_pkey`): StoreError {
+  return new StoreError(`duplicate key value violates unique constraint "${constraint}": (${key}) already exists`, SqlState.UNIQUE_VIOLATION);
 }
 
 export function transactionFinished(status: string): StoreError {

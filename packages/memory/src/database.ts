@@ -6,7 +6,7 @@
  * transaction sees committed rows only; a write set sees committed rows plus its own writes.
  * Constraints are checked when a write is staged (statement time) and again at commit.
  */
-import type { Effect, Task, TaskId } from '@postpone/core';
+import { type Effect, isTerminal, type Task, type TaskId } from '@postpone/core';
 import { checkViolation, LEASE_CHECK, leaseCheckHolds, transactionFinished, uniqueViolation } from './constraints.js';
 
 interface StagedRow {
@@ -40,6 +40,18 @@ export class WriteSet {
     this.assertOpen();
     if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
     this.tasks.set(task.id, task);
+  }
+
+  /**
+   * The SCHEDULED or CLAIMED task holding (kind, key) as this transaction sees it (its own writes
+   * first), or undefined: a lookup in the partial unique index `task_key_idx`.
+   */
+  liveByKey(kind: string, key: string): Task | undefined {
+    const slot = `${kind}\u0000${key}`;
+    for (const task of this.tasks.values()) if (keySlot(task) === slot && !isTerminal(task.state)) return task;
+    const id = this.db.liveKeys.get(slot);
+    const task = id === undefined ? undefined : (this.tasks.get(id) ?? this.db.tasks.get(id));
+    return task !== undefined && !isTerminal(task.state) ? task : undefined;
   }
 
   /** Stages the effect row; at most one per task. @throws StoreError 23505 */
@@ -84,9 +96,16 @@ export class WriteSet {
   }
 }
 
+/** A task's entry in the dedup-key index, or undefined without a key (a kind holds no `\u0000`, so the text is unique). */
+function keySlot(task: Pick<Task, 'kind' | 'key'>): string | undefined {
+  return task.key === null || task.key === undefined ? undefined : `${task.kind}\u0000${task.key}`;
+}
+
 /** Committed state plus the task id sequence. */
 export class MemoryDatabase {
   readonly tasks = new Map<TaskId, Task>();
+  /** The partial unique index `task_key_idx` of docs/contract.md#dedup-keys: (kind, key) → the SCHEDULED or CLAIMED task holding it. */
+  readonly liveKeys = new Map<string, TaskId>();
   readonly effects = new Map<TaskId, Effect>();
   readonly tables = new Map<string, Map<string, unknown>>();
   #lastId = 0;
@@ -111,6 +130,12 @@ export class MemoryDatabase {
     try {
       for (const task of ws.tasks.values()) if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
       for (const id of ws.effects.keys()) if (this.effects.has(id)) throw uniqueViolation('effect', `task_id=${id}`);
+      for (const task of ws.tasks.values()) {
+        const slot = keySlot(task);
+        const holder = slot === undefined || isTerminal(task.state) ? undefined : this.liveKeys.get(slot);
+        const held = holder === undefined || holder === task.id ? undefined : (ws.tasks.get(holder) ?? this.tasks.get(holder));
+        if (held !== undefined && !isTerminal(held.state)) throw uniqueViolation('task', `kind, key=${task.kind}, ${task.key}`, 'task_key_idx');
+      }
       for (const [table, rows] of ws.rows) {
         const committed = this.tables.get(table);
         for (const [key, row] of rows) if (row.inserted && committed?.has(key)) throw uniqueViolation(table, `key=${key}`);
@@ -119,7 +144,12 @@ export class MemoryDatabase {
       ws.end('rolled back');
       throw error;
     }
-    for (const task of ws.tasks.values()) this.tasks.set(task.id, task);
+    for (const task of ws.tasks.values()) {
+      this.tasks.set(task.id, task);
+      const slot = keySlot(task);
+      if (slot !== undefined && !isTerminal(task.state)) this.liveKeys.set(slot, task.id);
+      else if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
+    }
     for (const effect of ws.effects.values()) this.effects.set(effect.taskId, effect);
     for (const [table, rows] of ws.rows) {
       let committed = this.tables.get(table);

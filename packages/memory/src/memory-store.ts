@@ -39,6 +39,8 @@ import {
   type TaskState as TaskStateT,
   transition,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  DuplicateKeyError,
+  type OnConflict,
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
@@ -83,7 +85,7 @@ export class MemoryStore implements Store<MemoryTx> {
     db: this.#db,
     locks: this.#locks,
     nowMs: () => this.#clock.now(),
-    insert: (input) => this.#insertTasks([input], undefined)[0] as ScheduledTask,
+    insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
     assertOpen: () => this.#assertOpen(),
   });
 
@@ -103,15 +105,15 @@ export class MemoryStore implements Store<MemoryTx> {
 
   async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
     this.#assertOpen();
-    const { tx } = validateScheduleOptions(options);
-    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], tx as MemoryTx | undefined);
+    const { tx, onConflict } = validateScheduleOptions(options);
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], tx as MemoryTx | undefined, onConflict);
     return scheduled as ScheduledTask;
   }
 
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask[]> {
     this.#assertOpen();
-    const { tx } = validateScheduleOptions(options);
-    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), tx as MemoryTx | undefined);
+    const { tx, onConflict } = validateScheduleOptions(options);
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), tx as MemoryTx | undefined, onConflict);
   }
 
   async cancel(id: TaskId): Promise<CancelOutcome> {
@@ -323,31 +325,58 @@ export class MemoryStore implements Store<MemoryTx> {
     if (this.#closed) throw new StoreClosedError();
   }
 
-  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined): ScheduledTask[] {
+  /**
+   * Inserts the tasks in one write set, all or none. An input whose (kind, key) a SCHEDULED or CLAIMED
+   * task holds (`task_key_idx`, docs/contract.md#dedup-keys) inserts nothing: `keep` returns that task,
+   * `replace` runs `transition('replace')` on it, `fail` throws before anything is staged. A caller
+   * transaction holds no row lock here: a key taken by another transaction that commits first makes
+   * this one's commit fail with 23505, where PostgreSQL would wait and then decide.
+   * @throws DuplicateKeyError (`fail`)
+   */
+  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined, onConflict: OnConflict): ScheduledTask[] {
     const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
     ws.assertOpen();
     const now = new Date(this.#clock.now());
-    const scheduled = inputs.map((input): Task => ({
-      id: this.#db.nextTaskId(),
-      kind: input.kind,
-      payload: JSON.parse(input.payloadText),
-      state: TaskState.SCHEDULED,
-      dueAt: input.runAt ?? new Date(now.getTime() + input.delayMs),
-      attempt: 0,
-      failures: 0,
-      maxAttempts: input.maxAttempts,
-      leaseOwner: null,
-      leaseUntil: null,
-      cancelRequested: false,
-      result: null,
-      lastError: null,
-      createdAt: now,
-      updatedAt: now,
-      ...(input.traceContext === null ? {} : { traceContext: { ...input.traceContext } }),
-    }));
-    for (const task of scheduled) ws.putTask(task);
+    const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
+    const taken = holders.findIndex((holder) => holder !== undefined);
+    if (onConflict === 'fail' && taken >= 0) {
+      const input = inputs[taken] as NormalizedSchedule;
+      if (tx === undefined) this.#db.rollback(ws);
+      throw new DuplicateKeyError(input.kind, input.key as string, (holders[taken] as Task).id);
+    }
+    const scheduled = inputs.map((input, i): ScheduledTask => {
+      const dueAt = input.runAt ?? new Date(now.getTime() + input.delayMs);
+      const holder = holders[i];
+      if (holder !== undefined) {
+        const step = onConflict === 'replace' ? transition(holder, { type: 'replace', payload: JSON.parse(input.payloadText), dueAt }, now.getTime()) : null;
+        const replaced = step !== null && resultOf(step, 'replace').replaced;
+        if (replaced) ws.putTask(step?.task as Task);
+        return { id: holder.id, dueAt: new Date(replaced ? dueAt : holder.dueAt), created: false, replaced };
+      }
+      const task: Task = {
+        id: this.#db.nextTaskId(),
+        kind: input.kind,
+        key: input.key,
+        payload: JSON.parse(input.payloadText),
+        state: TaskState.SCHEDULED,
+        dueAt,
+        attempt: 0,
+        failures: 0,
+        maxAttempts: input.maxAttempts,
+        leaseOwner: null,
+        leaseUntil: null,
+        cancelRequested: false,
+        result: null,
+        lastError: null,
+        createdAt: now,
+        updatedAt: now,
+        ...(input.traceContext === null ? {} : { traceContext: { ...input.traceContext } }),
+      };
+      ws.putTask(task);
+      return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
+    });
     if (tx === undefined) this.#db.commit(ws);
-    return scheduled.map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
+    return scheduled;
   }
 
   #ownWriteSet(tx: MemoryTx): WriteSet {

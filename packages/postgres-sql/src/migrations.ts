@@ -51,6 +51,14 @@ export interface Migration {
  * is added without rewriting the table (PostgreSQL 17 ALTER TABLE, Notes); a null costs one bit of
  * the row's null bitmap.
  *
+ * Version 6 — dedup keys (docs/contract.md#dedup-keys): a nullable `key` column and the partial
+ * unique index `task_key_idx` on `(kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not
+ * null`: at most one live task per (kind, key), decided by the index (PostgreSQL 17 §11.6, §11.8)
+ * and used as the arbiter of `insert … on conflict` (INSERT, "ON CONFLICT Clause"). Terminal rows
+ * and rows without a key are outside it, so a key is free again once its task is terminal and the
+ * index holds only keyed live rows. The column is new and null everywhere, so building the index
+ * reads the table once and inserts no entry.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -105,6 +113,12 @@ update ${q}.task
       version: 5,
       name: 'trace context',
       sql: `alter table ${q}.task add column if not exists trace_context jsonb;`,
+    }),
+    Object.freeze({
+      version: 6,
+      name: 'dedup keys',
+      sql: `alter table ${q}.task add column key text;
+create unique index task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
     }),
   ]);
 }

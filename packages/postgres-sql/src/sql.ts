@@ -47,6 +47,8 @@ const C = literal(TaskState.CLAIMED);
 const DONE = literal(TaskState.DONE);
 const CANCELLED = literal(TaskState.CANCELLED);
 const DEAD = literal(TaskState.DEAD);
+/** In `taskInsertMany`'s `do update`: this input replaces the SCHEDULED row holding its key. */
+const REPLACE = `$4::text = 'replace' and t.state = ${S}`;
 
 /** The `state` CHECK list, generated from core `TASK_STATES`. */
 export const STATE_CHECK_LIST = TASK_STATES.map(literal).join(', ');
@@ -56,6 +58,7 @@ export function taskColumns(t: string): string {
   return [
     `${t}.id::text as id`,
     `${t}.kind as kind`,
+    `${t}.key as key`,
     `${t}.payload::text as payload`,
     `${t}.state as state`,
     `${ms(`${t}.due_at`)} as dueatms`,
@@ -85,6 +88,8 @@ export function notice(op: TaskNoticeOp, channel: string, t: string): string {
 export interface TaskRow {
   id: string;
   kind: string;
+  /** The dedup key, or null (migration 6). */
+  key: string | null;
   payload: string;
   state: string;
   dueatms: number;
@@ -142,29 +147,56 @@ export function statements(schema: string) {
 
     // ---- task: schedule ------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` tasks as JSON text (`[{kind, payload, delayMs, runAt, maxAttempts, traceContext}]`,
-     * `runAt` ISO text or null, `traceContext` an object or null), `$3` notify channel → `{ id, dueatms }` rows, one per input, in id order (= input
-     * order: the identity default is drawn row by row in the `order by ord` order of the SELECT).
+     * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext}]`,
+     * `runAt` ISO text or null, `key` and `traceContext` null for none; no two with one kind and key),
+     * `$3` notify channel, `$4` `'keep'` or `'replace'` → `{ id, dueatms, created, replaced }` rows,
+     * one per input, in input order (new ids are drawn in input order).
      *
-     * One statement for the whole batch: all rows or none. Each row sends a NOTIFY, which PostgreSQL
-     * delivers only when the transaction commits (PostgreSQL 17 NOTIFY).
+     * One statement for the whole batch: all rows or none. A keyed input whose (kind, key) a live task
+     * holds meets `task_key_idx` (docs/contract.md#dedup-keys): the index decides the race between
+     * schedulers — a concurrent insert of the same key waits for the other transaction, then conflicts
+     * or inserts (PostgreSQL 17 INSERT, "ON CONFLICT Clause"). `do update` locks the holding row and
+     * returns it even when this statement's snapshot cannot see it (a `do nothing` would return
+     * nothing, and a read after it might miss a row committed meanwhile). The update rewrites payload
+     * and due time only for `'replace'` of a SCHEDULED row; otherwise it writes the same values.
+     * `created` compares the returned id with the one drawn for the input (`overriding system
+     * value`): a conflict returns the holder's id and wastes the drawn one, as a rolled-back insert
+     * does. New and replaced rows send a NOTIFY, delivered only at commit (PostgreSQL 17 NOTIFY).
      */
     taskInsertMany: `with input as (
-  select x.kind, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.ord
+  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.ord,
+         nextval(pg_get_serial_sequence(${literal(task)}, 'id')::regclass) as new_id
     from rows from (jsonb_to_recordset($2::text::jsonb)
-           as (kind text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb))
-         with ordinality as x(kind, payload, delay_ms, run_at, max_attempts, trace_context, ord)
-), inserted as (
-  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context)
-  select kind, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
+           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb))
+         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, ord)
+   order by x.ord
+), upserted as (
+  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context)
+  overriding system value
+  select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
          nullif(trace_context, 'null'::jsonb)
     from input
    order by ord
-  returning id, due_at
+  on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
+     set payload = case when ${REPLACE} then excluded.payload else t.payload end,
+         due_at = case when ${REPLACE} then excluded.due_at else t.due_at end,
+         updated_at = case when ${REPLACE} then excluded.updated_at else t.updated_at end
+  returning t.id, t.kind, t.key, t.state, t.due_at
+), matched as (
+  select i.ord, u.id, u.due_at, u.id = i.new_id as created, u.id <> i.new_id and $4::text = 'replace' and u.state = ${S} as replaced
+    from input i
+    join upserted u on (u.kind, coalesce('k:' || u.key, 'i:' || u.id::text)) = (i.kind, coalesce('k:' || i.key, 'i:' || i.new_id::text))
 )
-select i.id::text as id, ${ms('i.due_at')} as dueatms, ${notice('scheduled', '$3::text', 'i')} as notified
-  from inserted i
- order by i.id`,
+select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
+       case when m.created or m.replaced then ${notice('scheduled', '$3::text', 'm')} end as notified
+  from matched m
+ order by m.ord`,
+    /** No parameters. Around a `'fail'` schedule in the caller's transaction, so a conflict undoes only the schedule (PostgreSQL 17 SAVEPOINT). */
+    scheduleSavepoint: 'savepoint postpone_schedule',
+    /** No parameters. */
+    scheduleRollbackToSavepoint: 'rollback to savepoint postpone_schedule',
+    /** No parameters. */
+    scheduleReleaseSavepoint: 'release savepoint postpone_schedule',
 
     // ---- task: claim -------------------------------------------------------------------------------
     /**

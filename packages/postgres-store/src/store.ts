@@ -24,6 +24,8 @@ import {
   type FailResult,
   type Json,
   type NormalizedSchedule,
+  DuplicateKeyError,
+  type OnConflict,
   type PeekParams,
   type PeekResult,
   PostponeError,
@@ -219,6 +221,7 @@ function toTask(row: Row): Task {
   return {
     id: r.id,
     kind: r.kind,
+    key: r.key ?? null,
     payload: parseJson(r.payload),
     state: r.state as TaskState,
     dueAt: date(r.dueatms),
@@ -344,9 +347,9 @@ export class PostgresStore<Tx> implements Store<Tx> {
   /** Schedules one task (see {@link scheduleMany}). @throws ValidationError naming the field (`kind`, `delayMs`…) */
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask> {
     this.assertOpen();
-    const { tx } = validateScheduleOptions(options);
+    const { tx, onConflict } = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes });
-    const [scheduled] = await this.insert([task], tx);
+    const [scheduled] = await this.insert([task], tx, onConflict);
     return scheduled as ScheduledTask;
   }
 
@@ -354,18 +357,22 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * Schedules many tasks in ONE INSERT … SELECT from `jsonb_to_recordset` (all or nothing), after
    * validating every input (a bad one throws `ValidationError` naming `tasks[i].field`; nothing is
    * sent). With `options.tx` the insert runs in the caller's open transaction and commits or rolls
-   * back with it. Each task sends a NOTIFY, delivered on commit.
-   * @returns `{ id, dueAt }` in input order
+   * back with it. Each new or replaced task sends a NOTIFY, delivered on commit. A keyed input whose
+   * (kind, key) a live task holds is decided by `task_key_idx` in the same statement
+   * (docs/contract.md#dedup-keys): `keep` returns the holder, `replace` rewrites it while SCHEDULED;
+   * `fail` runs the statement in a transaction (a savepoint inside the caller's) and rolls it back.
+   * @returns `{ id, dueAt, created, replaced }` in input order
+   * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]> {
     this.assertOpen();
-    const { tx } = validateScheduleOptions(options);
+    const { tx, onConflict } = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes });
     if (tasks.length === 0) return [];
-    return await this.insert(tasks, tx);
+    return await this.insert(tasks, tx, onConflict);
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown): Promise<ScheduledTask[]> {
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
     if (tx !== undefined && !this.driver.isTx(tx)) {
       const expected = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
       throw new ValidationError('INVALID_OPTION', 'tx', `must be ${expected}`);
@@ -373,17 +380,34 @@ export class PostgresStore<Tx> implements Store<Tx> {
     const json = `[${tasks
       .map(
         (t) =>
-          `{"kind":${JSON.stringify(t.kind)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
+          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
           `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
           `"traceContext":${JSON.stringify(t.traceContext)}}`,
       )
       .join(',')}]`;
-    const params: Param[] = [this.nowParam(), json, this.notifyChannel];
-    const rows = await this.call(() =>
-      tx === undefined ? this.driver.query(this.sql.taskInsertMany, params) : this.driver.queryIn(tx, this.sql.taskInsertMany, params),
-    );
-    if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
-    return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
+    const params: Param[] = [this.nowParam(), json, this.notifyChannel, onConflict === 'replace' ? 'replace' : 'keep'];
+    const run = async (query: QueryFn) => {
+      const rows = await query(this.sql.taskInsertMany, params);
+      if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
+      const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
+      const input = tasks[taken];
+      if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+      return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
+    };
+    return await this.call(async () => {
+      if (tx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      const query: QueryFn = (text, p) => this.driver.queryIn(tx, text, p);
+      if (onConflict !== 'fail') return await run(query);
+      await query(this.sql.scheduleSavepoint);
+      try {
+        const scheduled = await run(query);
+        await query(this.sql.scheduleReleaseSavepoint);
+        return scheduled;
+      } catch (error) {
+        if (error instanceof DuplicateKeyError) await query(this.sql.scheduleRollbackToSavepoint);
+        throw error;
+      }
+    });
   }
 
   /**
