@@ -17,6 +17,7 @@ export function scheduleCases(h: HarnessRef): void {
       expect(await store.getTask(scheduled.id)).toEqual({
         id: scheduled.id,
         kind: 'close-reservation',
+        key: null,
         payload: { reservation: 42 },
         state: TaskState.SCHEDULED,
         dueAt: new Date(now + 1_800_000),

@@ -10,6 +10,7 @@ import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { constraintCases } from './cases-constraint.js';
+import { dedupCases } from './cases-dedup.js';
 import { failCases } from './cases-fail.js';
 import { failuresCases } from './cases-failures.js';
 import { leaseCases } from './cases-lease.js';
@@ -22,6 +23,7 @@ import { validationCases } from './cases-validation.js';
 /** Every group of cases, in the order they are registered. */
 export const CONFORMANCE_CASES = [
   scheduleCases,
+  dedupCases,
   claimCases,
   leaseCases,
   completeCases,
