@@ -337,6 +337,8 @@ export class MemoryStore implements Store<MemoryTx> {
     const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
     ws.assertOpen();
     const now = new Date(this.#clock.now());
+    // One id per input, drawn in input order even when the input conflicts, as PostgreSQL's statement does.
+    const ids = inputs.map(() => this.#db.nextTaskId());
     const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
     const taken = holders.findIndex((holder) => holder !== undefined);
     if (onConflict === 'fail' && taken >= 0) {
@@ -354,7 +356,7 @@ export class MemoryStore implements Store<MemoryTx> {
         return { id: holder.id, dueAt: new Date(replaced ? dueAt : holder.dueAt), created: false, replaced };
       }
       const task: Task = {
-        id: this.#db.nextTaskId(),
+        id: ids[i] as TaskId,
         kind: input.kind,
         key: input.key,
         payload: JSON.parse(input.payloadText),

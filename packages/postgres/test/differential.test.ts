@@ -3,8 +3,8 @@
  * in-memory store (core `transition()` applied directly) and to PostgreSQL (the SQL that mirrors it).
  * Every outcome and the final rows (every column, effect rows, counts) must be identical.
  */
-import type { Json, Store, Task } from '@postpone/core';
-import { TestClock } from '@postpone/core';
+import type { DuplicateKeyError, Json, OnConflict, Store, Task } from '@postpone/core';
+import { PostponeError, TestClock } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,12 @@ type Ref = { readonly index: number; readonly missing: boolean };
 
 type Cmd =
   /** `runAtOffsetMs` (relative to the clock at the call, may be past) replaces `delayMs` when not null. */
-  | { readonly op: 'schedule'; readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json }[] }
+  /** A `key` repeated within one batch is dropped from the later inputs (a batch may not repeat a kind and key). */
+  | {
+      readonly op: 'schedule';
+      readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json; key: string | null }[];
+      readonly onConflict: OnConflict;
+    }
   | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string }
   | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
   | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
@@ -38,7 +43,23 @@ const owner = fc.constantFrom('w1', 'w2');
 const payload: fc.Arbitrary<Json> = fc.oneof(fc.constant(null), fc.integer(), fc.string({ maxLength: 5 }), fc.record({ n: fc.integer() }));
 
 const command: fc.Arbitrary<Cmd> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('schedule' as const), tasks: fc.array(fc.record({ delayMs: fc.integer({ min: 0, max: 3_000 }), runAtOffsetMs: fc.option(fc.integer({ min: -2_000, max: 3_000 }), { freq: 4 }), maxAttempts: fc.integer({ min: 1, max: 3 }), payload }), { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('schedule' as const),
+      tasks: fc.array(
+        fc.record({
+          delayMs: fc.integer({ min: 0, max: 3_000 }),
+          runAtOffsetMs: fc.option(fc.integer({ min: -2_000, max: 3_000 }), { freq: 4 }),
+          maxAttempts: fc.integer({ min: 1, max: 3 }),
+          payload,
+          key: fc.option(fc.constantFrom('a', 'b'), { freq: 2 }),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+      onConflict: fc.constantFrom<OnConflict>('keep', 'replace', 'fail'),
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }), owner }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
@@ -76,14 +97,18 @@ async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Reso
 /** Applies one command; returns a comparable outcome (lists sorted by id). */
 async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promise<unknown> {
   switch (cmd.op) {
-    case 'schedule':
-      return await store.scheduleMany(
-        cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p }) =>
-          runAtOffsetMs === null
-            ? { kind: 'k', delayMs, maxAttempts, payload: p }
-            : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p },
-        ),
-      );
+    case 'schedule': {
+      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key }, i) => {
+        const keyOf = cmd.tasks.findIndex((t) => t.key === key) === i ? key : null;
+        return runAtOffsetMs === null
+          ? { kind: 'k', delayMs, maxAttempts, payload: p, key: keyOf }
+          : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p, key: keyOf };
+      });
+      return await store.scheduleMany(inputs, { onConflict: cmd.onConflict }).catch((error: unknown) => {
+        if (!PostponeError.isInstance(error) || error.code !== 'DUPLICATE_KEY') throw error;
+        return { error: error.code, taskId: (error as DuplicateKeyError).taskId };
+      });
+    }
     case 'claim':
       return await store.claim({ owner: cmd.owner, limit: cmd.limit, leaseMs: cmd.leaseMs });
     case 'extend':
@@ -111,9 +136,13 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
 /** A label of what a command did, for the coverage line printed at the end. */
 function describeOutcome(cmd: Cmd, outcome: unknown): string {
   if (cmd.op === 'completeMany') return `completeMany:${[...new Set(outcome as string[])].sort().join('+')}`;
+  if (cmd.op === 'schedule' && Array.isArray(outcome)) {
+    return `schedule:${[...new Set((outcome as { created: boolean; replaced: boolean }[]).map((s) => (s.created ? 'created' : s.replaced ? 'replaced' : 'kept')))].sort().join('+')}`;
+  }
   if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
   if (cmd.op === 'fail') return `fail:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'schedule' && !Array.isArray(outcome)) return 'schedule:DUPLICATE_KEY';
   return cmd.op;
 }
 
