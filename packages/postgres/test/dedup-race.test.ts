@@ -1,0 +1,76 @@
+/**
+ * Dedup keys under a real race (docs/contract.md#dedup-keys, issue 14): 4 processes — 2 on `pg`,
+ * 2 on postgres.js — schedule one (kind, key) 1 000 times each, all released at once. The partial
+ * unique index `task_key_idx` decides: exactly one task is created, and every one of the 4 000 calls
+ * returns its id. Then, once that task is terminal, the key is free again for exactly one new task.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migratedSchema } from './support/kits.js';
+
+const admin = migratedSchema('dedup_race');
+const CHILD = fileURLToPath(new URL('./support/dedup-child.mjs', import.meta.url));
+const PER_PROCESS = 1_000;
+const DEADLINE_MS = 60_000;
+
+interface ChildResult {
+  readonly calls: number;
+  readonly ids: string[];
+  readonly created: number;
+}
+
+/** Starts one scheduler process; resolves `ready` once it is connected, `result` with its JSON line. */
+function startChild(driver: 'pg' | 'postgres', key: string): { child: ChildProcess; ready: Promise<void>; result: Promise<ChildResult> } {
+  const child = spawn(process.execPath, [CHILD, driver, admin.url, admin.schema, 'close-reservation', key, String(PER_PROCESS)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    onReady = resolve;
+  });
+  const result = new Promise<ChildResult>((resolve, reject) => {
+    lines.on('line', (line) => (line === 'ready' ? onReady() : resolve(JSON.parse(line) as ChildResult)));
+    child.on('exit', (code) => reject(new Error(`scheduler process exited with ${code} before reporting`)));
+  });
+  return { child, ready, result };
+}
+
+async function race(key: string): Promise<ChildResult[]> {
+  const children = (['pg', 'postgres', 'pg', 'postgres'] as const).map((driver) => startChild(driver, key));
+  const timer = setTimeout(() => {
+    for (const c of children) c.child.kill('SIGKILL');
+  }, DEADLINE_MS);
+  try {
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.child.stdin?.write('go\n');
+    return await Promise.all(children.map((c) => c.result));
+  } finally {
+    clearTimeout(timer);
+    for (const c of children) c.child.stdin?.end();
+  }
+}
+
+describe('dedup key race: 4 processes × 1 000 schedules of one key', () => {
+  afterAll(() => admin.truncate());
+
+  it('creates exactly one task, and every call returns its id; after it is terminal, one new task again', { timeout: 2 * DEADLINE_MS + 10_000 }, async () => {
+    const liveOf = (key: string) =>
+      admin.query<{ id: string }>(`select id::text from ${admin.t('task')} where key = $1 and state in ('SCHEDULED', 'CLAIMED')`, [key]);
+    for (const round of [1, 2]) {
+      const results = await race('reservation-42');
+      const live = await liveOf('reservation-42');
+      expect(live).toHaveLength(1);
+      const id = live[0]?.id;
+      expect(results.map((r) => r.calls)).toEqual([PER_PROCESS, PER_PROCESS, PER_PROCESS, PER_PROCESS]);
+      expect(results.every((r) => r.ids.length === 1 && r.ids[0] === id)).toBe(true);
+      expect(results.reduce((sum, r) => sum + r.created, 0)).toBe(1);
+      const all = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task')} where key = $1`, ['reservation-42']);
+      expect(all[0]?.n).toBe(round);
+      // Make the task terminal; the next round must create exactly one new one.
+      await admin.query(`update ${admin.t('task')} set state = 'CANCELLED', updated_at = now() where id = $1::bigint`, [id]);
+    }
+  });
+});
