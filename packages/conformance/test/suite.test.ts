@@ -6,6 +6,7 @@ describe('conformance suite', () => {
   it('registers every group of cases', () => {
     expect(CONFORMANCE_CASES.map((f) => f.name)).toEqual([
       'scheduleCases',
+      'dedupCases',
       'claimCases',
       'leaseCases',
       'completeCases',
