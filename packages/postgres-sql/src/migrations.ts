@@ -57,7 +57,8 @@ export interface Migration {
  * and used as the arbiter of `insert … on conflict` (INSERT, "ON CONFLICT Clause"). Terminal rows
  * and rows without a key are outside it, so a key is free again once its task is terminal and the
  * index holds only keyed live rows. The column is new and null everywhere, so building the index
- * reads the table once and inserts no entry.
+ * reads the table once and inserts no entry. Written to be re-runnable (`if not exists`), like
+ * version 5: migrate_concurrently runs it once before `migrate()` applies it.
  *
  * @param schema unquoted schema name
  */
@@ -117,8 +118,8 @@ update ${q}.task
     Object.freeze({
       version: 6,
       name: 'dedup keys',
-      sql: `alter table ${q}.task add column key text;
-create unique index task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
+      sql: `alter table ${q}.task add column if not exists key text;
+create unique index if not exists task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
     }),
   ]);
 }
