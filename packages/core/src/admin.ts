@@ -11,8 +11,9 @@
  */
 import { ValidationError } from '@postpone/errors';
 import { TASK_STATES, type TaskState } from './states.js';
-import type { Task, TaskId } from './task.js';
-import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from './validate.js';
+import type { TaskId } from '@postpone/input';
+import type { Task } from './task.js';
+import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from '@postpone/input';
 
 /** Default and largest page of `listTasks`. */
 export const DEFAULT_LIST_LIMIT = 50;

@@ -1,4 +1,4 @@
-import { MAX_DELAY_MS } from './validate.js';
+import { MAX_DELAY_MS } from '@postpone/input';
 
 /** Default cap of the retry backoff: one hour. */
 export const DEFAULT_MAX_BACKOFF_MS = 3_600_000;

@@ -3,10 +3,9 @@
  * Validated here once, so every store refuses the same batches the same way, before anything is written.
  */
 import { ValidationError } from '@postpone/errors';
-import type { Json } from './json.js';
+import type { Json, TaskId } from '@postpone/input';
 import { validateOwner } from './params.js';
-import type { TaskId } from './task.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson } from './validate.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson } from '@postpone/input';
 
 /** Largest `completeMany` batch. */
 export const MAX_COMPLETE_MANY = 10_000;

@@ -16,13 +16,11 @@
  * - idempotency key: `task-<id>`, handed to external services so retries apply once.
  */
 export * from './states.js';
-export * from './json.js';
 export * from './task.js';
 export * from '@postpone/errors';
 export * from './backoff.js';
 export * from './clock.js';
-export * from './validate.js';
-export * from './trace-context.js';
+export * from '@postpone/input';
 export * from './transition.js';
 export * from './store.js';
 export * from './admin.js';

@@ -8,10 +8,9 @@
  */
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from './admin.js';
 import type { CompleteManyItem } from './complete-many.js';
-import type { Json } from './json.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
-import type { ClaimedTask, Effect, Task, TaskId } from './task.js';
-import type { OnConflict, ScheduleInput } from './validate.js';
+import type { Json, OnConflict, ScheduleInput, TaskId } from '@postpone/input';
+import type { ClaimedTask, Effect, Task } from './task.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {

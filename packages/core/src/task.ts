@@ -1,12 +1,5 @@
-import type { Json } from './json.js';
+import type { Json, TaskId, TraceContext } from '@postpone/input';
 import type { TaskState } from './states.js';
-import type { TraceContext } from './trace-context.js';
-
-/**
- * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
- * Text, not number, because ids can exceed `Number.MAX_SAFE_INTEGER`.
- */
-export type TaskId = string;
 
 /** One row of the `task` table (docs/contract.md#data-model). Times come from the store's clock. */
 export interface Task {

@@ -23,9 +23,8 @@ import {
   validateRunAt,
   validateSchedule,
   validateScheduleMany,
-  ValidationError,
-  type ValidationCode,
 } from '../src/index.js';
+import { type ValidationCode, ValidationError } from '@postpone/errors';
 
 function thrown(fn: () => unknown): ValidationError {
   try {

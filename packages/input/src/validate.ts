@@ -4,8 +4,13 @@
  */
 import { ValidationError } from '@postpone/errors';
 import type { Json } from './json.js';
-import type { TaskId } from './task.js';
 import { type TraceContext, validateTraceContext } from './trace-context.js';
+
+/**
+ * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
+ * Text, not number, because ids can exceed `Number.MAX_SAFE_INTEGER`.
+ */
+export type TaskId = string;
 
 /** Largest accepted `delayMs`: 100 years. Delays above 2³¹−1 ms are valid; they live in the database, never in `setTimeout`. */
 export const MAX_DELAY_MS = 3_155_760_000_000;
