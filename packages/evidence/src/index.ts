@@ -44,6 +44,7 @@ export const CASE_ORDER: readonly string[] = [
   'pgbouncer_transaction_mode',
   'wall_clock_steps',
   'soak_short',
+  'dedup_key_race',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { recordCase } from '@postpone/evidence';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migratedSchema } from './support/kits.js';
 
@@ -59,15 +60,23 @@ describe('dedup key race: 4 processes × 1 000 schedules of one key', () => {
   it('creates exactly one task, and every call returns its id; after it is terminal, one new task again', { timeout: 2 * DEADLINE_MS + 10_000 }, async () => {
     const liveOf = (key: string) =>
       admin.query<{ id: string }>(`select id::text from ${admin.t('task')} where key = $1 and state in ('SCHEDULED', 'CLAIMED')`, [key]);
+    const fields: Record<string, string | number | readonly (string | number)[]> = { processes: 4, drivers: '[pg,postgres,pg,postgres]', schedulesEach: PER_PROCESS };
+    let pass = true;
     for (const round of [1, 2]) {
       const results = await race('reservation-42');
       const live = await liveOf('reservation-42');
-      expect(live).toHaveLength(1);
       const id = live[0]?.id;
+      const all = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task')} where key = $1`, ['reservation-42']);
+      const calls = results.reduce((sum, r) => sum + r.calls, 0);
+      const created = results.reduce((sum, r) => sum + r.created, 0);
+      const distinctIds = new Set(results.flatMap((r) => r.ids)).size;
+      Object.assign(fields, { [`round${round}Calls`]: calls, [`round${round}Created`]: created, [`round${round}LiveTasks`]: live.length, [`round${round}DistinctIds`]: distinctIds, [`round${round}RowsWithKey`]: all[0]?.n ?? -1 });
+      pass &&= live.length === 1 && calls === 4 * PER_PROCESS && created === 1 && distinctIds === 1 && results.every((r) => r.ids[0] === id) && all[0]?.n === round;
+      if (round === 2) recordCase('dedup_key_race', pass, fields);
+      expect(live).toHaveLength(1);
       expect(results.map((r) => r.calls)).toEqual([PER_PROCESS, PER_PROCESS, PER_PROCESS, PER_PROCESS]);
       expect(results.every((r) => r.ids.length === 1 && r.ids[0] === id)).toBe(true);
-      expect(results.reduce((sum, r) => sum + r.created, 0)).toBe(1);
-      const all = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task')} where key = $1`, ['reservation-42']);
+      expect(created).toBe(1);
       expect(all[0]?.n).toBe(round);
       // Make the task terminal; the next round must create exactly one new one.
       await admin.query(`update ${admin.t('task')} set state = 'CANCELLED', updated_at = now() where id = $1::bigint`, [id]);
