@@ -3,6 +3,7 @@
  * text (no terminal control characters pass through: they are shown escaped).
  */
 import type { Effect, StoreStats, TaskRecord } from '@postpone/core';
+import type { VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
 export function printable(text: string): string {
@@ -72,4 +73,19 @@ export function statsText(stats: StoreStats): string {
     ['KIND', 'SCHEDULED', 'DUE', 'CLAIMED', 'DEAD'],
     stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]),
   )}`;
+}
+
+/** `postpone health`: one row per table, then the oldest snapshot (docs/contract.md#vacuum). */
+export function healthText(health: VacuumHealth): string {
+  const when = (d: Date | null) => (d === null ? 'never' : iso(d));
+  const tables = table(
+    ['TABLE', 'LIVE', 'DEAD', 'HOT/UPDATES', 'AUTOVACUUMS', 'LAST AUTOVACUUM'],
+    health.tables.map((t) => [t.table, String(t.liveRows), String(t.deadRows), `${t.hotUpdates}/${t.updates}`, String(t.autovacuums), when(t.lastAutovacuum)]),
+  );
+  const s = health.oldestSnapshot;
+  const oldest =
+    s === null
+      ? 'nothing holds back cleanup'
+      : `${s.source} ${s.holder}${s.pid === null ? '' : ` (pid ${s.pid}${s.state === null ? '' : `, ${s.state}`})`}: xmin ${s.xminAge} transactions old${s.ageMs === null ? '' : `, open ${s.ageMs} ms`}`;
+  return `now                 ${iso(health.now)}\n${tables}\n\noldest snapshot     ${printable(oldest)}`;
 }

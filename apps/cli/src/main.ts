@@ -24,7 +24,7 @@ import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, UsageError } from './args.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
-import { statsText, taskDetail, taskTable } from './format.js';
+import { healthText, statsText, taskDetail, taskTable } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -136,8 +136,12 @@ export function buildProgram(out: Out): Command {
     .description('create or upgrade the schema (idempotent, safe from many processes at once)')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      await withStore(g, (store) => store.migrate());
-      print(out, g, { migrated: true, schema: g.schema }, () => `schema ${g.schema} is up to date`);
+      const result = await withStore(g, (store) => store.migrate());
+      print(out, g, { schema: g.schema, ...result }, () =>
+        result.applied.length === 0
+          ? `schema ${g.schema} is up to date (version ${result.version})`
+          : `schema ${g.schema}: applied ${plural(result.applied.length, 'migration')} (${result.applied.join(', ')}); now at version ${result.version}`,
+      );
     });
 
   program
@@ -227,6 +231,15 @@ export function buildProgram(out: Out): Command {
       const g = globals(cmd);
       const stats = await withStore(g, (store) => store.stats());
       print(out, g, stats, () => statsText(stats));
+    });
+
+  program
+    .command('health')
+    .description('dead rows and autovacuum per table (task, effect), and the oldest transaction holding back their cleanup')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const health = await withStore(g, (store) => store.vacuumHealth());
+      print(out, g, health, () => healthText(health));
     });
 
   program

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { migrations } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -44,8 +45,12 @@ async function json<T>(args: readonly string[]): Promise<T> {
 
 beforeAll(async () => {
   url = testDatabaseUrl();
+  const versions = migrations(schema).map((m) => m.version);
+  const latest = versions.at(-1);
   const r = await postpone(['migrate']);
-  expect(r).toEqual({ code: 0, stdout: `schema ${schema} is up to date\n`, stderr: '' });
+  expect(r).toEqual({ code: 0, stdout: `schema ${schema}: applied ${versions.length} migrations (${versions.join(', ')}); now at version ${latest}\n`, stderr: '' });
+  expect(await postpone(['migrate'])).toEqual({ code: 0, stdout: `schema ${schema} is up to date (version ${latest})\n`, stderr: '' });
+  expect(await json(['migrate'])).toEqual({ schema, applied: [], version: latest });
 });
 
 afterAll(async () => {
@@ -68,7 +73,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['retry'], ['prune'], ['dashboard']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
@@ -110,6 +115,14 @@ describe('postpone', () => {
       { kind: 'remind', scheduled: 1, due: 0, claimed: 0, dead: 0 },
     ]);
     expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(0);
+
+    const health = await json<{ tables: { table: string; liveRows: number; deadRows: number }[]; oldestSnapshot: unknown }>(['health']);
+    expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+    for (const t of health.tables) expect(t.deadRows).toBeGreaterThanOrEqual(0);
+    const healthText = await postpone(['health']);
+    expect(healthText.code).toBe(0);
+    expect(healthText.stdout).toMatch(/^TABLE\s+LIVE\s+DEAD\s+HOT\/UPDATES/m);
+    expect(healthText.stdout).toMatch(/^oldest snapshot\s+\S/m);
 
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `CANCELLED task ${later.id}\n`, stderr: '' });
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `ALREADY_CANCELLED task ${later.id}\n`, stderr: '' });

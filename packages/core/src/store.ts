@@ -109,6 +109,14 @@ export type StateCounts = Readonly<Record<TaskState, number>>;
  * How many database connections a store can use at once: an optional capability (the PostgreSQL
  * stores have it, the in-memory store has not), read by the worker to refuse a pool too small for it.
  */
+/** What a store's `migrate()` did, for stores with numbered migrations (the PostgreSQL stores). */
+export interface MigrateResult {
+  /** Versions applied by this call, in order; empty when another process (or an earlier call) had applied them all. */
+  readonly applied: readonly number[];
+  /** The schema's version afterwards: the newest migration this code knows. */
+  readonly version: number;
+}
+
 export interface ConnectionBudget {
   /** Most connections open at once (the pool's `max`). */
   readonly max: number;
@@ -125,8 +133,8 @@ export interface Store<Tx = unknown> {
   /** The store's connection pool size, when it has one (see {@link ConnectionBudget}). */
   readonly connectionBudget?: ConnectionBudget;
 
-  /** Creates or upgrades the schema; safe to call from many processes at once. */
-  migrate(): Promise<void>;
+  /** Creates or upgrades the schema; safe to call from many processes at once. Stores with numbered migrations say what they applied. */
+  migrate(): Promise<MigrateResult | void>;
 
   /**
    * Schedules one task; with a `key`, the race between schedulers is decided by the store itself.

@@ -26,6 +26,7 @@ export interface Task {
   readonly result: Json | null;
   readonly lastError: string | null;
   readonly createdAt: Date;
+  /** The last transition, cancel request or retry link; a lease renewal leaves it alone (the renewal is `leaseUntil`; docs/contract.md#vacuum). */
   readonly updatedAt: Date;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;

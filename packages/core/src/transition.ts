@@ -112,7 +112,7 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       ) {
         return { task, result: { type: 'extend', extended: false } };
       }
-      return { task: { ...task, leaseUntil: new Date(nowMs + command.leaseMs), updatedAt: now }, result: { type: 'extend', extended: true } };
+      return { task: { ...task, leaseUntil: new Date(nowMs + command.leaseMs) }, result: { type: 'extend', extended: true } };
     }
     case 'complete': {
       const stale = { task, result: { type: 'complete', outcome: CompleteOutcome.REJECTED_STALE, writeEffect: false } } as const;

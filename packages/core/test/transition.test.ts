@@ -48,7 +48,7 @@ const cancelledWaiting = () => task({ state: TaskState.CANCELLED });
 const cancelledRunning = () => task({ state: TaskState.CANCELLED, attempt: 1, cancelRequested: true });
 const dead = () => task({ state: TaskState.DEAD, attempt: 3, failures: 3, lastError: 'boom' });
 
-/** `UNCHANGED`: the same row object comes back. Otherwise the fields that changed (updatedAt = NOW is implied). */
+/** `UNCHANGED`: the same row object comes back. Otherwise the fields that changed (updatedAt = NOW is implied unless given). */
 const UNCHANGED = 'unchanged' as const;
 
 type Row = [name: string, before: Task | null, command: Command, result: Result, after: typeof UNCHANGED | Partial<Task>];
@@ -90,7 +90,8 @@ const ROWS: Row[] = [
   ['cancel: missing → NOT_FOUND', null, cancel, { type: 'cancel', outcome: 'NOT_FOUND' }, UNCHANGED],
 
   // extend: only the current attempt, not cancel-requested, lease still running.
-  ['extend: current attempt', claimed(), extend(), { type: 'extend', extended: true }, { leaseUntil: T(2_000) }],
+  // A renewal changes the lease only; updatedAt stays (HOT renewals, docs/contract.md#vacuum).
+  ['extend: current attempt', claimed(), extend(), { type: 'extend', extended: true }, { leaseUntil: T(2_000), updatedAt: T(-5_000) }],
   ['extend rejected: stale attempt', claimed({ attempt: 2 }), extend(1), NO_EXTEND, UNCHANGED],
   ['extend rejected: cancel requested', claimed({ cancelRequested: true }), extend(), NO_EXTEND, UNCHANGED],
   ['extend rejected: lease ends now', claimed({ leaseUntil: T(0) }), extend(), NO_EXTEND, UNCHANGED],
@@ -158,7 +159,7 @@ describe('transition', () => {
     if (after === UNCHANGED) {
       expect(step.task).toBe(before);
     } else {
-      expect(step.task).toEqual({ ...before, ...after, updatedAt: new Date(NOW) });
+      expect(step.task).toEqual({ ...before, updatedAt: new Date(NOW), ...after });
     }
   });
 

@@ -60,6 +60,29 @@ export interface Migration {
  * reads the table once and inserts no entry. Written to be re-runnable (`if not exists`), like
  * version 5: migrate_concurrently runs it once before `migrate()` applies it.
  *
+ * Version 7 — vacuum settings and HOT renewals (docs/contract.md#vacuum):
+ * - `task_lease_idx (lease_until)` is replaced by `task_claimed_idx (id) where state = 'CLAIMED'`,
+ *   and a renewal no longer writes `updated_at` (indexed by `task_finished_idx`). A renewal then
+ *   changes no column any index reads, so PostgreSQL can make it a heap-only tuple (HOT) update: the
+ *   new row version goes on the same page and no index gets an entry (PostgreSQL 17 §66.7, "Heap-Only
+ *   Tuples"). Reclaim reads the CLAIMED rows through `task_claimed_idx` and filters `lease_until`
+ *   among them: at most `concurrency × workers` rows, the tasks being run now.
+ * - `fillfactor = 90`: new pages keep a tenth free, so a renewal's new version fits beside the old
+ *   one (HOT needs room on the same page; §66.7, CREATE TABLE "fillfactor").
+ * - autovacuum triggers on a count of dead rows, not a fraction of the table
+ *   (`autovacuum_vacuum_scale_factor = 0`, `autovacuum_vacuum_threshold = 1000`): the default, 20 % of
+ *   the table, means one vacuum per 200 000 dead rows once history reaches a million rows, while the
+ *   claim's index keeps every dead entry until then. Oban's scaling guide gives the same advice (scale
+ *   factor 0, a threshold of 100); graphile-worker, pg-boss and River ship no table settings. 1 000
+ *   rather than 100 because the table still holds history, so each vacuum has more to read; the
+ *   visibility map lets it skip the all-visible pages of history (§24.1.5). Analyze likewise after
+ *   5 000 changed rows (`autovacuum_analyze_scale_factor = 0`), so the planner's view of the live
+ *   rows stays current.
+ * `alter table … set` takes a SHARE UPDATE EXCLUSIVE lock, which does not block reads or writes; the
+ * new index is built in the migration transaction over CLAIMED rows only, but it reads the whole
+ * table while blocking writes (on a large table, create it CONCURRENTLY by hand first — the name
+ * matches). Re-runnable (`if not exists`, `if exists`), like versions 5–6.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -120,6 +143,13 @@ update ${q}.task
       name: 'dedup keys',
       sql: `alter table ${q}.task add column if not exists key text;
 create unique index if not exists task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
+    }),
+    Object.freeze({
+      version: 7,
+      name: 'vacuum settings and HOT renewals',
+      sql: `alter table ${q}.task set (fillfactor = 90, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
+create index if not exists task_claimed_idx on ${q}.task (id) where state = 'CLAIMED';
+drop index if exists ${q}.task_lease_idx;`,
     }),
   ]);
 }

@@ -247,11 +247,11 @@ returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attemp
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.
      * Guard = core `transition('extend')`: CLAIMED, same attempt, not cancel-requested, lease not yet
-     * expired (`lease_until > now`).
+     * expired (`lease_until > now`). Only `lease_until` changes — no indexed column, not even
+     * `updated_at` — so the renewal can be a HOT update (migration 7, PostgreSQL 17 §66.7).
      */
     taskExtend: `update ${task}
-   set lease_until = ${CLOCK} + ${millis('$4')},
-       updated_at = ${NOW}
+   set lease_until = ${CLOCK} + ${millis('$4')}
  where id = $2::bigint
    and attempt = $3::int
    and state = ${C}
@@ -421,7 +421,8 @@ select c.state as state,
      * One conditional UPDATE, never read-then-write: a MATERIALIZED pick (see taskClaim) locks expired
      * leases with FOR UPDATE SKIP LOCKED (concurrent reclaimers take disjoint rows), the outer WHERE re-checks
      * CLAIMED and the expiry on the newest row version (§13.2.1), so an extend that committed first
-     * wins. `lease_until < now` uses the partial index `task_lease_idx` (§11.8). Outcome as core
+     * wins. The CLAIMED rows come from the partial index `task_claimed_idx` (§11.8; migration 7), at most
+     * `concurrency × workers` of them, and `lease_until < now` filters them. Outcome as core
      * `transition('reclaim')`: an expired lease (a crash or a stall) is one more failure; cancel
      * requested → CANCELLED, that failure brings `failures` to `max_attempts` → DEAD, else SCHEDULED
      * with `due_at` unchanged.

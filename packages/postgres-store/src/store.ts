@@ -12,6 +12,7 @@ import {
   type ClaimedTask,
   type ClaimParams,
   type ConnectionBudget,
+  type MigrateResult,
   type Clock,
   type CompleteManyItem,
   type CompleteOutcome,
@@ -68,6 +69,7 @@ import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten
 import { isDriverLevelError, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
+  HEALTH_STATEMENTS,
   MAX_IDENTIFIER_LENGTH,
   migrations,
   parseTaskNotice,
@@ -77,6 +79,7 @@ import {
   type TaskRow,
 } from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
+import { type VacuumHealth, vacuumHealthFrom } from './health.js';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 /** Default schema of the tables. */
@@ -304,6 +307,20 @@ export class PostgresStore<Tx> implements Store<Tx> {
     return this.admin.stats();
   }
   /**
+   * Dead rows and autovacuum's record for the `task` and `effect` tables, and the oldest snapshot in
+   * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  async vacuumHealth(): Promise<VacuumHealth> {
+    this.assertOpen();
+    return await this.call(async () => {
+      const tables = await this.driver.query(HEALTH_STATEMENTS.tables, [this.schema]);
+      const snapshot = await this.driver.query(HEALTH_STATEMENTS.oldestSnapshot, []);
+      return vacuumHealthFrom(tables, snapshot, Date.now());
+    });
+  }
+
+  /**
    * One task with its operator fields (failures, last error, retry links), or null when no task has
    * this id. Reads only; used by `postpone show`.
    * @throws ConnectionLostError, StoreClosedError
@@ -317,11 +334,15 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * Creates the schema and applies missing migrations, in one transaction holding a
    * transaction-level advisory lock (PostgreSQL 17 §9.28.10): concurrent callers wait, then find the
    * versions applied. NOTICEs ("already exists") are silenced for the transaction.
+   * @returns the versions this call applied (in order; empty when the schema was up to date) and the
+   *   schema's version after it
    * @throws PostponeError MIGRATION_ERROR (cause: the driver error), ConnectionLostError, StoreClosedError
    */
-  async migrate(): Promise<void> {
+  async migrate(): Promise<MigrateResult> {
     this.assertOpen();
     const s = this.sql;
+    const done: number[] = [];
+    const all = migrations(this.schema);
     try {
       await this.driver.transaction(async (query) => {
         await query(s.migrationQuiet);
@@ -329,12 +350,14 @@ export class PostgresStore<Tx> implements Store<Tx> {
         await query(s.schemaCreate);
         await query(s.migrationTableCreate);
         const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
-        for (const m of migrations(this.schema)) {
+        for (const m of all) {
           if (applied.has(m.version)) continue;
           await query(m.sql);
           await query(s.migrationInsert, [m.version, m.name]);
+          done.push(m.version);
         }
       });
+      return { applied: done, version: all.at(-1)?.version ?? 0 };
     } catch (error) {
       const translated = translateError(error, this.closed);
       if (translated instanceof StoreError) {

@@ -39,4 +39,7 @@ export {
   MAX_RECLAIM_LIMIT,
   PostgresStore,
   type PostgresStoreOptions,
+  type OldestSnapshot,
+  type TableVacuumHealth,
+  type VacuumHealth,
 } from '@postpone/postgres-store';

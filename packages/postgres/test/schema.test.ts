@@ -73,7 +73,56 @@ describe('task table', () => {
     );
     const byName = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]));
     expect(byName.task_due_idx).toMatch(/USING btree \(due_at, id\) WHERE \(state = 'SCHEDULED'::text\)$/);
-    expect(byName.task_lease_idx).toMatch(/USING btree \(lease_until\) WHERE \(state = 'CLAIMED'::text\)$/);
+    // Migration 7: reclaim reads CLAIMED rows by id; no index reads lease_until (HOT renewals).
+    expect(byName.task_claimed_idx).toMatch(/USING btree \(id\) WHERE \(state = 'CLAIMED'::text\)$/);
+    expect(byName.task_lease_idx).toBeUndefined();
+    expect(Object.values(byName).filter((def) => /lease_until/.test(def))).toEqual([]);
+  });
+
+  it('ships its vacuum settings: fillfactor 90, autovacuum by dead-row count (migration 7)', async () => {
+    const rows = await admin.query<{ options: string[] }>(
+      `select c.reloptions as options from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and c.relname = 'task'`,
+      [admin.schema],
+    );
+    expect([...(rows[0]?.options ?? [])].sort()).toEqual([
+      'autovacuum_analyze_scale_factor=0',
+      'autovacuum_analyze_threshold=5000',
+      'autovacuum_vacuum_scale_factor=0',
+      'autovacuum_vacuum_threshold=1000',
+      'fillfactor=90',
+    ]);
+  });
+
+  it('a lease renewal is a HOT update: 30 renewals of 10 claimed tasks add no index entry', async () => {
+    const ids = (
+      await admin.query<{ id: string }>(
+        `insert into ${admin.t('task')} (kind, state, due_at, max_attempts, attempt, lease_owner, lease_until)
+         select 'hot', 'CLAIMED', now(), 3, 1, 'w1', now() + interval '1 hour' from generate_series(1, 10) returning id::text`,
+      )
+    ).map((r) => r.id);
+    const extend = statements(admin.schema).taskExtend;
+    const client = await admin.pool.connect();
+    try {
+      // pg_stat_xact_user_tables counts this transaction's own updates, HOT ones apart (PostgreSQL 17 §27.2.21).
+      await client.query('begin');
+      let renewed = 0;
+      // Inside one transaction no old version can be pruned, so 10 rows and their 30 new versions
+      // (about 40 × 140 bytes) must fit one 8 kB page: then HOT depends on the indexed columns alone.
+      for (let round = 0; round < 3; round++) {
+        for (const id of ids) renewed += (await client.query(extend, [null, id, 1, 60_000])).rowCount ?? 0;
+      }
+      const stats = await client.query<{ upd: string; hot: string }>(
+        `select n_tup_upd::text as upd, n_tup_hot_upd::text as hot from pg_stat_xact_user_tables where schemaname = $1 and relname = 'task'`,
+        [admin.schema],
+      );
+      await client.query('commit');
+      expect(renewed).toBe(30);
+      expect(Number(stats.rows[0]?.upd)).toBe(30);
+      expect(Number(stats.rows[0]?.hot)).toBe(30);
+    } finally {
+      client.release();
+      await admin.truncate();
+    }
   });
 
   it('effect has task_id as primary key', async () => {
@@ -145,10 +194,12 @@ describe('migrate', () => {
     const fresh = new Admin(admin.url, schema);
     const kits = [makeKit('pg'), makeKit('postgres'), makeKit('pg'), makeKit('postgres'), makeKit('pg')];
     try {
-      await Promise.all(kits.map((k) => k.store({ schema }).migrate()));
+      const results = await Promise.all(kits.map((k) => k.store({ schema }).migrate()));
       const versions = await fresh.query<{ version: number; name: string }>(`select version, name from ${fresh.t('migration')} order by version`);
       expect(versions).toEqual(migrations(schema).map((m) => ({ version: m.version, name: m.name })));
-      await (kits[0]?.store({ schema }).migrate() as Promise<void>);
+      // Each version applied by exactly one of the five calls, and each call reports what it applied.
+      expect(results.flatMap((r) => r.applied).sort((a, b) => a - b)).toEqual(migrations(schema).map((m) => m.version));
+      expect(await kits[0]?.store({ schema }).migrate()).toEqual({ applied: [], version: migrations(schema).at(-1)?.version });
       expect(await fresh.count('migration')).toBe(migrations(schema).length);
       const tables = await fresh.query<{ tablename: string }>('select tablename from pg_tables where schemaname = $1 order by tablename', [schema]);
       expect(tables.map((t) => t.tablename)).toEqual(['effect', 'migration', 'task']);
@@ -222,6 +273,54 @@ describe('migrate', () => {
     } finally {
       await k.close();
       await old.drop();
+    }
+  });
+});
+
+describe('vacuumHealth', () => {
+  it('reports dead rows and autovacuum per table, and the transaction holding back cleanup', async () => {
+    const store = kit.store({ schema: admin.schema });
+    // A REPEATABLE READ transaction elsewhere, holding its snapshot, is what keeps dead rows from being removed.
+    const holder = await admin.pool.connect();
+    try {
+      await holder.query(`set application_name = 'long-report'`);
+      await holder.query('begin isolation level repeatable read');
+      const [{ pid }] = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+      const writer = await admin.pool.connect();
+      try {
+        const ids = (
+          await writer.query<{ id: string }>(
+            `insert into ${admin.t('task')} (kind, state, due_at, max_attempts) select 'vh', 'SCHEDULED', now(), 1 from generate_series(1, 200) returning id::text`,
+          )
+        ).rows.map((r) => r.id);
+        await writer.query(`delete from ${admin.t('task')} where id = any($1::bigint[])`, [ids.slice(0, 150)]);
+        // A backend sends its statistics when it goes idle, at most once a second unless asked (PostgreSQL 17 §27.2.2, pg_stat_force_next_flush).
+        await writer.query('select pg_stat_force_next_flush()');
+      } finally {
+        writer.release();
+      }
+      // Statistics reach the shared view when a backend goes idle (PostgreSQL 17 §27.2.2): poll, bounded.
+      let health = await store.vacuumHealth();
+      for (let i = 0; i < 40 && (health.tables.find((t) => t.table === 'task')?.deadRows ?? 0) < 150; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        health = await store.vacuumHealth();
+      }
+      expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+      const task = health.tables.find((t) => t.table === 'task');
+      expect(task?.deadRows).toBeGreaterThanOrEqual(150);
+      expect(health.oldestSnapshot).not.toBeNull();
+      // Other test files may hold older snapshots in the same database; ours must be found when it is the oldest.
+      const ours = await store.vacuumHealth();
+      if (ours.oldestSnapshot?.pid === pid) {
+        expect(ours.oldestSnapshot).toMatchObject({ source: 'session', holder: 'long-report', state: 'idle in transaction' });
+        expect(ours.oldestSnapshot.ageMs).toBeGreaterThanOrEqual(0);
+      } else {
+        expect(ours.oldestSnapshot?.xminAge).toBeGreaterThanOrEqual(0);
+      }
+      await holder.query('commit');
+    } finally {
+      holder.release();
+      await admin.truncate();
     }
   });
 });

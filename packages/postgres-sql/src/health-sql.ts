@@ -1,0 +1,51 @@
+/**
+ * The SQL of `PostgresStore.vacuumHealth()` (docs/contract.md#vacuum): what autovacuum has done to
+ * the store's tables, and the oldest snapshot that holds back its cleanup. Conventions as in
+ * `./sql.ts` (times as epoch ms, aliases without underscores). Reads statistics views only; takes no
+ * lock on the tables.
+ */
+import { literal } from './sql.js';
+
+/** `$1` schema name → one row per store table (`task`, `effect`) that has statistics. */
+const tables = `select s.relname::text as tablename,
+       s.n_live_tup::float8 as live, s.n_dead_tup::float8 as dead,
+       s.n_tup_upd::float8 as updates, s.n_tup_hot_upd::float8 as hotupdates,
+       s.autovacuum_count::float8 as autovacuums, s.vacuum_count::float8 as vacuums,
+       (extract(epoch from s.last_autovacuum) * 1000)::float8 as lastautovacuumms,
+       (extract(epoch from s.last_vacuum) * 1000)::float8 as lastvacuumms,
+       (extract(epoch from s.last_autoanalyze) * 1000)::float8 as lastautoanalyzems,
+       (extract(epoch from now()) * 1000)::float8 as nowms
+  from pg_stat_user_tables s
+ where s.schemaname = $1::text and s.relname in (${literal('task')}, ${literal('effect')})
+ order by s.relname`;
+
+/**
+ * → at most one row: of everything that keeps an old transaction id visible in this database — an
+ * open transaction or statement of another session (`pg_stat_activity.backend_xmin`), a prepared
+ * transaction, a replication slot — the one with the oldest xmin, which VACUUM must not clean past
+ * (PostgreSQL 17 §24.1.5, §27.2.3). `xminage` is in transactions, `agems` in ms since that
+ * transaction (or statement) began, null for a slot.
+ */
+const oldestSnapshot = `select o.source, o.xminage, o.agems, o.pid, o.holder, o.state from (
+  select ${literal('session')}::text as source, age(a.backend_xmin)::float8 as xminage,
+         (extract(epoch from (clock_timestamp() - coalesce(a.xact_start, a.query_start))) * 1000)::float8 as agems,
+         a.pid, coalesce(nullif(a.application_name, ''), a.usename::text, a.backend_type) as holder, a.state
+    from pg_stat_activity a
+   where a.backend_xmin is not null and a.pid <> pg_backend_pid()
+     and (a.datname = current_database() or a.datname is null)
+  union all
+  select ${literal('prepared transaction')}, age(p.transaction)::float8,
+         (extract(epoch from (clock_timestamp() - p.prepared)) * 1000)::float8, null, p.gid, null
+    from pg_prepared_xacts p where p.database = current_database()
+  union all
+  select ${literal('replication slot')}, age(r.xmin)::float8, null, r.active_pid, r.slot_name::text, null
+    from pg_replication_slots r where r.xmin is not null
+) o order by o.xminage desc limit 1`;
+
+export interface HealthStatements {
+  readonly tables: string;
+  readonly oldestSnapshot: string;
+}
+
+/** The statements of `vacuumHealth()`; they take the schema as a parameter, so one set serves every schema. */
+export const HEALTH_STATEMENTS: HealthStatements = Object.freeze({ tables, oldestSnapshot });
