@@ -134,7 +134,7 @@ export interface Store<Tx = unknown> {
   readonly connectionBudget?: ConnectionBudget;
 
   /** Creates or upgrades the schema; safe to call from many processes at once. Stores with numbered migrations say what they applied. */
-  migrate(): Promise<MigrateResult | void>;
+  migrate(): Promise<MigrateResult | undefined>;
 
   /**
    * Schedules one task; with a `key`, the race between schedulers is decided by the store itself.

@@ -99,8 +99,10 @@ export class MemoryStore implements Store<MemoryTx> {
     this.#maxPayloadBytes = validatePositiveInt(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', MAX_PAYLOAD_LIMIT);
   }
 
-  async migrate(): Promise<void> {
+  /** Nothing to create: the memory store has no schema and no numbered migrations. */
+  async migrate(): Promise<undefined> {
     this.#assertOpen();
+    return undefined;
   }
 
   async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
