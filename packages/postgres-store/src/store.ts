@@ -347,6 +347,10 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
 
   /** Schedules one task (see {@link scheduleMany}). @throws ValidationError naming the field (`kind`, `delayMs`…) */
+  // Overloads: an ORM transaction ({@link SqlExecutor}) is accepted too, while `Store<Tx>` is still
+  // inferred from the last signature as the driver's own `Tx` (createWorker({ store }) types `tx` by it).
+  schedule(input: ScheduleInput, options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask>;
+  schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
@@ -366,6 +370,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * @returns `{ id, dueAt, created, replaced }` in input order
    * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask[]>;
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
@@ -432,6 +438,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * a rollback undoes the cancel.
    * @throws ValidationError INVALID_TASK_ID for a malformed id, INVALID_OPTION `tx` for a handle that is not a transaction
    */
+  cancel(id: TaskId, options?: CancelOptions<SqlExecutor>): Promise<CancelOutcome>;
+  cancel(id: TaskId, options?: CancelOptions<Tx>): Promise<CancelOutcome>;
   async cancel(id: TaskId, options?: CancelOptions<Tx | SqlExecutor>): Promise<CancelOutcome> {
     this.assertOpen();
     const { tx } = validateCancelOptions(options);
