@@ -18,7 +18,7 @@ type Payloads = {
 };
 
 // The same map types the worker's handlers: both sides agree on every kind's payload.
-export const handlers: HandlerMap<MemoryTx, Payloads> = {
+const handlers: HandlerMap<MemoryTx, Payloads> = {
   'close-reservation': async (task) => task.payload.reservationId,
   'send-reminder': async (task) => task.payload.email,
   tick: async () => null,
@@ -50,6 +50,7 @@ describe('typed scheduling', () => {
     expectTypeOf<NonNullable<Options>['tx']>().toEqualTypeOf<MemoryTx | undefined>();
     expectTypeOf<TypedScheduleInput<Payloads, 'tick'>['payload']>().toEqualTypeOf<null | undefined>();
     expectTypeOf(fromSubpath).toEqualTypeOf(createScheduler);
+    expectTypeOf(handlers['tick']).parameter(0).toHaveProperty('payload').toEqualTypeOf<null>();
   });
 
   it('the typed call schedules a real task, inside a transaction too, and cancels it', async () => {
