@@ -164,7 +164,8 @@ export function describeOrm(name: string, db: { readonly url: string; readonly s
       expect((await store.getTask(id))?.state).toBe('SCHEDULED');
       const outcomes = await kit.transaction(async (tx, insert) => {
         await insert(2);
-        return [await store.cancel(id, { tx }), await store.cancel(id, { tx }), await store.cancel('999999', { tx })];
+        // ids travel as text cast to bigint: the largest one arrives exact (a JS number would be out of range)
+        return [await store.cancel(id, { tx }), await store.cancel(id, { tx }), await store.cancel('9223372036854775807', { tx })];
       }, 'commit');
       expect(outcomes).toEqual(['CANCELLED', 'ALREADY_CANCELLED', 'NOT_FOUND']);
       expect((await store.getTask(id))?.state).toBe('CANCELLED');
