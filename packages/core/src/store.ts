@@ -34,6 +34,12 @@ export interface ScheduleOptions<Tx> {
   readonly onConflict?: OnConflict;
 }
 
+/** Options of `cancel` (docs/contract.md#transactions). */
+export interface CancelOptions<Tx> {
+  /** Run the cancel inside the caller's open transaction: it commits or rolls back with it; the row stays locked until then. */
+  readonly tx?: Tx;
+}
+
 export interface ClaimParams {
   /** Worker identity, stored in `lease_owner` and in the effect row. */
   readonly owner: string;
@@ -145,8 +151,11 @@ export interface Store<Tx = unknown> {
   /** Schedules many tasks in one statement, all or nothing; results in input order. Same errors as schedule. */
   scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
 
-  /** Cancels a task; the outcome names the phase it was in (docs/contract.md#outcomes). @throws ValidationError for a malformed id */
-  cancel(id: TaskId): Promise<CancelOutcome>;
+  /**
+   * Cancels a task; the outcome names the phase it was in (docs/contract.md#outcomes). With `options.tx`
+   * it runs in the caller's open transaction. @throws ValidationError for a malformed id or options
+   */
+  cancel(id: TaskId, options?: CancelOptions<Tx>): Promise<CancelOutcome>;
 
   /** Claims up to `limit` due tasks atomically (SKIP LOCKED); each claim increments `attempt`. */
   claim(params: ClaimParams): Promise<ClaimedTask[]>;

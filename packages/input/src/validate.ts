@@ -341,6 +341,17 @@ const ON_CONFLICT: readonly OnConflict[] = ['keep', 'replace', 'fail'];
  * `onConflict` (default `'keep'`). Whether `tx` is really the store's transaction handle is the store's check.
  * @throws ValidationError INVALID_OPTION
  */
+/** Checks `cancel`'s options (`{ tx }`). @throws ValidationError INVALID_OPTION naming the field */
+export function validateCancelOptions(options: unknown): { readonly tx?: unknown } {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError('INVALID_OPTION', 'options', `must be an object such as { tx }, got ${describe(options)}`);
+  }
+  rejectUnknownFields(options, ['tx'], 'options.');
+  const { tx } = options as { tx?: unknown };
+  return tx === undefined ? {} : { tx };
+}
+
 export function validateScheduleOptions(options: unknown): { readonly tx?: unknown; readonly onConflict: OnConflict } {
   if (options === undefined) return { onConflict: 'keep' };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {

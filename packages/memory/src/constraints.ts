@@ -9,6 +9,7 @@ export const SqlState = Object.freeze({
   CHECK_VIOLATION: '23514',
   UNIQUE_VIOLATION: '23505',
   INVALID_TRANSACTION_STATE: '25000',
+  SERIALIZATION_FAILURE: '40001',
 } as const);
 
 /** The name the SQL schema gives the lease CHECK constraint. */
@@ -31,4 +32,9 @@ export function uniqueViolation(table: string, key: string, constraint = `${tabl
 
 export function transactionFinished(status: string): StoreError {
   return new StoreError(`the transaction is already ${status}`, SqlState.INVALID_TRANSACTION_STATE);
+}
+
+/** A transaction's commit lost to one that changed the same task first (PostgreSQL 17 §13.2.2 reports this 40001). */
+export function serializationFailure(id: string): StoreError {
+  return new StoreError(`could not serialize access due to concurrent update of task ${id}`, SqlState.SERIALIZATION_FAILURE);
 }

@@ -7,7 +7,7 @@
  * Constraints are checked when a write is staged (statement time) and again at commit.
  */
 import { type Effect, isTerminal, type Task, type TaskId } from '@postpone/core';
-import { checkViolation, LEASE_CHECK, leaseCheckHolds, transactionFinished, uniqueViolation } from './constraints.js';
+import { checkViolation, LEASE_CHECK, leaseCheckHolds, serializationFailure, transactionFinished, uniqueViolation } from './constraints.js';
 
 interface StagedRow {
   readonly value: unknown;
@@ -22,6 +22,8 @@ export class WriteSet {
   readonly tasks = new Map<TaskId, Task>();
   readonly effects = new Map<TaskId, Effect>();
   readonly rows = new Map<string, Map<string, StagedRow>>();
+  /** The committed version of each task this transaction wrote, as first read (undefined for a new one). */
+  readonly based = new Map<TaskId, Task | undefined>();
   #status: WriteSetStatus = 'open';
 
   constructor(readonly db: MemoryDatabase) {}
@@ -39,6 +41,7 @@ export class WriteSet {
   putTask(task: Task): void {
     this.assertOpen();
     if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
+    if (!this.based.has(task.id)) this.based.set(task.id, this.db.tasks.get(task.id));
     this.tasks.set(task.id, task);
   }
 
@@ -129,6 +132,8 @@ export class MemoryDatabase {
     ws.assertOpen();
     try {
       for (const task of ws.tasks.values()) if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
+      // First committer wins: a task another transaction changed since this one read it is not overwritten.
+      for (const [id, based] of ws.based) if (this.tasks.get(id) !== based) throw serializationFailure(id);
       for (const id of ws.effects.keys()) if (this.effects.has(id)) throw uniqueViolation('effect', `task_id=${id}`);
       for (const task of ws.tasks.values()) {
         const slot = keySlot(task);

@@ -51,6 +51,8 @@ import {
   validateSchedule,
   validateScheduleMany,
   validateScheduleOptions,
+  validateCancelOptions,
+  type CancelOptions,
   rejectUnknownFields,
   ValidationError,
 } from '@postpone/core';
@@ -118,10 +120,26 @@ export class MemoryStore implements Store<MemoryTx> {
     return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), tx as MemoryTx | undefined, onConflict);
   }
 
-  async cancel(id: TaskId): Promise<CancelOutcome> {
+  /**
+   * `transition('cancel')` under the task's lock. With `options.tx` the change is staged in the
+   * caller's transaction (it sees its own writes) and commits with it; no lock is held until then:
+   * when another write to the task commits first, the caller's commit fails with StoreError 40001
+   * (the PostgreSQL store would make that write wait, or a claim skip the row).
+   */
+  async cancel(id: TaskId, options?: CancelOptions<MemoryTx>): Promise<CancelOutcome> {
     this.#assertOpen();
-    const step = await this.#apply(parseTaskId(id), { type: 'cancel' });
-    return resultOf(step, 'cancel').outcome;
+    const { tx } = validateCancelOptions(options);
+    const taskId = parseTaskId(id);
+    if (tx === undefined) return resultOf(await this.#apply(taskId, { type: 'cancel' }), 'cancel').outcome;
+    const ws = this.#ownWriteSet(tx as MemoryTx);
+    return this.#locks.run(taskId, () => {
+      this.#assertOpen();
+      ws.assertOpen();
+      const before = ws.tasks.get(taskId) ?? this.#db.tasks.get(taskId) ?? null;
+      const step = transition(before, { type: 'cancel' }, this.#clock.now());
+      if (step.task !== null && step.task !== before) ws.putTask(step.task);
+      return resultOf(step, 'cancel').outcome;
+    });
   }
 
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {

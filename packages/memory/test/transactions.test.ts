@@ -154,4 +154,26 @@ describe('complete({ work }) with a MemoryTx', () => {
     expect(await store.getEffect(id)).toBeNull();
     expect([...store.table('ledger')]).toEqual([['entry-1', 'existing']]);
   });
+
+  it('cancel in a transaction: first committer wins — a claim committed meanwhile is kept and the commit fails with 40001', async () => {
+    const store = createMemoryStore({ clock: new TestClock() });
+    const { id } = await store.schedule({ kind: 'k' });
+    const error = await captureError(() =>
+      store.transaction(async (tx) => {
+        tx.insert('reservation', '42', 'closed');
+        expect(await store.cancel(id, { tx })).toBe('CANCELLED');
+        // no row lock is held across the caller's transaction: the claim goes through
+        expect((await store.claim({ owner: 'w1', limit: 1, leaseMs: 1_000 })).map((t) => t.id)).toEqual([id]);
+      }),
+    );
+    expectStoreError(error, SqlState.SERIALIZATION_FAILURE);
+    expect(await store.getTask(id)).toMatchObject({ state: TaskState.CLAIMED, attempt: 1, cancelRequested: false });
+    expect(store.table('reservation').size).toBe(0);
+    // without a concurrent write the same cancel commits
+    const other = await store.schedule({ kind: 'k' });
+    await store.transaction(async (tx) => {
+      expect(await store.cancel(other.id, { tx })).toBe('CANCELLED');
+    });
+    expect((await store.getTask(other.id))?.state).toBe(TaskState.CANCELLED);
+  });
 });

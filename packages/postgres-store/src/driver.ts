@@ -17,6 +17,24 @@ export type Row = Record<string, unknown>;
 /** Runs one statement. Without parameters it may hold several statements (simple query protocol). */
 export type QueryFn = (text: string, params?: readonly Param[]) => Promise<Row[]>;
 
+/**
+ * Any SQL client inside the caller's open transaction, for `schedule`, `scheduleMany` and `cancel`
+ * with `{ tx }` (docs/contract.md#transactions): `query` sends `text` with its `$1..$n` placeholders
+ * and `params` unchanged (every parameter is a primitive cast in the SQL, so any PostgreSQL client
+ * binds it the same; `params` is absent or empty for a statement without any, e.g. SAVEPOINT) and
+ * resolves with the result's rows, keyed by column alias. A `pg` client is
+ * one as it is; `@postpone/orm` wraps Kysely, Drizzle, Knex and Prisma transactions. It must run on
+ * the transaction's own connection: the store cannot tell a pool from a transaction.
+ */
+export interface SqlExecutor {
+  query(text: string, params?: readonly Param[]): Promise<{ readonly rows: readonly Row[] }>;
+}
+
+/** True when `value` has a `query` method (an {@link SqlExecutor}). */
+export function isSqlExecutor(value: unknown): value is SqlExecutor {
+  return typeof (value as { query?: unknown } | null)?.query === 'function';
+}
+
 export interface ListenOptions {
   /**
    * Called after the listening connection was lost and LISTEN was issued again on a new one.

@@ -8,6 +8,7 @@
  * when it hit nothing).
  */
 import {
+  type CancelOptions,
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
@@ -50,6 +51,7 @@ import {
   type TraceContext,
   parseTaskId,
   validateAttempt,
+  validateCancelOptions,
   validateCompleteMany,
   validateJson,
   validateNonNegativeMs,
@@ -65,7 +67,7 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import type { Driver, DriverEvents, ListenOptions, Param, QueryFn, Row, Unlisten } from './driver.js';
+import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
 import { isDriverLevelError, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
@@ -368,7 +370,11 @@ export class PostgresStore<Tx> implements Store<Tx> {
   }
 
   /** Schedules one task (see {@link scheduleMany}). @throws ValidationError naming the field (`kind`, `delayMs`…) */
-  async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask> {
+  // Overloads: an ORM transaction ({@link SqlExecutor}) is accepted too, while `Store<Tx>` is still
+  // inferred from the last signature as the driver's own `Tx` (createWorker({ store }) types `tx` by it).
+  schedule(input: ScheduleInput, options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask>;
+  schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
+  async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes });
@@ -387,7 +393,9 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * @returns `{ id, dueAt, created, replaced }` in input order
    * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
-  async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]> {
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask[]>;
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
+  async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes });
@@ -395,11 +403,22 @@ export class PostgresStore<Tx> implements Store<Tx> {
     return await this.insert(tasks, tx, onConflict);
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
-    if (tx !== undefined && !this.driver.isTx(tx)) {
-      const expected = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
-      throw new ValidationError('INVALID_OPTION', 'tx', `must be ${expected}`);
+  /**
+   * The query function of the caller's transaction `tx`: the driver's native handle, or an
+   * {@link SqlExecutor} (an ORM's transaction through `@postpone/orm`).
+   * @throws ValidationError INVALID_OPTION `tx` for anything else (a pool, a top-level `sql`)
+   */
+  private queryInTx(tx: unknown): QueryFn {
+    if (this.driver.isTx(tx)) return (text, p) => this.driver.queryIn(tx, text, p);
+    if (isSqlExecutor(tx) && typeof (tx as { totalCount?: unknown }).totalCount !== 'number') {
+      return async (text, p) => [...(await tx.query(text, p ?? [])).rows];
     }
+    const native = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
+    throw new ValidationError('INVALID_OPTION', 'tx', `must be ${native}, or an SqlExecutor (@postpone/orm) on an open transaction`);
+  }
+
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
+    const inTx = tx === undefined ? undefined : this.queryInTx(tx);
     const json = `[${tasks
       .map(
         (t) =>
@@ -418,8 +437,8 @@ export class PostgresStore<Tx> implements Store<Tx> {
       return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
     };
     return await this.call(async () => {
-      if (tx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
-      const query: QueryFn = (text, p) => this.driver.queryIn(tx, text, p);
+      if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      const query = inTx;
       if (onConflict !== 'fail') return await run(query);
       await query(this.sql.scheduleSavepoint);
       try {
@@ -437,19 +456,25 @@ export class PostgresStore<Tx> implements Store<Tx> {
    * One UPDATE: SCHEDULED → CANCELLED (`CANCELLED`, with a NOTIFY) or CLAIMED → cancel requested
    * (`REQUESTED`). When it hit no row, a fresh read tells the terminal state apart (terminal states
    * never change, so the read is safe): DONE/DEAD → `TOO_LATE`, CANCELLED → `ALREADY_CANCELLED`,
-   * none → `NOT_FOUND`.
-   * @throws ValidationError INVALID_TASK_ID for a malformed id
+   * none → `NOT_FOUND`. With `options.tx` (the driver's native handle or an {@link SqlExecutor}) both
+   * run in the caller's transaction: the row stays locked and the NOTIFY waits until it commits;
+   * a rollback undoes the cancel.
+   * @throws ValidationError INVALID_TASK_ID for a malformed id, INVALID_OPTION `tx` for a handle that is not a transaction
    */
-  async cancel(id: TaskId): Promise<CancelOutcome> {
+  cancel(id: TaskId, options?: CancelOptions<SqlExecutor>): Promise<CancelOutcome>;
+  cancel(id: TaskId, options?: CancelOptions<Tx>): Promise<CancelOutcome>;
+  async cancel(id: TaskId, options?: CancelOptions<Tx | SqlExecutor>): Promise<CancelOutcome> {
     this.assertOpen();
+    const { tx } = validateCancelOptions(options);
     const taskId = parseTaskId(id);
+    const query: QueryFn = tx === undefined ? (text, p) => this.driver.query(text, p) : this.queryInTx(tx);
     return await this.call(async () => {
       // Two rounds at most: a row first seen live by the read was inserted after the UPDATE's
       // snapshot; the second UPDATE then sees it (it is committed) and either hits or finds it terminal.
       for (let round = 0; round < 2; round++) {
-        const [hit] = await this.driver.query(this.sql.taskCancel, [this.nowParam(), taskId, this.notifyChannel]);
+        const [hit] = await query(this.sql.taskCancel, [this.nowParam(), taskId, this.notifyChannel]);
         if (hit) return hit.state === TaskState.CANCELLED ? 'CANCELLED' : 'REQUESTED';
-        const [row] = await this.driver.query(this.sql.taskGetForOutcome, [taskId]);
+        const [row] = await query(this.sql.taskGetForOutcome, [taskId]);
         if (!row) return 'NOT_FOUND';
         if (row.state === TaskState.CANCELLED) return 'ALREADY_CANCELLED';
         if (row.state === TaskState.DONE || row.state === TaskState.DEAD) return 'TOO_LATE';

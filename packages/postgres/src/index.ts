@@ -28,6 +28,8 @@ export {
   type QueryFn,
   type Row,
   type Unlisten,
+  type SqlExecutor,
+  isSqlExecutor,
   SqlState,
   sqlStateOf,
   translateError,

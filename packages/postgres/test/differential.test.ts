@@ -2,6 +2,8 @@
  * Differential test: random command sequences applied, at the same TestClock times, to the
  * in-memory store (core `transition()` applied directly) and to PostgreSQL (the SQL that mirrors it).
  * Every outcome and the final rows (every column, effect rows, counts) must be identical.
+ * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
+ * that then commits or rolls back.
  */
 import type { DuplicateKeyError, Json, OnConflict, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
@@ -31,6 +33,7 @@ type Cmd =
   | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number }
   | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
   | { readonly op: 'cancel'; readonly ref: Ref }
+  | { readonly op: 'cancelInTx'; readonly ref: Ref; readonly end: 'commit' | 'rollback' }
   | { readonly op: 'reclaim'; readonly limit: number }
   | { readonly op: 'peek'; readonly withinMs: number; readonly limit: number }
   | { readonly op: 'tick'; readonly ms: number };
@@ -67,6 +70,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('fail' as const), ref, attempt, backoffMs: fc.integer({ min: 0, max: 2_000 }) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelInTx' as const), ref, end: fc.constantFrom<'commit' | 'rollback'>('commit', 'rollback') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 2_500 })) }) },
@@ -94,8 +98,27 @@ async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Reso
   return { ...cmd, id, at, batch };
 }
 
+/** Runs `fn` in a caller transaction of the store's kind, ended by `end`; returns what `fn` returned. */
+type InTx = (fn: (tx: any) => Promise<unknown>, end: 'commit' | 'rollback') => Promise<unknown>;
+
+const ROLLBACK = new Error('roll back');
+
+/** {@link InTx} from a runner that commits when its body resolves and rolls back when it throws. */
+function inTxOf(run: (body: (tx: any) => Promise<void>) => Promise<unknown>): InTx {
+  return async (fn, end) => {
+    let result: unknown;
+    await run(async (tx) => {
+      result = await fn(tx);
+      if (end === 'rollback') throw ROLLBACK;
+    }).catch((error: unknown) => {
+      if (error !== ROLLBACK) throw error;
+    });
+    return result;
+  };
+}
+
 /** Applies one command; returns a comparable outcome (lists sorted by id). */
-async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promise<unknown> {
+async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: InTx): Promise<unknown> {
   switch (cmd.op) {
     case 'schedule': {
       const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key }, i) => {
@@ -123,6 +146,8 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
       return await store.release({ id: cmd.id, attempt: cmd.at });
     case 'cancel':
       return await store.cancel(cmd.id);
+    case 'cancelInTx':
+      return await inTx((tx) => store.cancel(cmd.id, { tx }), cmd.end);
     case 'reclaim':
       return (await store.reclaimExpired({ limit: cmd.limit })).slice().sort((a, b) => Number(a.id) - Number(b.id));
     case 'peek':
@@ -161,6 +186,14 @@ const MAX_COMMANDS = 30;
 describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
   const kit = makeKit(driver);
   afterAll(() => kit.close());
+  // The kit commits or rolls back by `end` itself: the body's result is all that is kept.
+  const pgInTx: InTx = async (fn, end) => {
+    let result: unknown;
+    await kit.inTransaction(async (tx) => {
+      result = await fn(tx);
+    }, end);
+    return result;
+  };
 
   it(`${RUNS} random sequences of up to ${MAX_COMMANDS} commands: identical outcomes and rows`, async () => {
     let commandsRun = 0;
@@ -175,9 +208,9 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
         try {
           for (const [step, raw] of cmds.entries()) {
             const cmd = await resolve(memory, raw, count);
-            const expected = await apply(memory, cmd, clock);
+            const expected = await apply(memory, cmd, clock, inTxOf((body) => memory.transaction(body)));
             // Same clock reading for both: tick only once.
-            const actual = cmd.op === 'tick' ? null : await apply(pg, cmd, clock);
+            const actual = cmd.op === 'tick' ? null : await apply(pg, cmd, clock, (fn, end) => pgInTx(fn, end));
             expect(actual, `step ${step}: ${JSON.stringify(cmd)}`).toEqual(expected);
             seen.add(describeOutcome(cmd, expected));
             if (cmd.op === 'schedule') count += cmd.tasks.length;

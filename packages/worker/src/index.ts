@@ -4,6 +4,7 @@
  * retries with backoff, reclaims expired leases, and shuts down gracefully. Due tasks are found by
  * polling, or by hybrid discovery (a timing wheel of near tasks woken by LISTEN/NOTIFY).
  */
+export { createScheduler, type Scheduler, type TypedScheduleInput } from './scheduler.js';
 export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
 export {
   MAX_CONCURRENCY,
