@@ -1,6 +1,7 @@
 import type { Json } from './json.js';
 import type { TaskState } from './states.js';
 import type { TraceContext } from './trace-context.js';
+import type { RetryPolicy } from './validate.js';
 
 /**
  * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
@@ -36,6 +37,8 @@ export interface Task {
   readonly updatedAt: Date;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;
+  /** The task's own retry policy given at schedule (docs/contract.md#retry-policy); absent when none. */
+  readonly retry?: RetryPolicy;
 }
 
 /** The local effect row written in the same transaction as DONE; at most one per task. */
@@ -66,6 +69,8 @@ export interface ClaimedTask<P extends Json = Json> {
   readonly claimedAt: Date;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;
+  /** The task's own retry policy given at schedule; absent when none (the worker then uses the kind's, then its default). */
+  readonly retry?: RetryPolicy;
 }
 
 /** The idempotency key to hand an external service so retries of one task apply once: `task-<id>`. */

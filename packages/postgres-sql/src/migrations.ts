@@ -60,6 +60,12 @@ export interface Migration {
  * reads the table once and inserts no entry. Written to be re-runnable (`if not exists`), like
  * version 5: migrate_concurrently runs it once before `migrate()` applies it.
  *
+ * Version 8 — `retry`: the task's own retry policy given at schedule (core `RetryPolicy`,
+ * `{"maxAttempts":…,"baseMs":…,"capMs":…,"jitter":…}`, only the fields given; docs/contract.md#retry-policy),
+ * null when it has none. A nullable column without a default: no table rewrite (PostgreSQL 17 ALTER
+ * TABLE, Notes); existing rows read null (no policy of their own). No index: it is read only with the
+ * row it belongs to (claim, getTask), never searched. Re-runnable (`if not exists`), like versions 5–6.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -120,6 +126,12 @@ update ${q}.task
       name: 'dedup keys',
       sql: `alter table ${q}.task add column if not exists key text;
 create unique index if not exists task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
+    }),
+    // Version 7 is another change in flight (claims by kind, queue and priority); versions are applied by number.
+    Object.freeze({
+      version: 8,
+      name: 'retry policy',
+      sql: `alter table ${q}.task add column if not exists retry jsonb;`,
     }),
   ]);
 }
