@@ -2,16 +2,18 @@
  * @postpone/conformance-ops — the conformance cases for reading and operating a Postpone store:
  * `peekDue`, `countByState`, `getTask` / `getEffect`, `now` ({@link observeCases}), `migrate` again
  * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}),
- * and the trace context a task carries ({@link traceContextCases}) — docs/contract.md#outcomes,
+ * the trace context a task carries ({@link traceContextCases}), and the retry policy, DEAD-now
+ * fail and snooze ({@link retryCases}, docs/contract.md#retry-policy) — docs/contract.md#outcomes,
  * #input-errors. `describeStoreConformance` of `@postpone/conformance` registers them after the
  * transition cases; each group takes the current test's harness ({@link HarnessRef}).
  */
 import { adminCases } from './cases-admin.js';
 import { lifecycleCases } from './cases-lifecycle.js';
 import { observeCases } from './cases-observe.js';
+import { retryCases } from './cases-retry.js';
 import { traceContextCases } from './cases-trace-context.js';
 
-export { adminCases, lifecycleCases, observeCases, traceContextCases };
+export { adminCases, lifecycleCases, observeCases, retryCases, traceContextCases };
 
 /** The groups of this package, in the order `describeStoreConformance` registers them. */
-export const OPERATIONS_CASES = [observeCases, lifecycleCases, adminCases, traceContextCases] as const;
+export const OPERATIONS_CASES = [observeCases, lifecycleCases, adminCases, traceContextCases, retryCases] as const;

@@ -23,6 +23,7 @@ describe('conformance suite', () => {
       'lifecycleCases',
       'adminCases',
       'traceContextCases',
+      'retryCases',
     ]);
   });
 
