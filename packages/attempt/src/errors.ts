@@ -2,7 +2,7 @@
  * Why the worker aborted a handler's signal: a core `PostponeError`. Store and validation errors are
  * core's (`ValidationError`, `StoreClosedError`, ...).
  */
-import { PostponeError } from '@postpone/core';
+import { PostponeError, ValidationError, validateDelayMs, validateRunAt } from '@postpone/core';
 
 /**
  * Why the worker aborted a handler's `AbortSignal`. The signal's `reason` is a {@link TaskAbortedError}.
@@ -57,10 +57,17 @@ export type SnoozeUntil = { readonly dueAt: Date; readonly delayMs?: undefined }
  */
 export class Snooze extends PostponeError {
   readonly until: SnoozeUntil;
+  /**
+   * @param until `{ delayMs }` (whole ms, 0..100 years) or `{ dueAt }` (a valid Date, years 1..9999), exactly one
+   * @throws ValidationError (INVALID_DELAY, INVALID_RUN_AT) for a bad time: thrown from the handler, it fails the attempt as any error
+   */
   constructor(until: SnoozeUntil) {
-    super('SNOOZE', until.dueAt !== undefined ? `snoozed until ${until.dueAt instanceof Date ? until.dueAt.toISOString() : String(until.dueAt)}` : `snoozed for ${until.delayMs} ms`);
+    const given = (until ?? {}) as { dueAt?: unknown; delayMs?: unknown };
+    if ((given.dueAt === undefined) === (given.delayMs === undefined)) throw new ValidationError('INVALID_DELAY', 'delayMs', 'give Snooze dueAt or delayMs, exactly one');
+    const checked: SnoozeUntil = given.dueAt !== undefined ? { dueAt: validateRunAt(given.dueAt, 'dueAt') } : { delayMs: validateDelayMs(given.delayMs) };
+    super('SNOOZE', checked.dueAt !== undefined ? `snoozed until ${checked.dueAt.toISOString()}` : `snoozed for ${checked.delayMs} ms`);
     this.name = 'Snooze';
-    this.until = until;
+    this.until = checked;
   }
 }
 

@@ -174,3 +174,13 @@ function retrySuite<Tx>(makeHarness: () => Promise<Harness<Tx>>): void {
 
 describe('retry policy on the in-memory store', () => retrySuite(memoryHarness));
 describe('retry policy on PostgreSQL (pg)', () => retrySuite(pgHarness));
+
+describe('Snooze', () => {
+  it('refuses a bad time when constructed, so a handler throwing it fails the attempt with a clear error', () => {
+    expect(() => new Snooze({ delayMs: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_DELAY', field: 'delayMs' }));
+    expect(() => new Snooze({ dueAt: new Date(Number.NaN) })).toThrow(expect.objectContaining({ code: 'INVALID_RUN_AT', field: 'dueAt' }));
+    expect(() => new Snooze({} as never)).toThrow(expect.objectContaining({ code: 'INVALID_DELAY' }));
+    expect(() => new Snooze({ delayMs: 1, dueAt: new Date() } as never)).toThrow(expect.objectContaining({ code: 'INVALID_DELAY' }));
+    expect(new Snooze({ delayMs: 2_500 }).until).toEqual({ delayMs: 2_500 });
+  });
+});
