@@ -2,12 +2,14 @@
  * Reports the end of an attempt to the store — complete, fail, release — fenced by the attempt, and
  * turns each answer into events and log lines. The store decides; the worker only reports what it said.
  */
-import { backoffMs, PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type Store } from '@postpone/core';
+import { PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type SnoozeResult, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
 import { CompletionBatcher } from './completion-batcher.js';
 import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite } from './handler.js';
 import type { AttemptSettings } from './settings.js';
+import type { SnoozeUntil } from './errors.js';
+import { resolveRetry, retryDelayFor } from './retry-policy.js';
 import { callStore } from './store-call.js';
 
 /** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
@@ -81,26 +83,57 @@ export class AttemptReporter<Tx> {
   }
 
   /**
-   * Fenced fail: the task is due again after `backoffMs(backoffBaseMs, failures + 1, maxBackoffMs)`
-   * — the delay follows the failure count, not the claim count, so hand-backs do not lengthen it —
-   * or DEAD when this failure brings the count to `maxAttempts`, or CANCELLED when cancel was requested.
+   * Fenced fail under the task's resolved retry policy (`resolveRetry`: the task's own > its kind's >
+   * the worker's default): due again after core `retryDelayMs(baseMs, failures + 1, capMs, jitter,
+   * random)` — the delay follows the failure count, not the claim count, so hand-backs and snoozes do
+   * not lengthen it — or DEAD when this failure brings the count to the policy's `maxAttempts` or
+   * `retryable` is false (a `NonRetryableError`), or CANCELLED when cancel was requested.
    * @returns the store's answer, or null when the store could not be reached
    */
-  async fail(task: ClaimedTask, error: string): Promise<FailResult | null> {
-    const delayMs = backoffMs(this.options.backoffBaseMs, task.failures + 1, this.options.maxBackoffMs);
+  async fail(task: ClaimedTask, error: string, retryable = true): Promise<FailResult | null> {
+    const policy = resolveRetry(task, this.options);
+    const delayMs = retryable ? retryDelayFor(task, policy, this.options.random) : 0;
+    const params = {
+      id: task.id,
+      attempt: task.attempt,
+      error,
+      backoffMs: delayMs,
+      ...(retryable ? {} : { retryable }),
+      ...(policy.maxAttemptsOverride === undefined ? {} : { maxAttempts: policy.maxAttemptsOverride }),
+    };
     let result: FailResult;
     try {
-      result = await callStore(this.deps, 'fail', task, () => this.store.fail({ id: task.id, attempt: task.attempt, error, backoffMs: delayMs }));
+      result = await callStore(this.deps, 'fail', task, () => this.store.fail(params));
     } catch (err) {
       this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'fail could not be recorded; the lease will expire and the task be reclaimed');
       return null;
     }
-    this.events.emit('failed', { task, error, result });
+    this.events.emit('failed', { task, error, result, retryable, delayMs });
     const line = { taskId: task.id, kind: task.kind, attempt: task.attempt, next: result.outcome, error };
     if (result.outcome === 'REJECTED_STALE') this.stale(task, 'fail');
-    else if (result.outcome === 'DEAD') this.logger.warn({ ...line, failures: task.failures + 1 }, 'task is DEAD: the attempt failed and no attempts are left');
+    else if (result.outcome === 'DEAD') this.logger.warn({ ...line, failures: task.failures + 1 }, retryable ? 'task is DEAD: the attempt failed and no attempts are left' : 'task is DEAD: the handler said not to retry');
     else if (result.outcome === 'CANCELLED') this.logger.info(line, 'attempt failed; the task is CANCELLED (cancel was requested)');
     else this.logger.warn({ ...line, retryInMs: delayMs }, 'attempt failed; retry scheduled');
+    return result;
+  }
+
+  /**
+   * Fenced snooze (the handler threw `Snooze`): SCHEDULED at `dueAt` or after `delayMs` without
+   * counting a failure, or CANCELLED when cancel was requested.
+   * @returns the store's answer, or null when the store could not be reached (the lease decides)
+   */
+  async snooze(task: ClaimedTask, until: SnoozeUntil): Promise<SnoozeResult | null> {
+    const when = until.dueAt !== undefined ? { dueAt: until.dueAt } : { delayMs: until.delayMs as number };
+    let result: SnoozeResult;
+    try {
+      result = await callStore(this.deps, 'snooze', task, () => this.store.snooze({ id: task.id, attempt: task.attempt, ...when }));
+    } catch (err) {
+      this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'snooze could not be recorded; the lease will expire and the task be reclaimed');
+      return null;
+    }
+    this.events.emit('snoozed', { task, result });
+    if (result.outcome === 'REJECTED_STALE') this.stale(task, 'snooze');
+    else this.logger.info({ taskId: task.id, attempt: task.attempt, next: result.outcome, ...when }, 'snoozed');
     return result;
   }
 
@@ -119,7 +152,7 @@ export class AttemptReporter<Tx> {
     return outcome;
   }
 
-  private stale(task: ClaimedTask, operation: 'complete' | 'fail' | 'release'): void {
+  private stale(task: ClaimedTask, operation: 'complete' | 'fail' | 'release' | 'snooze'): void {
     this.events.emit('rejectedStale', { task, operation });
     this.logger.warn({ taskId: task.id, attempt: task.attempt, operation }, 'store rejected a stale attempt');
   }

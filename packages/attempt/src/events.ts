@@ -2,11 +2,11 @@
  * What an attempt reports while it runs and ends: the events it emits (the worker's `WorkerEvents`
  * includes them), through the worker's emitter.
  */
-import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReleaseOutcome } from '@postpone/core';
+import type { ClaimedTask, CompleteOutcome, FailResult, Json, ReleaseOutcome, SnoozeResult } from '@postpone/core';
 import type { AbortReason } from './errors.js';
 
 /** The store calls of an attempt. */
-export type AttemptOperation = 'extend' | 'complete' | 'fail' | 'release';
+export type AttemptOperation = 'extend' | 'complete' | 'fail' | 'release' | 'snooze';
 
 export interface AttemptEvents {
   /** The lease of `task.attempt` was renewed for another `leaseMs`. */
@@ -15,10 +15,15 @@ export interface AttemptEvents {
   leaseLost: { readonly task: ClaimedTask; readonly reason: Extract<AbortReason, 'lease-lost' | 'cancel-requested'> };
   /** The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE). */
   completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome; readonly result: Json; readonly durationMs: number };
-  /** The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`. */
-  failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult };
+  /**
+   * The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`;
+   * `retryable` false when the handler threw `NonRetryableError`; `delayMs` the retry delay sent (after jitter).
+   */
+  failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult; readonly retryable: boolean; readonly delayMs: number };
   /** The store refused a late write of this attempt (complete, fail or release): someone else holds the task now, or it ended. */
-  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
+  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' | 'snooze' };
+  /** The handler threw `Snooze` and the fenced snooze answered: `result` is the next state (no failure counted). */
+  snoozed: { readonly task: ClaimedTask; readonly result: SnoozeResult };
   /** The attempt was handed back at shutdown (`store.release`). */
   released: { readonly task: ClaimedTask; readonly outcome: ReleaseOutcome };
   /** The handler did not settle within `abandonGraceMs` after its signal aborted; its slot was freed and its writes dropped. */

@@ -22,7 +22,7 @@ export interface HandlerContext<Tx = unknown> {
    * earlier attempts; a hand-back at shutdown is not one. `failures + 1 === maxAttempts` is the last try.
    */
   readonly failures: number;
-  /** Failures the task may have before it goes DEAD (the `maxAttempts` given at schedule). */
+  /** Failures the task may have before it goes DEAD: its retry policy's, resolved task > kind > row (docs/contract.md#retry-policy). */
   readonly maxAttempts: number;
   /**
    * `task-<id>`: the same for every attempt of the task. Send it to external services (an
@@ -48,6 +48,8 @@ export interface HandlerContext<Tx = unknown> {
  * Runs one attempt of a task. Its return value (or `undefined`, stored as null) is the task's JSON
  * `result`; a value JSON cannot hold fails the attempt with an INVALID_RESULT error. Throwing (any
  * value) fails the attempt: the task is due again after the backoff, or DEAD when out of attempts.
+ * Throw `NonRetryableError(reason)` to make it DEAD at once, `Snooze({ delayMs | dueAt })` to run it
+ * again later without counting a failure (docs/contract.md#retry-policy).
  *
  * The payload type `P` is trusted, not checked at run time: validate it in the handler if producers
  * may disagree. Use `type` aliases for payloads (an `interface` is not assignable to `Json`).

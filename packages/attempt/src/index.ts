@@ -7,7 +7,8 @@
  */
 export { AttemptReporter, type WriteFailed } from './attempt-reporter.js';
 export { CompletionBatcher, type CompletionBatcherDeps } from './completion-batcher.js';
-export { type AbortReason, TaskAbortedError } from './errors.js';
+export { type AbortReason, NonRetryableError, retryIntent, Snooze, type SnoozeUntil, TaskAbortedError } from './errors.js';
+export { type ResolvedRetry, type RetryDefaults, resolveRetry, retryDelayFor } from './retry-policy.js';
 export type { AttemptEmitter, AttemptEvents, AttemptOperation } from './events.js';
 export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
 export { keepLease, type LeaseKeeperDeps, type LeaseLossReason } from './lease-keeper.js';

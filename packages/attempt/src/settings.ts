@@ -1,7 +1,8 @@
 import type { Pacing } from '@postpone/wheel';
+import type { RetryDefaults } from './retry-policy.js';
 
 /** What an attempt reads of the worker's resolved options (the worker's `ResolvedOptions` fits). */
-export interface AttemptSettings {
+export interface AttemptSettings extends RetryDefaults {
   /** Worker identity, the claim's `owner` and the effect row's. */
   readonly id: string;
   readonly pacing: Pacing;
@@ -13,9 +14,6 @@ export interface AttemptSettings {
   readonly handlerTimeoutMs: number | null;
   /** After the handler's signal aborted, how long to wait for it to settle (ms). */
   readonly abandonGraceMs: number;
-  /** Retry backoff base and cap (ms): core `backoffMs(backoffBaseMs, failures, maxBackoffMs)`. */
-  readonly backoffBaseMs: number;
-  readonly maxBackoffMs: number;
   /** Most completions in one `completeMany` (1: every completion alone). */
   readonly completeBatchSize: number;
   /** How long the first queued completion waits for others (ms; 0: the next macrotask). */

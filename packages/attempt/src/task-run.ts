@@ -22,7 +22,8 @@ import type { Logger } from 'pino';
 import type { AttemptTelemetry, WorkerTelemetry } from '@postpone/telemetry';
 import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from '@postpone/wheel';
 import type { AttemptReporter } from './attempt-reporter.js';
-import { type AbortReason, TaskAbortedError } from './errors.js';
+import { type AbortReason, retryIntent, type SnoozeUntil, TaskAbortedError } from './errors.js';
+import { resolveRetry } from './retry-policy.js';
 import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
 import { keepLease, type LeaseLossReason } from './lease-keeper.js';
@@ -121,16 +122,24 @@ export class TaskRun<Tx> {
       return;
     }
     if (!outcome.ok) {
-      await this.fail(describeThrown(outcome.error));
+      const intent = retryIntent(outcome.error);
+      if (intent.type === 'snooze') await this.snooze(intent.until);
+      else await this.fail(describeThrown(outcome.error), intent.retryable);
       return;
     }
     await this.completeWith(outcome.value);
   }
 
   /** Records the failed attempt (fenced `fail`) and what the store answered. */
-  private async fail(error: string): Promise<void> {
-    const result = await this.deps.reporter.fail(this.task, error);
+  private async fail(error: string, retryable = true): Promise<void> {
+    const result = await this.deps.reporter.fail(this.task, error, retryable);
     this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome, error);
+  }
+
+  /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
+  private async snooze(until: SnoozeUntil): Promise<void> {
+    const result = await this.deps.reporter.snooze(this.task, until);
+    this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome === 'SCHEDULED' ? 'SNOOZED' : result.outcome);
   }
 
   private async completeWith(value: unknown): Promise<void> {
@@ -185,7 +194,7 @@ export class TaskRun<Tx> {
       signal: this.abort.signal,
       attempt: task.attempt,
       failures: task.failures,
-      maxAttempts: task.maxAttempts,
+      maxAttempts: resolveRetry(task, deps.options).maxAttempts,
       idempotencyKey: idempotencyKey(task.id),
       workerId: deps.options.id,
       logger: this.logger,

@@ -24,6 +24,7 @@ describe('conformance suite', () => {
       'adminCases',
       'traceContextCases',
       'cancelTxCases',
+      'retryCases',
     ]);
   });
 

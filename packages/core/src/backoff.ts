@@ -1,4 +1,4 @@
-import { MAX_DELAY_MS } from '@postpone/input';
+import { type Jitter, MAX_DELAY_MS } from '@postpone/input';
 
 /** Default cap of the retry backoff: one hour. */
 export const DEFAULT_MAX_BACKOFF_MS = 3_600_000;
@@ -29,4 +29,27 @@ export function backoffMs(baseMs: number, failures: number, capMs: number = DEFA
   const exponent = Math.min(n - 1, 1000);
   const raw = base * 2 ** exponent;
   return Number.isFinite(raw) ? Math.min(cap, Math.round(raw)) : cap;
+}
+
+/** A source of uniform random numbers in `[0, 1)`, like `Math.random` (tests pass a seeded one). */
+export type RandomSource = () => number;
+
+/**
+ * Retry delay after failure number `failures` with jitter, per AWS Architecture Blog, "Exponential
+ * Backoff And Jitter" (Marc Brooker, 2015; docs/contract.md#retry-policy). With
+ * `d = backoffMs(baseMs, failures, capMs)`:
+ * - `'none'`:  `d`;
+ * - `'full'`:  `random_between(0, d)` — `round(r × d)`, in `[0, d]`;
+ * - `'equal'`: `d/2 + random_between(0, d/2)` — `ceil(d/2) + round(r × floor(d/2))`, in `[ceil(d/2), d]`.
+ * `r = random()` is clamped to `[0, 1]` (a source returning NaN counts as 0), so the result is
+ * always a whole number of ms in the band, never negative, never above the cap.
+ * @returns whole milliseconds in `[0, min(capMs, MAX_DELAY_MS)]`
+ */
+export function retryDelayMs(baseMs: number, failures: number, capMs: number, jitter: Jitter, random: RandomSource): number {
+  const d = backoffMs(baseMs, failures, capMs);
+  if (jitter === 'none' || d === 0) return d;
+  const drawn = random();
+  const r = drawn > 0 ? Math.min(drawn, 1) : 0;
+  if (jitter === 'full') return Math.round(r * d);
+  return Math.ceil(d / 2) + Math.round(r * Math.floor(d / 2));
 }

@@ -2,6 +2,7 @@
  * Limits and checks of store-call parameters shared by every store, so they never drift apart.
  */
 import { MAX_ERROR_LENGTH, ValidationError } from '@postpone/errors';
+import { parseTaskId, rejectUnknownFields, type TaskId, validateAttempt, validateDelayMs, validateMaxAttempts, validateRunAt } from '@postpone/input';
 
 /** Longest accepted worker identity, in characters. */
 export const MAX_OWNER_LENGTH = 200;
@@ -26,4 +27,34 @@ export function validateOwner(owner: unknown, field = 'owner'): string {
 export function errorText(error: unknown, field = 'error'): string {
   if (typeof error !== 'string') throw new ValidationError('INVALID_OPTION', field, `must be a string, got ${typeof error}`);
   return error.slice(0, MAX_ERROR_LENGTH).replaceAll('\u0000', '\ufffd');
+}
+
+/**
+ * The retry fields of FailParams (docs/contract.md#retry-policy): `retryable` (boolean, default true)
+ * and `maxAttempts` (integer 1..2³¹−1, or absent for the row's).
+ * @throws ValidationError INVALID_OPTION naming `retryable`, INVALID_MAX_ATTEMPTS naming `maxAttempts`
+ */
+export function validateFailRetry(params: { readonly retryable?: unknown; readonly maxAttempts?: unknown }): { retryable?: boolean; maxAttempts?: number } {
+  const { retryable, maxAttempts } = params;
+  if (retryable !== undefined && typeof retryable !== 'boolean') throw new ValidationError('INVALID_OPTION', 'retryable', `must be a boolean, got ${typeof retryable}`);
+  return {
+    ...(retryable === false ? { retryable } : {}),
+    ...(maxAttempts === undefined ? {} : { maxAttempts: validateMaxAttempts(maxAttempts) }),
+  };
+}
+
+/**
+ * Checks SnoozeParams: a task id, an attempt, and exactly one of `dueAt` (valid Date, years 1..9999)
+ * or `delayMs` (whole ms 0..MAX_DELAY_MS).
+ * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION (`attempt`, unknown field), INVALID_RUN_AT (`dueAt`), INVALID_DELAY (`delayMs`, or both/neither given)
+ */
+export function validateSnoozeParams(params: unknown): { id: TaskId; attempt: number; dueAt: Date | null; delayMs: number } {
+  if (typeof params !== 'object' || params === null) throw new ValidationError('INVALID_OPTION', 'params', 'must be an object { id, attempt, dueAt | delayMs }');
+  rejectUnknownFields(params, ['id', 'attempt', 'dueAt', 'delayMs']);
+  const p = params as Record<string, unknown>;
+  const id = parseTaskId(p.id);
+  const attempt = validateAttempt(p.attempt);
+  if ((p.dueAt === undefined) === (p.delayMs === undefined)) throw new ValidationError('INVALID_DELAY', 'delayMs', 'give dueAt or delayMs, exactly one');
+  if (p.dueAt !== undefined) return { id, attempt, dueAt: validateRunAt(p.dueAt, 'dueAt'), delayMs: 0 };
+  return { id, attempt, dueAt: null, delayMs: validateDelayMs(p.delayMs) };
 }

@@ -4,7 +4,7 @@
  * The SQL CHECK constraint in `@postpone/postgres` is generated from {@link TASK_STATES}.
  */
 export const TaskState = Object.freeze({
-  /** Waiting for its due time. Entered by schedule, by fail with attempts left, by reclaim with attempts left. Left by claim or cancel. */
+  /** Waiting for its due time. Entered by schedule, by fail with attempts left, by snooze, by release, by reclaim with attempts left. Left by claim or cancel. */
   SCHEDULED: 'SCHEDULED',
   /** Held by one worker under a lease; `attempt` is its fencing token. Entered by claim. Left by complete, fail, or reclaim after lease expiry. */
   CLAIMED: 'CLAIMED',
@@ -12,7 +12,7 @@ export const TaskState = Object.freeze({
   DONE: 'DONE',
   /** Terminal. Cancelled while waiting, or while running once the holder reported back (or its lease expired). */
   CANCELLED: 'CANCELLED',
-  /** Terminal. A failure (fail, or an expired lease reclaimed) brought `failures` to `maxAttempts`; releases never count. */
+  /** Terminal. A failure (fail, or an expired lease reclaimed) brought `failures` to `maxAttempts`, or a fail said `retryable: false`; releases and snoozes never count. */
   DEAD: 'DEAD',
 } as const);
 
@@ -60,6 +60,9 @@ export type FailResult =
   | { readonly outcome: 'CANCELLED' }
   | { readonly outcome: 'REJECTED_STALE' };
 export type FailOutcome = FailResult['outcome'];
+
+/** What `snooze` returns: due again at `dueAt` (no failure counted), cancelled (cancel was requested), or stale. */
+export type SnoozeResult = { readonly outcome: 'SCHEDULED'; readonly dueAt: Date } | { readonly outcome: 'CANCELLED' } | { readonly outcome: 'REJECTED_STALE' };
 
 /** What a lease reclaim moved an expired task to. */
 export type ReclaimOutcome = 'SCHEDULED' | 'DEAD' | 'CANCELLED';

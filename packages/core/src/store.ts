@@ -8,7 +8,7 @@
  */
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from './admin.js';
 import type { CompleteManyItem } from './complete-many.js';
-import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, TaskState } from './states.js';
+import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, SnoozeResult, TaskState } from './states.js';
 import type { Json, OnConflict, ScheduleInput, TaskId } from '@postpone/input';
 import type { ClaimedTask, Effect, Task } from './task.js';
 
@@ -76,8 +76,29 @@ export interface FailParams {
   readonly attempt: number;
   /** Error text recorded in `last_error` (truncated to 2 000 characters). */
   readonly error: string;
-  /** Delay before the next attempt when attempts are left; compute with `backoffMs()`. */
+  /** Delay before the next attempt when attempts are left; compute with `backoffMs()` or `retryDelayMs()`. */
   readonly backoffMs: number;
+  /**
+   * `false`: the failure is final — DEAD now whatever attempts are left (CANCELLED still wins when
+   * cancel was requested), e.g. a handler's `NonRetryableError`. Default true (docs/contract.md#retry-policy).
+   */
+  readonly retryable?: boolean;
+  /**
+   * The failure limit to apply instead of the row's `maxAttempts`, integer 1..2³¹−1: the worker's
+   * resolved policy (the kind's, when the task has no `maxAttempts` of its own). Default: the row's.
+   */
+  readonly maxAttempts?: number;
+}
+
+/** Give `dueAt` or `delayMs`, exactly one. */
+export interface SnoozeParams {
+  readonly id: TaskId;
+  /** The fencing token received at claim. */
+  readonly attempt: number;
+  /** Absolute next due time (a valid Date, years 1..9999; a past one means due now). */
+  readonly dueAt?: Date;
+  /** Next due time as a delay from the store's now, whole ms 0..MAX_DELAY_MS (100 years). */
+  readonly delayMs?: number;
 }
 
 export interface ReleaseParams {
@@ -188,6 +209,15 @@ export interface Store<Tx = unknown> {
    * Not a failure: `failures` is unchanged, so releases never make a task DEAD.
    */
   release(params: ReleaseParams): Promise<ReleaseOutcome>;
+
+  /**
+   * Puts the current attempt off until `dueAt` (or now + `delayMs`) WITHOUT counting a failure
+   * (docs/contract.md#retry-policy): fenced by attempt, CLAIMED → SCHEDULED at that time, lease
+   * cleared, `failures` and `last_error` unchanged, or CANCELLED when cancel was requested. One UPDATE.
+   * `attempt` still grew at the claim, so the fencing token stays unique.
+   * @throws ValidationError (see `validateSnoozeParams`), StoreClosedError, ConnectionLostError, StoreError
+   */
+  snooze(params: SnoozeParams): Promise<SnoozeResult>;
 
   /**
    * Moves tasks whose lease expired out of CLAIMED, each counting one failure (a crash or a stall),

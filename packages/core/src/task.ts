@@ -1,4 +1,4 @@
-import type { Json, TaskId, TraceContext } from '@postpone/input';
+import type { Json, RetryPolicy, TaskId, TraceContext } from '@postpone/input';
 import type { TaskState } from './states.js';
 
 /** One row of the `task` table (docs/contract.md#data-model). Times come from the store's clock. */
@@ -30,6 +30,8 @@ export interface Task {
   readonly updatedAt: Date;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;
+  /** The task's own retry policy given at schedule (docs/contract.md#retry-policy); absent when none. */
+  readonly retry?: RetryPolicy;
 }
 
 /** The local effect row written in the same transaction as DONE; at most one per task. */
@@ -60,6 +62,8 @@ export interface ClaimedTask<P extends Json = Json> {
   readonly claimedAt: Date;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;
+  /** The task's own retry policy given at schedule; absent when none (the worker then uses the kind's, then its default). */
+  readonly retry?: RetryPolicy;
 }
 
 /** The idempotency key to hand an external service so retries of one task apply once: `task-<id>`. */

@@ -5,7 +5,7 @@
  * and the conformance suite plus a differential property test hold the two to the same outcomes.
  */
 import type { Json } from '@postpone/input';
-import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, type ReleaseOutcome, TaskState } from './states.js';
+import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, type ReleaseOutcome, type SnoozeResult, TaskState } from './states.js';
 import type { Task } from './task.js';
 
 export type Command =
@@ -19,7 +19,22 @@ export type Command =
    * CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. Counts one
    * failure; DEAD when that brings `failures` to `maxAttempts`.
    */
-  | { readonly type: 'fail'; readonly attempt: number; readonly error: string; readonly backoffMs: number }
+  | {
+      readonly type: 'fail';
+      readonly attempt: number;
+      readonly error: string;
+      readonly backoffMs: number;
+      /** False: DEAD now, whatever attempts are left (docs/contract.md#retry-policy). Default true. */
+      readonly retryable?: boolean;
+      /** The limit to compare `failures` with instead of the row's `maxAttempts` (the worker's resolved policy). */
+      readonly maxAttempts?: number;
+    }
+  /**
+   * The holder asks to run again at `dueAt` without counting a failure: CLAIMED → SCHEDULED due at
+   * `dueAt`, lease cleared, `failures` and `lastError` unchanged, fenced by attempt; → CANCELLED when
+   * cancel was requested (as release).
+   */
+  | { readonly type: 'snooze'; readonly attempt: number; readonly dueAt: Date }
   /** SCHEDULED → CANCELLED; CLAIMED → CLAIMED with cancel requested. */
   | { readonly type: 'cancel' }
   /** CLAIMED with an expired lease (a crash or a stall) → SCHEDULED / DEAD / CANCELLED; counts one failure, as fail does. */
@@ -43,6 +58,7 @@ export type Result =
   | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
   | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
   | { readonly type: 'release'; readonly outcome: ReleaseOutcome }
+  | { readonly type: 'snooze'; readonly result: SnoozeResult }
   | { readonly type: 'replace'; readonly replaced: boolean };
 
 export interface Step {
@@ -143,7 +159,7 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       const failures = task.failures + 1;
       const base = { ...task, failures, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'fail', result: { outcome: 'CANCELLED' } } };
-      if (exhausted(failures, task.maxAttempts)) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
+      if (command.retryable === false || exhausted(failures, command.maxAttempts ?? task.maxAttempts)) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
       const dueAt = new Date(nowMs + command.backoffMs);
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt }, result: { type: 'fail', result: { outcome: 'SCHEDULED', dueAt } } };
     }
@@ -165,6 +181,15 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       const base = { ...task, leaseOwner: null, leaseUntil: null, lastError: RELEASED_ERROR, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'release', outcome: 'CANCELLED' } };
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt: now }, result: { type: 'release', outcome: 'SCHEDULED' } };
+    }
+    case 'snooze': {
+      if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) {
+        return { task, result: { type: 'snooze', result: { outcome: 'REJECTED_STALE' } } };
+      }
+      const base = { ...task, leaseOwner: null, leaseUntil: null, updatedAt: now };
+      if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'snooze', result: { outcome: 'CANCELLED' } } };
+      const dueAt = command.dueAt;
+      return { task: { ...base, state: TaskState.SCHEDULED, dueAt }, result: { type: 'snooze', result: { outcome: 'SCHEDULED', dueAt } } };
     }
     case 'replace': {
       if (task === null || task.state !== TaskState.SCHEDULED) return { task, result: { type: 'replace', replaced: false } };

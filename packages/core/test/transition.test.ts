@@ -56,6 +56,7 @@ type Row = [name: string, before: Task | null, command: Command, result: Result,
 const claim: Command = { type: 'claim', owner: 'w2', leaseMs: 1_000 };
 const complete = (attempt = 1): Command => ({ type: 'complete', attempt, result: { ok: true } });
 const fail = (attempt = 1): Command => ({ type: 'fail', attempt, error: 'boom', backoffMs: 200 });
+const failWith = (extra: { retryable?: boolean; maxAttempts?: number }, attempt = 1): Command => ({ type: 'fail', attempt, error: 'boom', backoffMs: 200, ...extra });
 const extend = (attempt = 1): Command => ({ type: 'extend', attempt, leaseMs: 2_000 });
 const release = (attempt = 1): Command => ({ type: 'release', attempt });
 const cancel: Command = { type: 'cancel' };
@@ -146,6 +147,21 @@ const ROWS: Row[] = [
   ['release rejected: SCHEDULED', task({ attempt: 1 }), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: DONE', done(), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: missing', null, release(), STALE_RELEASE, UNCHANGED],
+
+  // fail with retry fields (docs/contract.md#retry-policy): retryable false → DEAD now; maxAttempts overrides the row's.
+  ['fail retryable false: DEAD with attempts left', claimed({ maxAttempts: 5 }), failWith({ retryable: false }), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail retryable false: cancel requested → CANCELLED', claimed({ cancelRequested: true }), failWith({ retryable: false }), { type: 'fail', result: { outcome: 'CANCELLED' } }, { state: 'CANCELLED', failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail retryable false rejected: stale attempt', claimed({ attempt: 2 }), failWith({ retryable: false }, 1), STALE_FAIL, UNCHANGED],
+  ['fail maxAttempts 1 below the row\'s 5: DEAD', claimed({ maxAttempts: 5 }), failWith({ maxAttempts: 1 }), { type: 'fail', result: { outcome: 'DEAD' } }, { state: 'DEAD', failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['fail maxAttempts 3 above the row\'s 1: SCHEDULED', claimed({ maxAttempts: 1 }), failWith({ maxAttempts: 3 }), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', failures: 1, dueAt: T(200), lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+
+  // snooze: → SCHEDULED at dueAt, no failure counted, lastError kept; or CANCELLED when requested.
+  ['snooze: → SCHEDULED at dueAt, failures and lastError kept', claimed({ attempt: 2, failures: 1, lastError: 'earlier' }), { type: 'snooze', attempt: 2, dueAt: T(5_000) }, { type: 'snooze', result: { outcome: 'SCHEDULED', dueAt: T(5_000) } }, { state: 'SCHEDULED', dueAt: T(5_000), failures: 1, lastError: 'earlier', leaseOwner: null, leaseUntil: null }],
+  ['snooze: last attempt still → SCHEDULED (never DEAD)', claimed({ attempt: 3, failures: 2, maxAttempts: 3 }), { type: 'snooze', attempt: 3, dueAt: T(1) }, { type: 'snooze', result: { outcome: 'SCHEDULED', dueAt: T(1) } }, { state: 'SCHEDULED', dueAt: T(1), leaseOwner: null, leaseUntil: null }],
+  ['snooze: cancel requested → CANCELLED', claimed({ cancelRequested: true }), { type: 'snooze', attempt: 1, dueAt: T(5_000) }, { type: 'snooze', result: { outcome: 'CANCELLED' } }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
+  ['snooze rejected: stale attempt', claimed({ attempt: 2 }), { type: 'snooze', attempt: 1, dueAt: T(5_000) }, { type: 'snooze', result: { outcome: 'REJECTED_STALE' } }, UNCHANGED],
+  ['snooze rejected: SCHEDULED', task({ attempt: 1 }), { type: 'snooze', attempt: 1, dueAt: T(5_000) }, { type: 'snooze', result: { outcome: 'REJECTED_STALE' } }, UNCHANGED],
+  ['snooze rejected: missing', null, { type: 'snooze', attempt: 1, dueAt: T(5_000) }, { type: 'snooze', result: { outcome: 'REJECTED_STALE' } }, UNCHANGED],
   ['replace: SCHEDULED → new payload and due time', task({ key: 'r42' }), replace, { type: 'replace', replaced: true }, { payload: { n: 2 }, dueAt: T(9_000) }],
   ['replace refused: CLAIMED is kept unchanged', claimed({ key: 'r42' }), replace, { type: 'replace', replaced: false }, UNCHANGED],
   ['replace refused: DONE', done(), replace, { type: 'replace', replaced: false }, UNCHANGED],
@@ -165,7 +181,7 @@ describe('transition', () => {
 
   it('covers every command type and every outcome value', () => {
     const types = new Set(ROWS.map(([, , c]) => c.type));
-    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release', 'replace']);
+    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release', 'replace', 'snooze']);
     const outcomes = new Set(ROWS.map(([, , , r]) => JSON.stringify(r)));
     for (const o of ['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']) expect(outcomes).toContain(JSON.stringify({ type: 'cancel', outcome: o }));
     for (const o of ['SCHEDULED', 'DEAD', 'CANCELLED']) expect([...outcomes].some((r) => r.includes(`"reclaim","outcome":"${o}"`))).toBe(true);
@@ -215,6 +231,10 @@ const arbCommand: fc.Arbitrary<Command> = fc.oneof(
   arbAttempt.map((attempt): Command => ({ type: 'complete', attempt, result: null })),
   fc.tuple(arbAttempt, fc.integer({ min: 0, max: 5_000 })).map(([attempt, backoffMs]): Command => ({ type: 'fail', attempt, error: 'e', backoffMs })),
   arbAttempt.map((attempt): Command => ({ type: 'release', attempt })),
+  fc.tuple(arbAttempt, fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 1, max: 5 })).map(
+    ([attempt, backoffMs, maxAttempts]): Command => ({ type: 'fail', attempt, error: 'final', backoffMs, retryable: false, maxAttempts }),
+  ),
+  fc.tuple(arbAttempt, fc.integer({ min: -2_000, max: 2_000 })).map(([attempt, offset]): Command => ({ type: 'snooze', attempt, dueAt: T(offset) })),
   fc.integer({ min: -2_000, max: 2_000 }).map((offset): Command => ({ type: 'replace', payload: offset, dueAt: T(offset) })),
 );
 

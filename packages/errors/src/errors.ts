@@ -28,6 +28,8 @@ export type PostponeErrorCode =
   | 'STORE_ERROR'
   | 'MIGRATION_ERROR'
   | 'TASK_ABORTED'
+  | 'NON_RETRYABLE'
+  | 'SNOOZE'
   | 'WORKER_STOPPED';
 
 export class PostponeError extends Error {

@@ -29,6 +29,7 @@ export const CASE_ORDER: readonly string[] = [
   'cancel_after_external_call',
   'retry_backoff_then_done',
   'retry_exhausted_dead',
+  'retry_jitter_bounds',
   'poll_interval_tradeoff',
   'wheel_fire_exact_tick',
   'wheel_horizon_rejected',

@@ -54,6 +54,54 @@ export interface ScheduleInput<P = unknown> {
    * (docs/contract.md#dedup-keys). Omit it (or pass null) for none.
    */
   readonly key?: string | null;
+  /**
+   * This task's own retry policy, stored on the row (docs/contract.md#retry-policy): it wins over the
+   * worker's policy for the kind, which wins over the worker's default. `retry.maxAttempts` is the
+   * same number as `maxAttempts` (give one, or both equal). Omit it (or pass null) for none.
+   */
+  readonly retry?: RetryPolicy | null;
+}
+
+/**
+ * Jitter of a retry delay, as defined in AWS Architecture Blog, "Exponential Backoff And Jitter"
+ * (Marc Brooker, 2015): with `d = min(capMs, baseMs × 2^(n−1))`, `'none'` waits `d`, `'full'` a
+ * uniform draw in `[0, d]`, `'equal'` `d/2` plus a uniform draw in `[0, d/2]` (see core `retryDelayMs`).
+ */
+export type Jitter = 'none' | 'full' | 'equal';
+export const JITTERS: readonly Jitter[] = Object.freeze(['none', 'full', 'equal']);
+
+/** A retry policy: every field optional; a missing one falls through to the next policy (docs/contract.md#retry-policy). */
+export interface RetryPolicy {
+  /** Failures before DEAD, integer 1..2³¹−1. */
+  readonly maxAttempts?: number;
+  /** Backoff base in whole ms, 0..{@link MAX_DELAY_MS}: failure n waits `baseMs × 2^(n−1)` before jitter. */
+  readonly baseMs?: number;
+  /** Backoff cap in whole ms, 1..{@link MAX_DELAY_MS}. */
+  readonly capMs?: number;
+  readonly jitter?: Jitter;
+}
+
+const RETRY_FIELDS = ['maxAttempts', 'baseMs', 'capMs', 'jitter'] as const;
+
+/**
+ * Validates a retry policy and returns a copy holding only the fields given.
+ * @throws ValidationError INVALID_OPTION (INVALID_MAX_ATTEMPTS for `maxAttempts`) naming `<field>.<name>`
+ */
+export function validateRetryPolicy(policy: unknown, field = 'retry'): RetryPolicy {
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw new ValidationError('INVALID_OPTION', field, `must be an object { maxAttempts?, baseMs?, capMs?, jitter? }, got ${describe(policy)}`);
+  }
+  rejectUnknownFields(policy, RETRY_FIELDS, `${field}.`);
+  const p = policy as Record<string, unknown>;
+  const out: { -readonly [K in keyof RetryPolicy]: RetryPolicy[K] } = {};
+  if (p.maxAttempts !== undefined) out.maxAttempts = validateMaxAttempts(p.maxAttempts, `${field}.maxAttempts`);
+  if (p.baseMs !== undefined) out.baseMs = validateNonNegativeMs(p.baseMs, `${field}.baseMs`);
+  if (p.capMs !== undefined) out.capMs = validatePositiveMs(p.capMs, `${field}.capMs`, MAX_DELAY_MS);
+  if (p.jitter !== undefined) {
+    if (!JITTERS.includes(p.jitter as Jitter)) throw new ValidationError('INVALID_OPTION', `${field}.jitter`, `must be one of ${JITTERS.join(', ')}, got ${describe(p.jitter)}`);
+    out.jitter = p.jitter as Jitter;
+  }
+  return out;
 }
 
 /** A validated schedule input, ready for a store. */
@@ -70,6 +118,8 @@ export interface NormalizedSchedule {
   readonly traceContext: TraceContext | null;
   /** The dedup key, or null. */
   readonly key: string | null;
+  /** The task's own retry policy (with `maxAttempts` when one was given), or null when it has none. */
+  readonly retry: RetryPolicy | null;
 }
 
 export interface ValidationLimits {
@@ -215,7 +265,7 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
@@ -239,12 +289,19 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   }
   const runAt = i.runAt === undefined ? null : validateRunAt(i.runAt, f('runAt'));
   const delayMs = i.delayMs === undefined ? 0 : validateDelayMs(i.delayMs, f('delayMs'));
-  const maxAttempts = i.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : validateMaxAttempts(i.maxAttempts, f('maxAttempts'));
+  const own = i.retry === undefined || i.retry === null ? {} : validateRetryPolicy(i.retry, f('retry'));
+  const given = i.maxAttempts === undefined ? undefined : validateMaxAttempts(i.maxAttempts, f('maxAttempts'));
+  if (given !== undefined && own.maxAttempts !== undefined && given !== own.maxAttempts) {
+    throw new ValidationError('INVALID_MAX_ATTEMPTS', f('retry.maxAttempts'), `differs from maxAttempts (${given}); give one, or both equal`);
+  }
+  const maxAttempts = given ?? own.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const policy = given === undefined ? own : { ...own, maxAttempts };
+  const retry = Object.keys(policy).length === 0 ? null : policy;
   const maxBytes = limits.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
   const traceContext = i.traceContext === undefined || i.traceContext === null ? null : validateTraceContext(i.traceContext, f('traceContext'));
   const key = i.key === undefined || i.key === null ? null : validateKey(i.key, f('key'));
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key };
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry };
 }
 
 /**

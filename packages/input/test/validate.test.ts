@@ -230,7 +230,7 @@ describe('INVALID_KEY', () => {
 
 describe('validateSchedule', () => {
   it('fills the defaults', () => {
-    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null });
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null, retry: null });
   });
   it('keeps runAt, payload text and maxAttempts', () => {
     const runAt = new Date(Date.UTC(2031, 5, 1));
@@ -243,6 +243,7 @@ describe('validateSchedule', () => {
       maxAttempts: 2,
       traceContext: null,
       key: null,
+      retry: { maxAttempts: 2 },
     });
   });
   it('honours maxPayloadBytes', () => {

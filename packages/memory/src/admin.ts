@@ -86,6 +86,8 @@ export class MemoryAdmin {
         traceContext: null,
         // The retry is a new task without a dedup key: the original's key may belong to a newer task by now.
         key: null,
+        // Nor the original's retry policy: its maxAttempts is carried as the row's, like the store's SQL does.
+        retry: null,
       });
       this.#retriedAs.set(p.id, scheduled.id);
       this.#retryOf.set(scheduled.id, p.id);

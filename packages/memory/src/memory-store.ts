@@ -23,6 +23,10 @@ import {
   type ReclaimParams,
   type ReleaseOutcome,
   type ReleaseParams,
+  type SnoozeParams,
+  type SnoozeResult,
+  validateFailRetry,
+  validateSnoozeParams,
   type Result,
   type ScheduledTask,
   type ScheduleInput,
@@ -225,8 +229,18 @@ export class MemoryStore implements Store<MemoryTx> {
       attempt: validateAttempt(params.attempt),
       error: errorText(params.error),
       backoffMs: validateNonNegativeMs(params.backoffMs, 'backoffMs'),
+      ...validateFailRetry(params),
     };
     const { result } = resultOf(await this.#apply(id, command), 'fail');
+    return result.outcome === 'SCHEDULED' ? { outcome: 'SCHEDULED', dueAt: new Date(result.dueAt) } : result;
+  }
+
+  /** Core `transition('snooze')` under the row lock; `delayMs` counts from this store's clock. */
+  async snooze(params: SnoozeParams): Promise<SnoozeResult> {
+    this.#assertOpen();
+    const p = validateSnoozeParams(params);
+    const dueAt = p.dueAt ?? new Date(this.#clock.now() + p.delayMs);
+    const { result } = resultOf(await this.#apply(p.id, { type: 'snooze', attempt: p.attempt, dueAt }), 'snooze');
     return result.outcome === 'SCHEDULED' ? { outcome: 'SCHEDULED', dueAt: new Date(result.dueAt) } : result;
   }
 
@@ -393,6 +407,7 @@ export class MemoryStore implements Store<MemoryTx> {
         createdAt: now,
         updatedAt: now,
         ...(input.traceContext === null ? {} : { traceContext: { ...input.traceContext } }),
+        ...(input.retry === null ? {} : { retry: { ...input.retry } }),
       };
       ws.putTask(task);
       return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
@@ -486,5 +501,6 @@ function toClaimedTask(task: Task, nowMs: number): ClaimedTask {
     leaseUntil: new Date(task.leaseUntil as Date),
     claimedAt: new Date(nowMs),
     ...(task.traceContext === undefined ? {} : { traceContext: { ...task.traceContext } }),
+    ...(task.retry === undefined ? {} : { retry: { ...task.retry } }),
   };
 }

@@ -83,6 +83,12 @@ export interface Migration {
  * table while blocking writes (on a large table, create it CONCURRENTLY by hand first — the name
  * matches). Re-runnable (`if not exists`, `if exists`), like versions 5–6.
  *
+ * Version 8 — `retry`: the task's own retry policy given at schedule (core `RetryPolicy`,
+ * `{"maxAttempts":…,"baseMs":…,"capMs":…,"jitter":…}`, only the fields given; docs/contract.md#retry-policy),
+ * null when it has none. A nullable column without a default: no table rewrite (PostgreSQL 17 ALTER
+ * TABLE, Notes); existing rows read null (no policy of their own). No index: it is read only with the
+ * row it belongs to (claim, getTask), never searched. Re-runnable (`if not exists`), like versions 5–6.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -150,6 +156,11 @@ create unique index if not exists task_key_idx on ${q}.task (kind, key) where st
       sql: `alter table ${q}.task set (fillfactor = 90, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
 create index if not exists task_claimed_idx on ${q}.task (id) where state = 'CLAIMED';
 drop index if exists ${q}.task_lease_idx;`,
+    }),
+    Object.freeze({
+      version: 8,
+      name: 'retry policy',
+      sql: `alter table ${q}.task add column if not exists retry jsonb;`,
     }),
   ]);
 }

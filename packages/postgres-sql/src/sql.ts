@@ -73,6 +73,7 @@ export function taskColumns(t: string): string {
     `${ms(`${t}.created_at`)} as createdatms`,
     `${ms(`${t}.updated_at`)} as updatedatms`,
     `${t}.trace_context::text as tracecontext`,
+    `${t}.retry::text as retry`,
   ].join(', ');
 }
 
@@ -105,6 +106,8 @@ export interface TaskRow {
   updatedatms: number;
   /** `{"traceparent":…,"tracestate":…}` as text, or null (migration 5). */
   tracecontext: string | null;
+  /** The task's own retry policy (core `RetryPolicy`) as JSON text, or null (migration 8). */
+  retry: string | null;
 }
 
 /**
@@ -147,8 +150,8 @@ export function statements(schema: string) {
 
     // ---- task: schedule ------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext}]`,
-     * `runAt` ISO text or null, `key` and `traceContext` null for none; no two with one kind and key),
+     * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext, retry}]`,
+     * `runAt` ISO text or null, `key`, `traceContext` and `retry` null for none; no two with one kind and key),
      * `$3` notify channel, `$4` `'keep'` or `'replace'` → `{ id, dueatms, created, replaced }` rows,
      * one per input, in input order (new ids are drawn in input order).
      *
@@ -164,17 +167,17 @@ export function statements(schema: string) {
      * does. New and replaced rows send a NOTIFY, delivered only at commit (PostgreSQL 17 NOTIFY).
      */
     taskInsertMany: `with input as (
-  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.ord,
+  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.ord,
          nextval(pg_get_serial_sequence(${literal(task)}, 'id')::regclass) as new_id
     from rows from (jsonb_to_recordset($2::text::jsonb)
-           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb))
-         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, ord)
+           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb, retry jsonb))
+         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, ord)
    order by x.ord
 ), upserted as (
-  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context)
+  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry)
   overriding system value
   select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
-         nullif(trace_context, 'null'::jsonb)
+         nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb)
     from input
    order by ord
   on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
@@ -201,8 +204,8 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
     // ---- task: claim -------------------------------------------------------------------------------
     /**
      * `$1` now, `$2` owner, `$3` lease ms, `$4` limit → claimed rows `{ id, kind, payload, attempt,
-     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext }` (`tracecontext` null
-     * unless the task was scheduled with one). `attempt` grows at every claim
+     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext, retry }` (`tracecontext`
+     * and `retry` null unless the task was scheduled with one). `attempt` grows at every claim
      * (the fencing token); `failures` is left alone (core `transition('claim')`).
      *
      * The seed's atomic claim. The picking SELECT takes due rows with FOR UPDATE SKIP LOCKED, so
@@ -242,7 +245,7 @@ update ${task} t
    and t.state = ${S}
 returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
           t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
-          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext`,
+          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext, t.retry::text as retry`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.
@@ -347,18 +350,19 @@ returning id::text as id`,
 
     // ---- task: fail, cancel, reclaim -----------------------------------------------------------------
     /**
-     * `$1` now, `$2` id, `$3` attempt, `$4` error text, `$5` backoff ms, `$6` notify channel →
+     * `$1` now, `$2` id, `$3` attempt, `$4` error text, `$5` backoff ms, `$6` notify channel, `$7`
+     * retryable (boolean), `$8` the failure limit (integer, or null for the row's `max_attempts`) →
      * `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held. As core `transition('fail')`:
-     * one more failure; cancel requested → CANCELLED; that failure brings `failures` to
-     * `max_attempts` → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
+     * one more failure; cancel requested → CANCELLED; not retryable, or that failure brings `failures`
+     * to the limit → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
      * `SET` expressions see the old row (PostgreSQL 17 UPDATE), hence `failures + 1`.
      */
     taskFail: `with failed as (
   update ${task}
      set state = case when cancel_requested then ${CANCELLED}
-                      when failures + 1 >= max_attempts then ${DEAD}
+                      when not $7::boolean or failures + 1 >= coalesce($8::int, max_attempts) then ${DEAD}
                       else ${S} end,
-         due_at = case when not cancel_requested and failures + 1 < max_attempts
+         due_at = case when not cancel_requested and $7::boolean and failures + 1 < coalesce($8::int, max_attempts)
                        then ${NOW} + ${millis('$5')} else due_at end,
          failures = failures + 1,
          last_error = $4::text,
@@ -396,6 +400,29 @@ select f.state as state, ${ms('f.due_at')} as dueatms,
 select r.state as state,
        case when r.state = ${S} then ${notice('scheduled', '$4::text', 'r')} end as notified
   from released r`,
+
+    /**
+     * `$1` now, `$2` id, `$3` attempt, `$4` due time (ISO text, or null for now + `$5`), `$5` delay ms,
+     * `$6` notify channel → `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held. Core
+     * `transition('snooze')` (docs/contract.md#retry-policy): cancel requested → CANCELLED, else
+     * SCHEDULED due at `$4` (or now + `$5`) with a NOTIFY; `failures` and `last_error` stay as they
+     * are, so a snooze never makes a task DEAD.
+     */
+    taskSnooze: `with snoozed as (
+  update ${task}
+     set state = case when cancel_requested then ${CANCELLED} else ${S} end,
+         due_at = case when cancel_requested then due_at else coalesce($4::timestamptz, ${NOW} + ${millis('$5')}) end,
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+   where id = $2::bigint
+     and attempt = $3::int
+     and state = ${C}
+  returning id, state, due_at
+)
+select s.state as state, ${ms('s.due_at')} as dueatms,
+       case when s.state = ${S} then ${notice('scheduled', '$6::text', 's')} end as notified
+  from snoozed s`,
 
     /**
      * `$1` now, `$2` id, `$3` notify channel → `{ state }` (the new state) when the task was live:

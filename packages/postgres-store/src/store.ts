@@ -37,6 +37,11 @@ import {
   type ReclaimParams,
   type ReleaseOutcome,
   type ReleaseParams,
+  type RetryPolicy,
+  type SnoozeParams,
+  type SnoozeResult,
+  validateFailRetry,
+  validateSnoozeParams,
   type ScheduledTask,
   type ScheduleInput,
   type ScheduleOptions,
@@ -241,7 +246,13 @@ function toTask(row: Row): Task {
     createdAt: date(r.createdatms),
     updatedAt: date(r.updatedatms),
     ...traceContextOf(r.tracecontext),
+    ...retryOf(r.retry),
   };
+}
+
+/** `{ retry }` from the `retry` column's text (migration 8), or `{}` when it is null (the field is then absent). */
+function retryOf(text: unknown): { retry?: RetryPolicy } {
+  return text === null || text === undefined ? {} : { retry: JSON.parse(String(text)) as RetryPolicy };
 }
 
 /** `{ traceContext }` from the `trace_context` column's text, or `{}` when it is null (the field is then absent). */
@@ -424,7 +435,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
         (t) =>
           `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
           `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)}}`,
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)}}`,
       )
       .join(',')}]`;
     const params: Param[] = [this.nowParam(), json, this.notifyChannel, onConflict === 'replace' ? 'replace' : 'keep'];
@@ -507,6 +518,7 @@ export class PostgresStore<Tx> implements Store<Tx> {
         leaseUntil: date(r.leaseuntilms),
         claimedAt: date(r.claimedatms),
         ...traceContextOf(r.tracecontext),
+        ...retryOf(r.retry),
       }))
       .sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
   }
@@ -626,10 +638,27 @@ export class PostgresStore<Tx> implements Store<Tx> {
     const attempt = validateAttempt(params.attempt);
     const error = errorText(params.error);
     const backoff = validateNonNegativeMs(params.backoffMs, 'backoffMs');
-    const [row] = await this.call(() => this.driver.query(this.sql.taskFail, [this.nowParam(), id, attempt, error, backoff, this.notifyChannel]));
+    const { retryable = true, maxAttempts = null } = validateFailRetry(params);
+    const [row] = await this.call(() =>
+      this.driver.query(this.sql.taskFail, [this.nowParam(), id, attempt, error, backoff, this.notifyChannel, retryable, maxAttempts]),
+    );
     if (!row) return { outcome: 'REJECTED_STALE' };
     if (row.state === TaskState.SCHEDULED) return { outcome: 'SCHEDULED', dueAt: date(row.dueatms) };
     return { outcome: row.state === TaskState.DEAD ? 'DEAD' : 'CANCELLED' };
+  }
+
+  /**
+   * Puts the attempt off without counting a failure, in one UPDATE fenced by id + attempt + CLAIMED
+   * (`taskSnooze`): cancel requested → CANCELLED, else SCHEDULED due at `dueAt` or the store's now +
+   * `delayMs` (with a NOTIFY), as core `transition('snooze')`. No row → `REJECTED_STALE`.
+   */
+  async snooze(params: SnoozeParams): Promise<SnoozeResult> {
+    this.assertOpen();
+    const p = validateSnoozeParams(params);
+    const dueAt = p.dueAt === null ? null : p.dueAt.toISOString();
+    const [row] = await this.call(() => this.driver.query(this.sql.taskSnooze, [this.nowParam(), p.id, p.attempt, dueAt, p.delayMs, this.notifyChannel]));
+    if (!row) return { outcome: 'REJECTED_STALE' };
+    return row.state === TaskState.SCHEDULED ? { outcome: 'SCHEDULED', dueAt: date(row.dueatms) } : { outcome: 'CANCELLED' };
   }
 
   /**

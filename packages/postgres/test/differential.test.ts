@@ -5,7 +5,7 @@
  * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
  * that then commits or rolls back.
  */
-import type { DuplicateKeyError, Json, OnConflict, Store, Task } from '@postpone/core';
+import type { DuplicateKeyError, Json, OnConflict, RetryPolicy, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
@@ -22,7 +22,7 @@ type Cmd =
   /** A `key` repeated within one batch is dropped from the later inputs (a batch may not repeat a kind and key). */
   | {
       readonly op: 'schedule';
-      readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json; key: string | null }[];
+      readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json; key: string | null; retry: RetryPolicy | null }[];
       readonly onConflict: OnConflict;
     }
   | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string }
@@ -30,7 +30,10 @@ type Cmd =
   | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
   /** Items naming the same task twice keep the first (completeMany refuses a repeated id). */
   | { readonly op: 'completeMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec; result: Json }[]; readonly owner: string }
-  | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number }
+  /** `retryable: false` is the handler's NonRetryableError (DEAD now); `maxAttempts` a worker's resolved limit (docs/contract.md#retry-policy). */
+  | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number; readonly retryable: boolean; readonly maxAttempts: number | null }
+  /** `dueAtOffsetMs` (relative to the clock at the call, may be past) replaces `delayMs` when not null. */
+  | { readonly op: 'snooze'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly delayMs: number; readonly dueAtOffsetMs: number | null }
   | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
   | { readonly op: 'cancel'; readonly ref: Ref }
   | { readonly op: 'cancelInTx'; readonly ref: Ref; readonly end: 'commit' | 'rollback' }
@@ -57,6 +60,13 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
           maxAttempts: fc.integer({ min: 1, max: 3 }),
           payload,
           key: fc.option(fc.constantFrom('a', 'b'), { freq: 2 }),
+          retry: fc.option(
+            fc.record(
+              { maxAttempts: fc.integer({ min: 1, max: 3 }), baseMs: fc.integer({ min: 0, max: 5_000 }), capMs: fc.integer({ min: 1, max: 60_000 }), jitter: fc.constantFrom('none' as const, 'full' as const, 'equal' as const) },
+              { requiredKeys: [] },
+            ),
+            { freq: 3 },
+          ),
         }),
         { minLength: 1, maxLength: 3 },
       ),
@@ -67,7 +77,27 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('fail' as const), ref, attempt, backoffMs: fc.integer({ min: 0, max: 2_000 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('fail' as const),
+      ref,
+      attempt,
+      backoffMs: fc.integer({ min: 0, max: 2_000 }),
+      retryable: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      maxAttempts: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 3 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('snooze' as const),
+      ref,
+      attempt,
+      delayMs: fc.integer({ min: 0, max: 3_000 }),
+      dueAtOffsetMs: fc.option(fc.integer({ min: -2_000, max: 3_000 }), { freq: 3 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelInTx' as const), ref, end: fc.constantFrom<'commit' | 'rollback'>('commit', 'rollback') }) },
@@ -121,11 +151,13 @@ function inTxOf(run: (body: (tx: any) => Promise<void>) => Promise<unknown>): In
 async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: InTx): Promise<unknown> {
   switch (cmd.op) {
     case 'schedule': {
-      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key }, i) => {
+      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key, retry }, i) => {
         const keyOf = cmd.tasks.findIndex((t) => t.key === key) === i ? key : null;
+        // A policy's maxAttempts must equal the top-level one when both are given: use the policy's alone then.
+        const attempts = retry?.maxAttempts === undefined ? { maxAttempts } : {};
         return runAtOffsetMs === null
-          ? { kind: 'k', delayMs, maxAttempts, payload: p, key: keyOf }
-          : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p, key: keyOf };
+          ? { kind: 'k', delayMs, ...attempts, payload: p, key: keyOf, retry }
+          : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), ...attempts, payload: p, key: keyOf, retry };
       });
       return await store.scheduleMany(inputs, { onConflict: cmd.onConflict }).catch((error: unknown) => {
         if (!PostponeError.isInstance(error) || error.code !== 'DUPLICATE_KEY') throw error;
@@ -141,7 +173,18 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
     case 'completeMany':
       return await store.completeMany(cmd.batch.map((b) => ({ id: b.id, attempt: b.at, owner: cmd.owner, result: b.result })));
     case 'fail':
-      return await store.fail({ id: cmd.id, attempt: cmd.at, error: `failed at ${clock.now()}`, backoffMs: cmd.backoffMs });
+      return await store.fail({
+        id: cmd.id,
+        attempt: cmd.at,
+        error: `failed at ${clock.now()}`,
+        backoffMs: cmd.backoffMs,
+        retryable: cmd.retryable,
+        ...(cmd.maxAttempts === null ? {} : { maxAttempts: cmd.maxAttempts }),
+      });
+    case 'snooze':
+      return await store.snooze(
+        cmd.dueAtOffsetMs === null ? { id: cmd.id, attempt: cmd.at, delayMs: cmd.delayMs } : { id: cmd.id, attempt: cmd.at, dueAt: new Date(clock.now() + cmd.dueAtOffsetMs) },
+      );
     case 'release':
       return await store.release({ id: cmd.id, attempt: cmd.at });
     case 'cancel':
@@ -166,7 +209,8 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   }
   if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
-  if (cmd.op === 'fail') return `fail:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'fail') return `fail${cmd.retryable ? '' : '(final)'}:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'snooze') return `snooze:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'schedule' && !Array.isArray(outcome)) return 'schedule:DUPLICATE_KEY';
   return cmd.op;
 }

@@ -62,6 +62,26 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     expect(notices.filter((n) => n.id === first).at(-1)).toEqual({ op: 'scheduled', id: first, dueAt: new Date(clock.now() + 250) });
   });
 
+  it('snooze → a `scheduled` notice at the new due time (timing wheels place it); a final fail (DEAD) announces nothing', async () => {
+    const { id } = await store.schedule({ kind: 'snoozy' });
+    await waitFor(() => noticeFor(id, 'scheduled') !== undefined, 'the scheduled notice');
+    const claimed = (await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 })).find((t) => t.id === id);
+    expect(claimed?.attempt).toBe(1);
+    const before = notices.filter((n) => n.id === id).length;
+    expect(await store.snooze({ id, attempt: 1, delayMs: 7_000 })).toEqual({ outcome: 'SCHEDULED', dueAt: new Date(clock.now() + 7_000) });
+    await waitFor(() => notices.filter((n) => n.id === id).length === before + 1, 'the snoozed notice');
+    expect(notices.filter((n) => n.id === id).at(-1)).toEqual({ op: 'scheduled', id, dueAt: new Date(clock.now() + 7_000) });
+
+    const dead = await store.schedule({ kind: 'final' });
+    await waitFor(() => noticeFor(dead.id, 'scheduled') !== undefined, 'the scheduled notice of the final task');
+    expect((await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 })).map((t) => t.id)).toContain(dead.id);
+    expect(await store.fail({ id: dead.id, attempt: 1, error: 'final', backoffMs: 0, retryable: false })).toEqual({ outcome: 'DEAD' });
+    // A later schedule's notice arrives after any the DEAD fail could have sent (commit order): none came.
+    const marker = await store.schedule({ kind: 'marker', delayMs: 60_000 });
+    await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
+    expect(notices.filter((n) => n.id === dead.id)).toHaveLength(1);
+  });
+
   it('cancel of a running task (REQUESTED) → a `cancelRequested` notice, so its worker can abort the handler', async () => {
     const { id } = await store.schedule({ kind: 'running' });
     const claimed = await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 });

@@ -72,7 +72,7 @@ export interface TelemetryEvents {
   claimed: { readonly task: ClaimedTask };
   completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome };
   failed: { readonly task: ClaimedTask; readonly result: FailResult };
-  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' };
+  rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' | 'snooze' };
   reclaimed: { readonly task: ReclaimedTask };
 }
 
@@ -91,7 +91,7 @@ export interface TelemetryDeps {
 }
 
 /** What ended an attempt, in the store's words; UNKNOWN when the store could not be reached. */
-export type AttemptOutcome = 'DONE' | 'CANCELLED_BEFORE_COMMIT' | 'REJECTED_STALE' | 'SCHEDULED' | 'DEAD' | 'CANCELLED' | 'RELEASED' | 'UNKNOWN';
+export type AttemptOutcome = 'DONE' | 'CANCELLED_BEFORE_COMMIT' | 'REJECTED_STALE' | 'SCHEDULED' | 'DEAD' | 'CANCELLED' | 'RELEASED' | 'SNOOZED' | 'UNKNOWN';
 
 export class WorkerTelemetry {
   private readonly tracer: Tracer;

@@ -7,7 +7,7 @@ import type { ClaimedTask, PruneResult, ReclaimedTask } from '@postpone/core';
 import type { RebuildReason, WheelRebuilt } from '@postpone/discovery';
 
 /** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
-export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
+export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'snooze' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
 
 export type { RebuildReason };
 

@@ -18,6 +18,9 @@ export {
 } from './options.js';
 export { HYBRID_DEFAULTS, type DiscoveryMode, type DiscoveryStats, type HybridOptions, type ResolvedHybridOptions } from '@postpone/discovery';
 export {
+  NonRetryableError,
+  Snooze,
+  type SnoozeUntil,
   TaskAbortedError,
   type AbortReason,
   type AttemptEvents,

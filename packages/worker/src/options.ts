@@ -7,6 +7,11 @@ import { randomBytes } from 'node:crypto';
 import {
   type ConnectionBudget,
   DEFAULT_MAX_BACKOFF_MS,
+  type Jitter,
+  JITTERS,
+  type RandomSource,
+  type RetryPolicy,
+  validateRetryPolicy,
   type Store,
   ValidationError,
   validateKind,
@@ -98,6 +103,22 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly backoffBaseMs?: number;
   /** Cap of the retry backoff (default 3 600 000, one hour). */
   readonly maxBackoffMs?: number;
+  /**
+   * Jitter of the retry delay (default `'none'`): `'full'` waits a uniform draw in `[0, d]`, `'equal'`
+   * `d/2` plus a draw in `[0, d/2]`, where `d` is the capped backoff — AWS Architecture Blog,
+   * "Exponential Backoff And Jitter" (core `retryDelayMs`, docs/contract.md#retry-policy).
+   */
+  readonly jitter?: Jitter;
+  /**
+   * Retry policy per kind, e.g. `{ 'send-email': { maxAttempts: 10, baseMs: 5_000, capMs: 600_000, jitter: 'full' } }`.
+   * Each field is resolved on its own: the task's own policy (`schedule({ retry })`) > this kind's >
+   * the worker default (`backoffBaseMs`, `maxBackoffMs`, `jitter`; for `maxAttempts` the task row's,
+   * i.e. the schedule default 5). An expired lease reclaimed is counted against the row's
+   * `maxAttempts` (no worker is there to resolve the kind's) (docs/contract.md#retry-policy).
+   */
+  readonly retryByKind?: Readonly<Record<string, RetryPolicy>>;
+  /** Uniform random numbers in `[0, 1)` for jitter (default `Math.random`); tests pass a seeded source. */
+  readonly random?: RandomSource;
   /** How long `stop()` waits for running handlers before handing their tasks back (default 10 000). */
   readonly shutdownTimeoutMs?: number;
   /** Per-attempt time limit: the signal aborts with reason `timeout` and the attempt fails (default: none). */
@@ -146,6 +167,9 @@ export interface ResolvedOptions {
   readonly reclaimEveryMs: number;
   readonly backoffBaseMs: number;
   readonly maxBackoffMs: number;
+  readonly jitter: Jitter;
+  readonly retryByKind: Readonly<Record<string, RetryPolicy>>;
+  readonly random: RandomSource;
   readonly shutdownTimeoutMs: number;
   readonly handlerTimeoutMs: number | null;
   readonly abandonGraceMs: number;
@@ -199,6 +223,9 @@ const RULES: readonly Rule[] = [
   rule('reclaimEveryMs', (r) => Math.ceil(r.leaseMs / 2), positiveMs(MAX_TIMER_MS)),
   rule('backoffBaseMs', () => defaults.backoffBaseMs, nonNegativeMs(MAX_DELAY_MS)),
   rule('maxBackoffMs', () => defaults.maxBackoffMs, positiveMs(MAX_DELAY_MS)),
+  rule('jitter', () => 'none', validateJitter),
+  rule('retryByKind', () => Object.freeze({}), resolveRetryByKind),
+  rule('random', () => Math.random, validateRandom),
   rule('shutdownTimeoutMs', () => defaults.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
   rule('handlerTimeoutMs', () => null, positiveMs(MAX_TIMER_MS)),
   rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
@@ -310,6 +337,28 @@ function resolvePrune(options: unknown, _field: string, store: Record<string, un
   const batchSize = o.batchSize === undefined ? DEFAULT_PRUNE_BATCH : validatePositiveInt(o.batchSize, 'prune.batchSize', MAX_PRUNE_BATCH);
   if (typeof store.prune !== 'function') throw invalid('store', 'must be a Store with a prune() method when the prune option is set');
   return { olderThanMs, everyMs, batchSize };
+}
+
+function validateJitter(jitter: unknown): Jitter {
+  if (!JITTERS.includes(jitter as Jitter)) throw invalid('jitter', `must be one of ${JITTERS.join(', ')}, got ${JSON.stringify(jitter)}`);
+  return jitter as Jitter;
+}
+
+/** @throws ValidationError INVALID_OPTION naming `retryByKind[<kind>].<field>`, INVALID_KIND for a bad kind name */
+function resolveRetryByKind(map: unknown): Readonly<Record<string, RetryPolicy>> {
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) throw invalid('retryByKind', 'must be an object mapping kind to { maxAttempts?, baseMs?, capMs?, jitter? }');
+  const out: Record<string, RetryPolicy> = {};
+  for (const [kind, policy] of Object.entries(map)) {
+    const field = `retryByKind[${JSON.stringify(kind)}]`;
+    validateKind(kind, field);
+    out[kind] = Object.freeze(validateRetryPolicy(policy, field));
+  }
+  return Object.freeze(out);
+}
+
+function validateRandom(random: unknown): RandomSource {
+  if (typeof random !== 'function') throw invalid('random', 'must be a function returning a number in [0, 1)');
+  return random as RandomSource;
 }
 
 function validateWorkerId(id: unknown): string {
