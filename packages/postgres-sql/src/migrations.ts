@@ -6,6 +6,7 @@
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
+import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -59,6 +60,9 @@ export interface Migration {
  * index holds only keyed live rows. The column is new and null everywhere, so building the index
  * reads the table once and inserts no entry. Written to be re-runnable (`if not exists`), like
  * version 5: migrate_concurrently runs it once before `migrate()` applies it.
+ *
+ * Version 9 — recurring schedules (docs/contract.md#recurring-schedules): the table `cron_schedule`
+ * with each schedule's watermark; see `./cron-sql.ts`. Re-runnable (`create table if not exists`).
  *
  * @param schema unquoted schema name
  */
@@ -121,5 +125,7 @@ update ${q}.task
       sql: `alter table ${q}.task add column if not exists key text;
 create unique index if not exists task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
     }),
+    // Version 9 — recurring schedules: see ./cron-sql.ts.
+    Object.freeze({ version: CRON_MIGRATION_VERSION, name: 'cron schedules', sql: cronMigrationSql(schema) }),
   ]);
 }
