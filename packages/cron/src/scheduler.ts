@@ -52,6 +52,8 @@ export interface CronSchedulerOptions {
   readonly removeUndeclared?: boolean;
   /** Gets every error of a pass (a lost connection, a payload function that threw); must not throw. Default: `console.error`. */
   readonly onError?: (error: unknown, schedule?: string) => void;
+  /** Gets the report of every pass of the loop (metrics, tests). A throw goes to `onError`. */
+  readonly onPass?: (report: CronPassReport) => void;
 }
 
 /** What one pass did, per schedule. */
@@ -73,7 +75,7 @@ interface Entry {
   readonly occurrences: Occurrences;
 }
 
-const OPTION_FIELDS = ['store', 'schedules', 'horizonMs', 'intervalMs', 'maxMissed', 'maxAhead', 'removeUndeclared', 'onError'];
+const OPTION_FIELDS = ['store', 'schedules', 'horizonMs', 'intervalMs', 'maxMissed', 'maxAhead', 'removeUndeclared', 'onError', 'onPass'];
 const SCHEDULE_FIELDS = ['name', 'cron', 'timeZone', 'kind', 'payload', 'maxAttempts', 'missed'];
 const MISSED: readonly MissedPolicy[] = ['last', 'all', 'skip'];
 
@@ -92,6 +94,7 @@ export class CronScheduler {
   readonly #maxAhead: number;
   readonly #removeUndeclared: boolean;
   readonly #onError: (error: unknown, schedule?: string) => void;
+  readonly #onPass: ((report: CronPassReport) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
@@ -112,6 +115,8 @@ export class CronScheduler {
     this.#removeUndeclared = options.removeUndeclared ?? true;
     if (options.onError !== undefined && typeof options.onError !== 'function') throw new ValidationError('INVALID_OPTION', 'onError', 'must be a function');
     this.#onError = options.onError ?? ((error, schedule) => console.error(`[postpone/cron]${schedule === undefined ? '' : ` ${schedule}:`}`, error));
+    if (options.onPass !== undefined && typeof options.onPass !== 'function') throw new ValidationError('INVALID_OPTION', 'onPass', 'must be a function');
+    this.#onPass = options.onPass;
     const names = new Set<string>();
     this.#entries = options.schedules.map((def, i) => {
       const field = `schedules[${i}]`;
@@ -208,7 +213,9 @@ export class CronScheduler {
 
   #loop(): void {
     if (this.#stopped) return;
-    const pass = this.runOnce().catch((error) => this.#report(error));
+    const pass = this.runOnce()
+      .then((report) => this.#onPass?.(report))
+      .catch((error) => this.#report(error));
     this.#running = pass;
     void pass.finally(() => {
       if (this.#stopped) return;

@@ -47,12 +47,14 @@ describe('cron scheduler (memory store, TestClock)', () => {
     const a = make();
     const b = make();
     await Promise.all([a.reconcile(), b.reconcile()]);
+    let total = 0;
     for (let i = 0; i < 30; i++) {
       const [ra, rb] = await Promise.all([a.runOnce(), b.runOnce()]);
-      expect((ra.scheduled.sweep?.length ?? 0) + (rb.scheduled.sweep?.length ?? 0) + ra.passed + rb.passed).toBeGreaterThanOrEqual(0);
+      total += (ra.scheduled.sweep?.length ?? 0) + (rb.scheduled.sweep?.length ?? 0);
       clock.tick(37_000);
     }
     const dues = (await tasksOf(store, 'sweep')).map((t) => t.dueAt.getTime());
+    expect(total).toBe(dues.length);
     expect(new Set(dues).size).toBe(dues.length);
     // Every minute from T0+1 min to the last one within the horizon of the last pass, none missing.
     const last = T0 + 29 * 37_000 + 5 * MINUTE;
@@ -98,56 +100,6 @@ describe('cron scheduler (memory store, TestClock)', () => {
     const last = make([every5]);
     expect(await last.reconcile()).toEqual({ added: [], changed: [], unchanged: ['sweep'], removed: ['other'] });
     expect((await store.listCronSchedules()).map((s) => s.name)).toEqual(['sweep']);
-  });
-
-  it('DST: fixed-time jobs run once on the skipped and on the repeated day; hourly jobs count 23 and 25 hours', async () => {
-    const zone = 'America/New_York';
-    const schedules: CronSchedule[] = [
-        { name: 'at-0230', cron: '30 2 * * *', timeZone: zone, kind: 'at-0230', missed: 'all' },
-        { name: 'at-0130', cron: '30 1 * * *', timeZone: zone, kind: 'at-0130', missed: 'all' },
-        { name: 'hourly', cron: '0 * * * *', timeZone: zone, kind: 'hourly', missed: 'all' },
-    ];
-    const stores: MemoryStore[] = [];
-    const day = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' });
-    for (const [from, to] of [
-      ['2026-03-07T05:00:00Z', '2026-03-10T04:00:00Z'],
-      ['2026-10-31T04:00:00Z', '2026-11-03T05:00:00Z'],
-    ] as const) {
-      // One store per window: the months between them would be missed occurrences.
-      const { clock, store, make } = setup(schedules, { horizonMs: 30 * MINUTE, intervalMs: 20 * MINUTE });
-      stores.push(store);
-      const cron = make();
-      clock.setTime(new Date(from));
-      await cron.reconcile();
-      for (let t = Date.parse(from); t <= Date.parse(to); t += 20 * MINUTE) {
-        clock.setTime(t);
-        expect((await cron.runOnce()).stale).toEqual([]);
-      }
-    }
-    const byDay = async (kind: string) => {
-      const counts: Record<string, number> = {};
-      for (const t of (await Promise.all(stores.map((s) => tasksOf(s, kind)))).flat()) counts[day.format(t.dueAt)] = (counts[day.format(t.dueAt)] ?? 0) + 1;
-      return counts;
-    };
-    const iso = async (kind: string) => (await Promise.all(stores.map((s) => tasksOf(s, kind)))).flat().map((t) => t.dueAt.toISOString());
-    expect(await iso('at-0230')).toEqual([
-      '2026-03-07T07:30:00.000Z',
-      '2026-03-08T07:00:00.000Z', // 02:30 does not exist: runs at 03:00 EDT, once
-      '2026-03-09T06:30:00.000Z',
-      '2026-10-31T06:30:00.000Z',
-      '2026-11-01T07:30:00.000Z',
-      '2026-11-02T07:30:00.000Z',
-    ]);
-    expect(await iso('at-0130')).toEqual([
-      '2026-03-07T06:30:00.000Z',
-      '2026-03-08T06:30:00.000Z',
-      '2026-03-09T05:30:00.000Z',
-      '2026-10-31T05:30:00.000Z',
-      '2026-11-01T05:30:00.000Z', // 01:30 happens twice: runs at the first (EDT), once
-      '2026-11-02T06:30:00.000Z',
-    ]);
-    const hourly = await byDay('hourly');
-    expect([hourly['2026-03-08'], hourly['2026-11-01']]).toEqual([23, 25]);
   });
 
   it('refuses bad options with a ValidationError naming the field', () => {
