@@ -15,7 +15,7 @@ import { Occurrences } from './occurrences.js';
 export type MissedPolicy = 'last' | 'all' | 'skip';
 
 /** One recurring schedule, declared in code. */
-export interface CronSchedule<P = unknown> {
+export interface CronSchedule {
   /** Unique name, 1..200 characters: the schedule's identity in the store across deploys. */
   readonly name: string;
   /** A cron expression croner accepts: 5 fields (minute first) or 6 (seconds first), e.g. `30 2 * * *`. */
@@ -25,7 +25,7 @@ export interface CronSchedule<P = unknown> {
   /** The task kind each occurrence schedules. */
   readonly kind: string;
   /** The task payload: a JSON value, or a function of the occurrence (its due time) returning one. Default null. */
-  readonly payload?: P | ((occurrence: Date) => P);
+  readonly payload?: Json | ((occurrence: Date) => Json);
   /** Attempts of each occurrence's task (default core's `DEFAULT_MAX_ATTEMPTS`). */
   readonly maxAttempts?: number;
   /**
@@ -39,7 +39,7 @@ export interface CronSchedule<P = unknown> {
 export interface CronSchedulerOptions {
   /** A store with the `CronStore` capability (`@postpone/memory`, `@postpone/postgres`). Its clock is the scheduler's. */
   readonly store: Store<any> & CronStore;
-  readonly schedules: readonly CronSchedule<any>[];
+  readonly schedules: readonly CronSchedule[];
   /** Occurrences due within this many ms of now are scheduled (default 60 000). More than `intervalMs`. */
   readonly horizonMs?: number;
   /** Pause between two passes of the loop, ms (default 10 000). */
@@ -69,7 +69,7 @@ export interface CronPassReport {
 }
 
 interface Entry {
-  readonly def: CronSchedule<any>;
+  readonly def: CronSchedule;
   readonly timeZone: string;
   readonly missed: MissedPolicy;
   readonly occurrences: Occurrences;

@@ -5,7 +5,7 @@
  * happens twice) days, on the memory store and on PostgreSQL (pg). Evidence case `cron_dst` (PostgreSQL).
  */
 import { type Store, type Task, TestClock } from '@postpone/core';
-import { type CronStore } from '@postpone/cron-store';
+import type { CronStore } from '@postpone/cron-store';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { recordCase } from '@postpone/evidence';

@@ -11,7 +11,7 @@ import { type CronSchedule, createCronScheduler, type CronSchedulerOptions } fro
 const T0 = Date.UTC(2026, 5, 1, 12, 0, 0);
 const MINUTE = 60_000;
 
-async function tasksOf(store: MemoryStore, kind: string): Promise<Task[]> {
+async function tasksOf(store: MemoryStore, kind: string): Promise<readonly Task[]> {
   const page = await store.listTasks({ kinds: [kind], order: 'oldest', limit: 1_000 });
   return page.tasks;
 }
