@@ -151,7 +151,7 @@ describe('migrate', () => {
       await (kits[0]?.store({ schema }).migrate() as Promise<void>);
       expect(await fresh.count('migration')).toBe(migrations(schema).length);
       const tables = await fresh.query<{ tablename: string }>('select tablename from pg_tables where schemaname = $1 order by tablename', [schema]);
-      expect(tables.map((t) => t.tablename)).toEqual(['effect', 'migration', 'task']);
+      expect(tables.map((t) => t.tablename)).toEqual(['cron_schedule', 'effect', 'migration', 'task']);
     } finally {
       await Promise.all(kits.map((k) => k.close()));
       await fresh.drop();
