@@ -98,6 +98,7 @@ export class CronScheduler {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
+  #started = false;
 
   /** @throws ValidationError INVALID_OPTION (or the task's own code) naming the field, e.g. `schedules[0].cron` */
   constructor(options: CronSchedulerOptions) {
@@ -138,11 +139,20 @@ export class CronScheduler {
   /**
    * Reconciles the declared schedules with the store (added, changed — re-based —, removed), runs
    * one pass, then one pass every `intervalMs` until {@link stop}. Errors of later passes go to `onError`.
-   * @throws what `reconcileCronSchedules` throws (StoreClosedError, ConnectionLostError, StoreError): nothing started
+   * @throws what `reconcileCronSchedules` throws (StoreClosedError, ConnectionLostError, StoreError): nothing started, call again;
+   *   ValidationError INVALID_OPTION `start` when already started or stopped
    */
   async start(): Promise<ReconcileCronResult> {
     if (this.#stopped) throw new ValidationError('INVALID_OPTION', 'start', 'the scheduler was stopped; create a new one');
-    const result = await this.reconcile();
+    if (this.#started) throw new ValidationError('INVALID_OPTION', 'start', 'the scheduler is already started');
+    this.#started = true;
+    let result: ReconcileCronResult;
+    try {
+      result = await this.reconcile();
+    } catch (error) {
+      this.#started = false; // nothing started: start() may be called again
+      throw error;
+    }
     this.#loop();
     return result;
   }

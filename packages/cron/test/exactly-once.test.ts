@@ -1,6 +1,6 @@
 /**
  * Evidence case `cron_exactly_once` (docs/contract.md#recurring-schedules): 3 real node processes,
- * each running a cron scheduler (every second, horizon 3 s, a pass every 250 ms) and a polling
+ * each running a cron scheduler (every second, horizon 3 s, a pass every 20 ms so that passes of different processes overlap) and a polling
  * worker on one PostgreSQL schema (`test/fixtures/cron-child.mjs`, the built packages). Over a
  * window of 20 occurrences, every occurrence must be exactly one task and one run; and across the
  * whole run no occurrence may have two tasks.

@@ -3,8 +3,9 @@
  * horizon, missed policies, reconcile (added, changed, removed), two schedulers on one store, and
  * option checks. Passes are run with `runOnce`; nothing waits on real time.
  */
-import { type Task, TestClock, ValidationError } from '@postpone/core';
+import { PostponeError, type Task, TestClock, ValidationError } from '@postpone/core';
 import { createMemoryStore, type MemoryStore } from '@postpone/memory';
+import { pollUntil } from '@postpone/testkit';
 import { describe, expect, it } from 'vitest';
 import { type CronSchedule, createCronScheduler, type CronSchedulerOptions } from '../src/index.js';
 
@@ -146,12 +147,29 @@ describe('cron scheduler (memory store, TestClock)', () => {
     expect((await tasksOf(store, 'a')).length).toBe(5);
   });
 
-  it('start() reconciles and runs the loop; stop() ends it', async () => {
+  it('start() reconciles and runs the loop; a second start() is refused; stop() ends it', async () => {
     const { store, make } = setup([everyMinute]);
     const cron = make();
     expect(await cron.start()).toMatchObject({ added: ['sweep'] });
+    await expect(cron.start()).rejects.toMatchObject({ code: 'INVALID_OPTION', field: 'start' });
     await cron.stop();
     expect((await tasksOf(store, 'sweep')).length).toBe(5);
     await cron.stop();
+    await expect(cron.start()).rejects.toMatchObject({ code: 'INVALID_OPTION', field: 'start' });
+  });
+
+  it('a store fault in the loop goes to onError, never an unhandled rejection; a failed start() can be retried', async () => {
+    const { store, make, errors } = setup([everyMinute]);
+    const cron = make(undefined, { horizonMs: 100, intervalMs: 10 });
+    await cron.start();
+    await store.close();
+    await pollUntil(() => errors.length >= 2, { timeoutMs: 5_000, what: 'two failed passes reported' });
+    await cron.stop();
+    expect(errors.every((e) => PostponeError.isInstance(e) && e.code === 'STORE_CLOSED')).toBe(true);
+    const closed = setup([everyMinute]);
+    await closed.store.close();
+    const again = closed.make();
+    await expect(again.start()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await expect(again.start()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
   });
 });
