@@ -54,12 +54,18 @@ export function cronCases(h: HarnessRef): void {
       clock.tick(2_000);
       await store.complete({ id: first.id, attempt: (await claimExactly(store, first.id)).attempt, owner: 'w1' });
       expect(await s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: at, task })).toEqual({ outcome: 'PASSED', watermark: at });
+      // The same occurrence guarded by a dedup key only: once its task is DONE, a late scheduler makes a second one.
+      const byKey = { kind: 'report-by-key', key: `${NIGHTLY.name}@${at.toISOString()}`, runAt: at };
+      const k1 = await store.schedule(byKey);
+      await store.complete({ id: k1.id, attempt: (await claimExactly(store, k1.id)).attempt, owner: 'w1' });
+      expect(await store.schedule(byKey)).toMatchObject({ created: true });
+      expect(await store.cancel((await store.schedule(byKey)).id)).toBe('CANCELLED');
       // Missed: an occurrence already in the past (after the watermark) is scheduled and claimable now.
       const past = new Date(clock.now() - 500);
       const late = await s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: past, task });
       expect(late).toMatchObject({ outcome: 'SCHEDULED', dueAt: past });
       if (late.outcome === 'SCHEDULED') expect((await claimExactly(store, late.id)).dueAt).toEqual(past);
-      expect(await store.countByState()).toEqual(stateCounts({ DONE: 1, CLAIMED: 1 }));
+      expect(await store.countByState()).toEqual(stateCounts({ DONE: 2, CLAIMED: 1, CANCELLED: 1 }));
     });
 
     it('concurrent calls for one occurrence: exactly one SCHEDULED, one task', async () => {
