@@ -3,6 +3,7 @@
  * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`.
  */
 import type { ConformanceHarness } from '@postpone/conformance-kit';
+import { cronCases } from '@postpone/conformance-cron';
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
 import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';
@@ -37,6 +38,7 @@ export const CONFORMANCE_CASES = [
   constraintCases,
   validationCases,
   ...OPERATIONS_CASES,
+  cronCases,
 ] as const;
 
 /**

@@ -25,10 +25,11 @@ describe('conformance suite', () => {
       'traceContextCases',
       'cancelTxCases',
       'retryCases',
+      'cronCases',
     ]);
   });
 
-  it('registers the reads and operations of @postpone/conformance-ops last, in their order', () => {
-    expect(CONFORMANCE_CASES.slice(-OPERATIONS_CASES.length)).toEqual([...OPERATIONS_CASES]);
+  it('registers the reads and operations of @postpone/conformance-ops, in their order, then the cron cases', () => {
+    expect(CONFORMANCE_CASES.slice(-OPERATIONS_CASES.length - 1, -1)).toEqual([...OPERATIONS_CASES]);
   });
 });

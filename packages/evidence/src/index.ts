@@ -44,6 +44,8 @@ export const CASE_ORDER: readonly string[] = [
   'migrate_concurrently',
   'pgbouncer_transaction_mode',
   'wall_clock_steps',
+  'cron_exactly_once',
+  'cron_dst',
   'soak_short',
   'dedup_key_race',
 ];

@@ -65,6 +65,8 @@ import { MemoryTx, writeSetOf } from './memory-tx.js';
 import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
+import { MemoryCron } from './cron.js';
+import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 export interface MemoryStoreOptions {
@@ -80,7 +82,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx> {
+export class MemoryStore implements Store<MemoryTx>, CronStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -103,7 +105,19 @@ export class MemoryStore implements Store<MemoryTx> {
     if (typeof clock?.now !== 'function') throw new ValidationError('INVALID_OPTION', 'clock', 'must have a now() method');
     this.#clock = clock;
     this.#maxPayloadBytes = validatePositiveInt(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', MAX_PAYLOAD_LIMIT);
+    this.#cron = new MemoryCron({
+      nowMs: () => this.#clock.now(),
+      maxPayloadBytes: this.#maxPayloadBytes,
+      insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
+      assertOpen: () => this.#assertOpen(),
+    });
   }
+
+  /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
+  readonly #cron: MemoryCron;
+  reconcileCronSchedules = (params: ReconcileCronParams): Promise<ReconcileCronResult> => this.#cron.reconcile(params);
+  scheduleCronOccurrence = (params: ScheduleCronOccurrenceParams): Promise<ScheduleCronOccurrenceResult> => this.#cron.scheduleOccurrence(params);
+  listCronSchedules = (): Promise<CronScheduleRecord[]> => this.#cron.list();
 
   /** Nothing to create: the memory store has no schema and no numbered migrations. */
   async migrate(): Promise<undefined> {

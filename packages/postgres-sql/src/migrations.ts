@@ -6,6 +6,7 @@
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
+import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -89,6 +90,9 @@ export interface Migration {
  * TABLE, Notes); existing rows read null (no policy of their own). No index: it is read only with the
  * row it belongs to (claim, getTask), never searched. Re-runnable (`if not exists`), like versions 5–6.
  *
+ * Version 9 — recurring schedules (docs/contract.md#recurring-schedules): the table `cron_schedule`
+ * with each schedule's watermark; see `./cron-sql.ts`. Re-runnable (`create table if not exists`).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -162,5 +166,7 @@ drop index if exists ${q}.task_lease_idx;`,
       name: 'retry policy',
       sql: `alter table ${q}.task add column if not exists retry jsonb;`,
     }),
+    // Version 9 — recurring schedules: see ./cron-sql.ts.
+    Object.freeze({ version: CRON_MIGRATION_VERSION, name: 'cron schedules', sql: cronMigrationSql(schema) }),
   ]);
 }

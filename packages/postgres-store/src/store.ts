@@ -87,6 +87,8 @@ import {
 } from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
 import { type VacuumHealth, vacuumHealthFrom } from './health.js';
+import { PostgresCron } from './cron.js';
+import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 /** Default schema of the tables. */
@@ -268,7 +270,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx> {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -303,6 +305,27 @@ export class PostgresStore<Tx> implements Store<Tx> {
       assertOpen: () => this.assertOpen(),
       toTask,
     });
+    this.cron = new PostgresCron({
+      driver: driver as Driver<unknown>,
+      schema: this.schema,
+      notifyChannel: this.notifyChannel,
+      nowParam: () => this.nowParam(),
+      call: (op) => this.call(op),
+      assertOpen: () => this.assertOpen(),
+      maxPayloadBytes: this.maxPayloadBytes,
+    });
+  }
+
+  /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
+  private readonly cron: PostgresCron;
+  reconcileCronSchedules(params: ReconcileCronParams): Promise<ReconcileCronResult> {
+    return this.cron.reconcile(params);
+  }
+  scheduleCronOccurrence(params: ScheduleCronOccurrenceParams): Promise<ScheduleCronOccurrenceResult> {
+    return this.cron.scheduleOccurrence(params);
+  }
+  listCronSchedules(): Promise<CronScheduleRecord[]> {
+    return this.cron.list();
   }
 
   /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */

@@ -7,6 +7,7 @@
  */
 import type { DuplicateKeyError, Json, OnConflict, RetryPolicy, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
+import type { CronStore } from '@postpone/cron-store';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -39,7 +40,10 @@ type Cmd =
   | { readonly op: 'cancelInTx'; readonly ref: Ref; readonly end: 'commit' | 'rollback' }
   | { readonly op: 'reclaim'; readonly limit: number }
   | { readonly op: 'peek'; readonly withinMs: number; readonly limit: number }
-  | { readonly op: 'tick'; readonly ms: number };
+  | { readonly op: 'tick'; readonly ms: number }
+  /** Recurring schedules (docs/contract.md#recurring-schedules): reconcile, and one occurrence at now + `offsetMs`. */
+  | { readonly op: 'cronReconcile'; readonly schedules: readonly { name: string; cron: string }[]; readonly removeUndeclared: boolean }
+  | { readonly op: 'cronOccurrence'; readonly name: string; readonly cron: string; readonly offsetMs: number; readonly payload: Json };
 
 const ref = fc.record({ index: fc.nat(20), missing: fc.integer({ min: 0, max: 9 }).map((n) => n === 0) });
 /** Mostly the task's current attempt (read from the model before the command), sometimes a fixed, likely stale one. */
@@ -48,6 +52,9 @@ const attempt: fc.Arbitrary<AttemptSpec> = fc.oneof({ weight: 3, arbitrary: fc.c
 const owner = fc.constantFrom('w1', 'w2');
 const payload: fc.Arbitrary<Json> = fc.oneof(fc.constant(null), fc.integer(), fc.string({ maxLength: 5 }), fc.record({ n: fc.integer() }));
 
+const cronName = fc.constantFrom('a', 'b');
+/** Mostly one expression, so occurrences meet a matching schedule (SCHEDULED, PASSED) more often than CHANGED. */
+const cronExpr = fc.constantFrom('* * * * *', '* * * * *', '* * * * *', '0 * * * *');
 const command: fc.Arbitrary<Cmd> = fc.oneof(
   {
     weight: 4,
@@ -103,6 +110,18 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelInTx' as const), ref, end: fc.constantFrom<'commit' | 'rollback'>('commit', 'rollback') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('cronReconcile' as const),
+      schedules: fc.uniqueArray(fc.record({ name: cronName, cron: cronExpr }), { selector: (s) => s.name, maxLength: 2 }),
+      removeUndeclared: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant('cronOccurrence' as const), name: cronName, cron: cronExpr, offsetMs: fc.constantFrom(-1_000, 0, 500, 1_000, 2_000), payload }),
+  },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 2_500 })) }) },
 );
 
@@ -198,6 +217,19 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
     case 'tick':
       clock.tick(cmd.ms);
       return null;
+    case 'cronReconcile':
+      return await (store as Store<any> & CronStore).reconcileCronSchedules({
+        schedules: cmd.schedules.map((s) => ({ ...s, timeZone: 'UTC' })),
+        removeUndeclared: cmd.removeUndeclared,
+      });
+    case 'cronOccurrence':
+      return await (store as Store<any> & CronStore).scheduleCronOccurrence({
+        name: cmd.name,
+        cron: cmd.cron,
+        timeZone: 'UTC',
+        occurrence: new Date(clock.now() + cmd.offsetMs),
+        task: { kind: 'cron', payload: cmd.payload, maxAttempts: 2 },
+      });
   }
 }
 
@@ -210,17 +242,19 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
   if (cmd.op === 'fail') return `fail${cmd.retryable ? '' : '(final)'}:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'cronOccurrence') return `cronOccurrence:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'snooze') return `snooze:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'schedule' && !Array.isArray(outcome)) return 'schedule:DUPLICATE_KEY';
   return cmd.op;
 }
 
-async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Task | null)[]; effects: unknown[]; counts: unknown }> {
+async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Task | null)[]; effects: unknown[]; counts: unknown; schedules: unknown }> {
   const ids = Array.from({ length: count }, (_, i) => String(i + 1));
   return {
     tasks: await Promise.all(ids.map((id) => store.getTask(id))),
     effects: await Promise.all(ids.map((id) => store.getEffect(id))),
     counts: await store.countByState(),
+    schedules: await (store as Store<any> & CronStore).listCronSchedules(),
   };
 }
 
@@ -258,6 +292,7 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
             expect(actual, `step ${step}: ${JSON.stringify(cmd)}`).toEqual(expected);
             seen.add(describeOutcome(cmd, expected));
             if (cmd.op === 'schedule') count += cmd.tasks.length;
+            if (cmd.op === 'cronOccurrence' && (expected as { outcome: string }).outcome === 'SCHEDULED') count += 1;
             commandsRun += 1;
           }
           expect(await snapshot(pg, count)).toEqual(await snapshot(memory, count));

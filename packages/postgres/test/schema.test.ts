@@ -202,7 +202,7 @@ describe('migrate', () => {
       expect(await kits[0]?.store({ schema }).migrate()).toEqual({ applied: [], version: migrations(schema).at(-1)?.version });
       expect(await fresh.count('migration')).toBe(migrations(schema).length);
       const tables = await fresh.query<{ tablename: string }>('select tablename from pg_tables where schemaname = $1 order by tablename', [schema]);
-      expect(tables.map((t) => t.tablename)).toEqual(['effect', 'migration', 'task']);
+      expect(tables.map((t) => t.tablename)).toEqual(['cron_schedule', 'effect', 'migration', 'task']);
     } finally {
       await Promise.all(kits.map((k) => k.close()));
       await fresh.drop();
