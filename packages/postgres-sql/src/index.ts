@@ -12,7 +12,14 @@
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
  */
 export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, adminStatements } from './admin-sql.js';
-export { HEALTH_STATEMENTS, type HealthStatements } from './health-sql.js';
+export {
+  HEALTH_STATEMENTS,
+  type HealthStatements,
+  type OldestSnapshot,
+  type TableVacuumHealth,
+  type VacuumHealth,
+  vacuumHealthFrom,
+} from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';

@@ -54,6 +54,8 @@ export class PostgresCron {
       task.maxAttempts,
       task.traceContext === null ? null : JSON.stringify(task.traceContext),
       this.ctx.notifyChannel,
+      // The task's own retry policy (migration 8): a `maxAttempts` given is stored as its own, as schedule does.
+      task.retry === null || task.retry === undefined ? null : JSON.stringify(task.retry),
     ];
     const [hit] = await this.ctx.call(() => this.ctx.driver.query(this.sql.cronScheduleOccurrence, args));
     if (hit) return { outcome: 'SCHEDULED', id: String(hit.id), dueAt: new Date(Number(hit.dueatms)) };

@@ -12,4 +12,4 @@
 export * from './driver.js';
 export * from './errors.js';
 export * from './store.js';
-export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './health.js';
+export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from '@postpone/postgres-sql';

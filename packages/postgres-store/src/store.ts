@@ -77,6 +77,8 @@ import { isDriverLevelError, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
   HEALTH_STATEMENTS,
+  type VacuumHealth,
+  vacuumHealthFrom,
   MAX_IDENTIFIER_LENGTH,
   migrations,
   parseTaskNotice,
@@ -86,7 +88,6 @@ import {
   type TaskRow,
 } from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
-import { type VacuumHealth, vacuumHealthFrom } from './health.js';
 import { PostgresCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
@@ -296,24 +297,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
-    this.admin = new PostgresAdmin({
+    const context = {
       driver: driver as Driver<unknown>,
       schema: this.schema,
       notifyChannel: this.notifyChannel,
       nowParam: () => this.nowParam(),
-      call: (op) => this.call(op),
+      call: <T>(op: () => Promise<T>) => this.call(op),
       assertOpen: () => this.assertOpen(),
-      toTask,
-    });
-    this.cron = new PostgresCron({
-      driver: driver as Driver<unknown>,
-      schema: this.schema,
-      notifyChannel: this.notifyChannel,
-      nowParam: () => this.nowParam(),
-      call: (op) => this.call(op),
-      assertOpen: () => this.assertOpen(),
-      maxPayloadBytes: this.maxPayloadBytes,
-    });
+    };
+    this.admin = new PostgresAdmin({ ...context, toTask });
+    this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
