@@ -25,6 +25,7 @@ export function claimCases(h: HarnessRef): void {
           dueAt,
           leaseUntil: new Date(now + 2_500),
           claimedAt: new Date(now),
+          priority: 0,
         },
       ]);
       const task = await mustGetTask(store, id);

@@ -1,9 +1,11 @@
 /**
  * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors):
- * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`.
+ * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`,
+ * then queues, kinds and priorities of `@postpone/conformance-queues`.
  */
 import type { ConformanceHarness } from '@postpone/conformance-kit';
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
+import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
@@ -37,6 +39,7 @@ export const CONFORMANCE_CASES = [
   constraintCases,
   validationCases,
   ...OPERATIONS_CASES,
+  ...QUEUE_CASES,
 ] as const;
 
 /**

@@ -1,4 +1,5 @@
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
+import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { describe, expect, it } from 'vitest';
 import { CONFORMANCE_CASES } from '../src/index.js';
 
@@ -23,10 +24,12 @@ describe('conformance suite', () => {
       'lifecycleCases',
       'adminCases',
       'traceContextCases',
+      'queueCases',
     ]);
   });
 
-  it('registers the reads and operations of @postpone/conformance-ops last, in their order', () => {
-    expect(CONFORMANCE_CASES.slice(-OPERATIONS_CASES.length)).toEqual([...OPERATIONS_CASES]);
+  it('registers the reads and operations of @postpone/conformance-ops, then @postpone/conformance-queues last, in their order', () => {
+    const tail = OPERATIONS_CASES.length + QUEUE_CASES.length;
+    expect(CONFORMANCE_CASES.slice(-tail)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES]);
   });
 });

@@ -86,6 +86,9 @@ export class MemoryAdmin {
         traceContext: null,
         // The retry is a new task without a dedup key: the original's key may belong to a newer task by now.
         key: null,
+        // Same queue and priority: a retry runs where the original would have.
+        queue: original.queue,
+        priority: original.priority,
       });
       this.#retriedAs.set(p.id, scheduled.id);
       this.#retryOf.set(scheduled.id, p.id);

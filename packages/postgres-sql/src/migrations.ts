@@ -60,6 +60,23 @@ export interface Migration {
  * reads the table once and inserts no entry. Written to be re-runnable (`if not exists`), like
  * version 5: migrate_concurrently runs it once before `migrate()` applies it.
  *
+ * Version 7 — queues and priorities (docs/contract.md#queues, #priorities): `queue text not null
+ * default 'default'` and `priority smallint not null default 0` (constant defaults: no table rewrite,
+ * PostgreSQL 17 ALTER TABLE, Notes), and the claim's index becomes `task_claim_idx` on `(queue, kind,
+ * priority, due_at, id) where state = 'SCHEDULED'`, replacing `task_due_idx`. A claim orders by
+ * `priority desc, due_at, id` and takes `due_at <= now`: no single index range yields that order
+ * when priorities differ, so the claim walks the index per (kind, priority) level — the levels found by
+ * a loose index scan (one descent each), each level's due rows a range that stops at the first row
+ * not yet due (`taskClaim` in `./sql.ts`). Its cost grows with the number of levels, never with
+ * history, other queues or other kinds. The new index is built first, then the old one dropped:
+ * `create index concurrently` would not block writers, but it cannot run inside a transaction block
+ * (PostgreSQL 17 CREATE INDEX, "Building Indexes Concurrently") and `migrate()` applies every
+ * version in one transaction under its advisory lock, so this build holds a SHARE lock on `task`
+ * (inserts and claims wait; reads go on) for as long as it reads the SCHEDULED rows — the partial
+ * index reads the table once but indexes only the live backlog. To avoid that pause on a large
+ * table, run the `create index concurrently if not exists …` by hand before upgrading: the
+ * statement below then finds it and skips. Re-runnable (`if not exists`, `if exists`), like 5 and 6.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -120,6 +137,14 @@ update ${q}.task
       name: 'dedup keys',
       sql: `alter table ${q}.task add column if not exists key text;
 create unique index if not exists task_key_idx on ${q}.task (kind, key) where state in ('SCHEDULED', 'CLAIMED') and key is not null;`,
+    }),
+    Object.freeze({
+      version: 7,
+      name: 'queues and priorities',
+      sql: `alter table ${q}.task add column if not exists queue text not null default 'default';
+alter table ${q}.task add column if not exists priority smallint not null default 0;
+create index if not exists task_claim_idx on ${q}.task (queue, kind, priority, due_at, id) where state = 'SCHEDULED';
+drop index if exists ${q}.task_due_idx;`,
     }),
   ]);
 }
