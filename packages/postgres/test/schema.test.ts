@@ -97,7 +97,7 @@ describe('claim plan', () => {
     const explain = async (text: string) => {
       const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) ${text}`, [null, 'w', 1_000, 10, 'default', null]);
       // The level's range scan: the one whose Index Cond bounds due_at (the others find the levels).
-      return planNodes((row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_claim_idx' && (n['Index Cond'] ?? n.Filter ?? '').includes('due_at'));
+      return planNodes((row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_claim_idx' && `${n['Index Cond'] ?? ''} ${n.Filter ?? ''}`.includes('due_at'));
     };
     const [withNow] = await explain(claim);
     // The null parameter folds away: `COALESCE(now())`, STABLE, so usable as an index bound (§38.7).
@@ -108,7 +108,7 @@ describe('claim plan', () => {
     const volatile = claim.replace('s.due_at <= coalesce($1::timestamptz, now())', 's.due_at <= coalesce($1::timestamptz, clock_timestamp())');
     expect(volatile).not.toBe(claim);
     const [withClock] = await explain(volatile);
-    expect(withClock?.['Index Cond']).toBeUndefined();
+    expect(withClock?.['Index Cond'] ?? '').not.toContain('due_at');
     expect(withClock?.Filter).toContain('clock_timestamp()');
 
     expect(await store.claim({ owner: 'w', limit: 10, leaseMs: 1_000 })).toEqual([]);
