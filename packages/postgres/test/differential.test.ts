@@ -1,7 +1,8 @@
 /**
  * Differential test: random command sequences applied, at the same TestClock times, to the
  * in-memory store (core `transition()` applied directly) and to PostgreSQL (the SQL that mirrors it).
- * Every outcome and the final rows (every column, effect rows, counts) must be identical.
+ * Every outcome and the final rows (every column, effect rows, counts) must be identical. Tasks have
+ * three kinds, two queues and priorities −2..2; claims and peeks select by kinds and queue.
  */
 import type { DuplicateKeyError, Json, OnConflict, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
@@ -20,10 +21,20 @@ type Cmd =
   /** A `key` repeated within one batch is dropped from the later inputs (a batch may not repeat a kind and key). */
   | {
       readonly op: 'schedule';
-      readonly tasks: readonly { delayMs: number; runAtOffsetMs: number | null; maxAttempts: number; payload: Json; key: string | null }[];
+      readonly tasks: readonly {
+        delayMs: number;
+        runAtOffsetMs: number | null;
+        maxAttempts: number;
+        payload: Json;
+        key: string | null;
+        kind: string;
+        queue: string | null;
+        priority: number | null;
+      }[];
       readonly onConflict: OnConflict;
     }
-  | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string }
+  /** `kinds` and `queue` null: omitted (every kind, queue `'default'`). */
+  | { readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string } & Selection
   | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
   | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
   /** Items naming the same task twice keep the first (completeMany refuses a repeated id). */
@@ -32,9 +43,17 @@ type Cmd =
   | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
   | { readonly op: 'cancel'; readonly ref: Ref }
   | { readonly op: 'reclaim'; readonly limit: number }
-  | { readonly op: 'peek'; readonly withinMs: number; readonly limit: number }
+  | ({ readonly op: 'peek'; readonly withinMs: number; readonly limit: number } & Selection)
   | { readonly op: 'tick'; readonly ms: number };
 
+type Selection = { readonly kinds: readonly string[] | null; readonly queue: string | null };
+const KINDS = ['k', 'm', 'n'] as const;
+const QUEUES = ['default', 'q2'] as const;
+const selection = { kinds: fc.option(fc.subarray([...KINDS], { minLength: 1 }), { freq: 2 }), queue: fc.option(fc.constantFrom(...QUEUES), { freq: 2 }) };
+/** The selection as claim and peekDue take it (fields omitted when null). */
+function selectionOf(cmd: Selection): { kinds?: readonly string[]; queue?: string } {
+  return { ...(cmd.kinds === null ? {} : { kinds: cmd.kinds }), ...(cmd.queue === null ? {} : { queue: cmd.queue }) };
+}
 const ref = fc.record({ index: fc.nat(20), missing: fc.integer({ min: 0, max: 9 }).map((n) => n === 0) });
 /** Mostly the task's current attempt (read from the model before the command), sometimes a fixed, likely stale one. */
 type AttemptSpec = 'current' | number;
@@ -54,13 +73,16 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
           maxAttempts: fc.integer({ min: 1, max: 3 }),
           payload,
           key: fc.option(fc.constantFrom('a', 'b'), { freq: 2 }),
+          kind: fc.constantFrom(...KINDS),
+          queue: fc.option(fc.constantFrom(...QUEUES), { freq: 3 }),
+          priority: fc.option(fc.integer({ min: -2, max: 2 }), { freq: 2 }),
         }),
         { minLength: 1, maxLength: 3 },
       ),
       onConflict: fc.constantFrom<OnConflict>('keep', 'replace', 'fail'),
     }),
   },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }), owner }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }), owner, ...selection }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
@@ -68,7 +90,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }), ...selection }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 2_500 })) }) },
 );
 
@@ -98,11 +120,12 @@ async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Reso
 async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promise<unknown> {
   switch (cmd.op) {
     case 'schedule': {
-      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key }, i) => {
-        const keyOf = cmd.tasks.findIndex((t) => t.key === key) === i ? key : null;
+      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key, kind, queue, priority }, i) => {
+        const keyOf = cmd.tasks.findIndex((t) => t.key === key && t.kind === kind) === i ? key : null;
+        const extra = { ...(queue === null ? {} : { queue }), ...(priority === null ? {} : { priority }) };
         return runAtOffsetMs === null
-          ? { kind: 'k', delayMs, maxAttempts, payload: p, key: keyOf }
-          : { kind: 'k', runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p, key: keyOf };
+          ? { kind, delayMs, maxAttempts, payload: p, key: keyOf, ...extra }
+          : { kind, runAt: new Date(clock.now() + runAtOffsetMs), maxAttempts, payload: p, key: keyOf, ...extra };
       });
       return await store.scheduleMany(inputs, { onConflict: cmd.onConflict }).catch((error: unknown) => {
         if (!PostponeError.isInstance(error) || error.code !== 'DUPLICATE_KEY') throw error;
@@ -110,7 +133,7 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
       });
     }
     case 'claim':
-      return await store.claim({ owner: cmd.owner, limit: cmd.limit, leaseMs: cmd.leaseMs });
+      return await store.claim({ owner: cmd.owner, limit: cmd.limit, leaseMs: cmd.leaseMs, ...selectionOf(cmd) });
     case 'extend':
       return await store.extend({ id: cmd.id, attempt: cmd.at, leaseMs: cmd.leaseMs });
     case 'complete':
@@ -126,7 +149,7 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock): Promis
     case 'reclaim':
       return (await store.reclaimExpired({ limit: cmd.limit })).slice().sort((a, b) => Number(a.id) - Number(b.id));
     case 'peek':
-      return await store.peekDue({ withinMs: cmd.withinMs, limit: cmd.limit });
+      return await store.peekDue({ withinMs: cmd.withinMs, limit: cmd.limit, ...selectionOf(cmd) });
     case 'tick':
       clock.tick(cmd.ms);
       return null;
@@ -138,6 +161,10 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   if (cmd.op === 'completeMany') return `completeMany:${[...new Set(outcome as string[])].sort().join('+')}`;
   if (cmd.op === 'schedule' && Array.isArray(outcome)) {
     return `schedule:${[...new Set((outcome as { created: boolean; replaced: boolean }[]).map((s) => (s.created ? 'created' : s.replaced ? 'replaced' : 'kept')))].sort().join('+')}`;
+  }
+  if (cmd.op === 'claim' && Array.isArray(outcome)) {
+    const priorities = new Set((outcome as { priority: number }[]).map((t) => t.priority)).size;
+    return `claim${cmd.kinds === null ? '' : '(kinds)'}:${outcome.length === 0 ? 'none' : priorities > 1 ? 'mixed priorities' : 'some'}`;
   }
   if (Array.isArray(outcome)) return `${cmd.op}:${outcome.length === 0 ? 'none' : 'some'}`;
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
@@ -192,6 +219,9 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
       { numRuns: RUNS, endOnFailure: false },
     );
     expect(commandsRun).toBeGreaterThan(RUNS);
+    // The selection and the order were exercised: kind-filtered claims that took tasks, and batches of several priorities.
+    expect(seen).toContain('claim(kinds):some');
+    expect([...seen].some((label) => label.endsWith('mixed priorities'))).toBe(true);
     console.info(`differential (${driver}): ${commandsRun} commands; outcomes seen: ${[...seen].sort().join(', ')}`);
   });
 });
