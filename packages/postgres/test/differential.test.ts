@@ -182,6 +182,26 @@ async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Tas
   };
 }
 
+/**
+ * Always run first (fast-check `examples`): a batch of three priorities and two kinds, then a claim
+ * of two kinds that takes tasks of several priorities, so the coverage checked below never rests on chance.
+ */
+const PRIORITY_EXAMPLE: Cmd[] = [
+  {
+    op: 'schedule',
+    onConflict: 'keep',
+    tasks: [
+      { delayMs: 0, runAtOffsetMs: null, maxAttempts: 2, payload: null, key: null, kind: 'k', queue: null, priority: -1 },
+      { delayMs: 0, runAtOffsetMs: -10, maxAttempts: 2, payload: 1, key: null, kind: 'm', queue: null, priority: 2 },
+      { delayMs: 0, runAtOffsetMs: null, maxAttempts: 2, payload: 2, key: 'a', kind: 'n', queue: 'default', priority: 0 },
+    ],
+  },
+  { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w1', kinds: ['k', 'm'], queue: null },
+  { op: 'peek', withinMs: 0, limit: 4, kinds: ['n'], queue: 'default' },
+  { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w2', kinds: null, queue: 'q2' },
+  { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w2', kinds: null, queue: null },
+];
+
 const RUNS = 50;
 const MAX_COMMANDS = 30;
 
@@ -216,7 +236,7 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
           await memory.close();
         }
       }),
-      { numRuns: RUNS, endOnFailure: false },
+      { numRuns: RUNS, endOnFailure: false, examples: [[PRIORITY_EXAMPLE]] },
     );
     expect(commandsRun).toBeGreaterThan(RUNS);
     // The selection and the order were exercised: kind-filtered claims that took tasks, and batches of several priorities.
