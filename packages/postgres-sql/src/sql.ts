@@ -269,7 +269,11 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
      * in the level, so concurrent claimers still take disjoint rows; the levels' rows are then
      * merged by `priority desc, due_at, id` and the first `$4` kept. Rows a level locked beyond
      * those (at most `$4` per level) are only locked, never written, and free again at the
-     * statement's commit. Cost: one descent per level plus at most `$4` rows per level.
+     * statement's commit. Cost: one descent per level plus at most `$4` rows per level. Locking in
+     * each level rather than after the merge is deliberate: a merge of unlocked candidates, locked
+     * last, would hand two concurrent claimers the same first rows, and the second would come back
+     * short while due rows wait further along the index (its SKIP LOCKED could skip only within the
+     * candidates).
      */
     taskClaim: `${levelsCte(task, '$5', '$6')}, picked as materialized (
   select c.id
