@@ -17,8 +17,8 @@ afterAll(async () => {
 
 /**
  * Largest claim statement buffers allowed in any probe. A claim of 2 due tasks reads a page or two of
- * `task_due_idx`, the two heap pages, and writes two new row versions with their index entries
- * (task_due_idx is not among them: the new rows are CLAIMED); a claim that scanned the history would
+ * `task_claim_idx`, the two heap pages, and writes two new row versions with their index entries
+ * (task_claim_idx is not among them: the new rows are CLAIMED); a claim that scanned the history would
  * touch the ~400 heap pages of 20 000 rows.
  */
 const MAX_CLAIM_BUFFERS = 80;

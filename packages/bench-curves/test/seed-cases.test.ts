@@ -37,7 +37,7 @@ describe('seed measurements', () => {
       nowExecUs: Math.round(r.now.executionMs * 1000),
       clockExecUs: Math.round(r.clock.executionMs * 1000),
     });
-    expect(r.now.indexName).toBe('task_due_idx');
+    expect(r.now.indexName).toBe('task_claim_idx');
     expect(r.now.indexCond).toMatch(/due_at <= .*now\(\)/);
     expect(r.now.rowsRemovedByFilter).toBe(0);
     expect(r.clock.indexCond ?? '').not.toMatch(/due_at/);

@@ -25,6 +25,7 @@ export function claimCases(h: HarnessRef): void {
           dueAt,
           leaseUntil: new Date(now + 2_500),
           claimedAt: new Date(now),
+          priority: 0,
           retry: { maxAttempts: 3 }, // an explicit maxAttempts is the task's own policy (docs/contract.md#retry-policy)
         },
       ]);

@@ -18,6 +18,8 @@ export function scheduleCases(h: HarnessRef): void {
         id: scheduled.id,
         kind: 'close-reservation',
         key: null,
+        queue: 'default',
+        priority: 0,
         payload: { reservation: 42 },
         state: TaskState.SCHEDULED,
         dueAt: new Date(now + 1_800_000),

@@ -1,10 +1,12 @@
 /**
  * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors):
- * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`.
+ * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`,
+ * then queues, kinds and priorities of `@postpone/conformance-queues`.
  */
 import type { ConformanceHarness } from '@postpone/conformance-kit';
 import { cronCases } from '@postpone/conformance-cron';
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
+import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
@@ -38,6 +40,7 @@ export const CONFORMANCE_CASES = [
   constraintCases,
   validationCases,
   ...OPERATIONS_CASES,
+  ...QUEUE_CASES,
   cronCases,
 ] as const;
 

@@ -1,4 +1,5 @@
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
+import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { describe, expect, it } from 'vitest';
 import { CONFORMANCE_CASES } from '../src/index.js';
 
@@ -25,11 +26,13 @@ describe('conformance suite', () => {
       'traceContextCases',
       'cancelTxCases',
       'retryCases',
+      'queueCases',
       'cronCases',
     ]);
   });
 
-  it('registers the reads and operations of @postpone/conformance-ops, in their order, then the cron cases', () => {
-    expect(CONFORMANCE_CASES.slice(-OPERATIONS_CASES.length - 1, -1)).toEqual([...OPERATIONS_CASES]);
+  it('registers the reads and operations of @postpone/conformance-ops, then @postpone/conformance-queues, in their order, then the cron cases', () => {
+    const tail = OPERATIONS_CASES.length + QUEUE_CASES.length;
+    expect(CONFORMANCE_CASES.slice(-tail - 1, -1)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES]);
   });
 });

@@ -47,6 +47,10 @@ export interface ClaimParams {
   readonly limit: number;
   /** Lease length in ms, from the store's clock at the claim. */
   readonly leaseMs: number;
+  /** Take only tasks of these kinds, 1..1 000 (default: every kind); see core `validateSelection`, docs/contract.md#queues. */
+  readonly kinds?: readonly string[];
+  /** Take only tasks of this queue (default `'default'`). */
+  readonly queue?: string;
 }
 
 export interface ExtendParams {
@@ -122,6 +126,9 @@ export interface PeekParams {
   readonly withinMs: number;
   /** Most rows (default 1 000). */
   readonly limit?: number;
+  /** As {@link ClaimParams.kinds} and {@link ClaimParams.queue}: list only what such a claim may take. */
+  readonly kinds?: readonly string[];
+  readonly queue?: string;
 }
 
 export interface PeekResult {
@@ -178,7 +185,10 @@ export interface Store<Tx = unknown> {
    */
   cancel(id: TaskId, options?: CancelOptions<Tx>): Promise<CancelOutcome>;
 
-  /** Claims up to `limit` due tasks atomically (SKIP LOCKED); each claim increments `attempt`. */
+  /**
+   * Claims up to `limit` due tasks of the queue (and kinds, when given) atomically (SKIP LOCKED); each
+   * claim increments `attempt`. Order: priority desc, due time, id — best effort (docs/contract.md#priorities).
+   */
   claim(params: ClaimParams): Promise<ClaimedTask[]>;
 
   /** Renews the lease of the current attempt; false when stale, lost, expired or cancel-requested. */

@@ -7,6 +7,9 @@ export interface Task {
   readonly kind: string;
   /** The dedup key given at schedule time, or null (docs/contract.md#dedup-keys). */
   readonly key: string | null;
+  /** Queue and priority given at schedule time (docs/contract.md#queues). */
+  readonly queue: string;
+  readonly priority: number;
   readonly payload: Json;
   readonly state: TaskState;
   readonly dueAt: Date;
@@ -60,6 +63,8 @@ export interface ClaimedTask<P extends Json = Json> {
   readonly leaseUntil: Date;
   /** The store's clock at the claim (database `now()`); `claimedAt - dueAt` is the lateness. */
   readonly claimedAt: Date;
+  /** The task's priority (docs/contract.md#priorities). */
+  readonly priority: number;
   /** The trace context given at schedule time; the field is absent when none was given. */
   readonly traceContext?: TraceContext;
   /** The task's own retry policy given at schedule; absent when none (the worker then uses the kind's, then its default). */

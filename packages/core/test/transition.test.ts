@@ -24,6 +24,8 @@ function task(patch: Partial<Task> = {}): Task {
     id: '7',
     kind: 'k',
     key: null,
+    queue: 'default',
+    priority: 0,
     payload: { n: 1 },
     state: TaskState.SCHEDULED,
     dueAt: T(-1_000),

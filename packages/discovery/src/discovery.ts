@@ -76,6 +76,13 @@ export interface Discovery {
 /** What discovery may use of the worker. */
 export interface DiscoveryDeps {
   readonly store: Store<unknown>;
+  /**
+   * What the worker's claims take (its queue and kinds): the wheel loads only those tasks
+   * (`peekDue`), so it holds no timer for a task this worker may not claim. A notice does not name
+   * kind or queue, so a notified task of another kind may still add a timer: it wakes one claim that
+   * takes nothing of it (no attempt is used).
+   */
+  readonly selection?: { readonly queue?: string; readonly kinds?: readonly string[] };
   readonly pacing: Pacing;
   readonly logger: Logger;
   /** Reports a failed store call: emitted as an `error` event and logged (a closed store stops the worker). */

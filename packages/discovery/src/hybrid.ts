@@ -243,7 +243,7 @@ export class HybridDiscovery implements Discovery {
     const sentAt = pacing.now();
     let answer: PeekResult;
     try {
-      answer = await store.peekDue({ withinMs: this.lookAheadMs, limit: this.options.loadLimit });
+      answer = await store.peekDue({ withinMs: this.lookAheadMs, limit: this.options.loadLimit, ...this.deps.selection });
     } catch (error) {
       this.wheel.abandonLoad();
       this.deps.report(error, 'peekDue');

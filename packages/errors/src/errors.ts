@@ -16,7 +16,9 @@ export type ValidationCode =
   | 'INVALID_TASK_ID'
   | 'INVALID_OPTION'
   | 'INVALID_RESULT'
-  | 'INVALID_KEY';
+  | 'INVALID_KEY'
+  | 'INVALID_QUEUE'
+  | 'INVALID_PRIORITY';
 
 export type PostponeErrorCode =
   | ValidationCode

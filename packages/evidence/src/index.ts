@@ -16,6 +16,8 @@ export const CASE_ORDER: readonly string[] = [
   'boundary_not_before_due',
   'boundary_claim_limit',
   'boundary_partial_due_index',
+  'claim_only_known_kinds',
+  'priority_order',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',

@@ -26,6 +26,14 @@ export const MAX_JSON_DEPTH = 1_000;
 export const MAX_KIND_LENGTH = 200;
 /** Longest accepted dedup key, in characters. */
 export const MAX_KEY_LENGTH = 256;
+/** Longest accepted queue name, in characters; the default queue is {@link DEFAULT_QUEUE}. */
+export const MAX_QUEUE_LENGTH = 200;
+export const DEFAULT_QUEUE = 'default';
+/** Accepted priorities: PostgreSQL `smallint` (§8.1.1); higher is claimed first, default 0. */
+export const MIN_PRIORITY = -32_768;
+export const MAX_PRIORITY = 32_767;
+/** Most kinds one claim or peek may name (docs/contract.md#queues). */
+export const MAX_CLAIM_KINDS = 1_000;
 /** Default attempts per task. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** PostgreSQL `bigint` maximum (§8.1.1). */
@@ -54,6 +62,10 @@ export interface ScheduleInput<P = unknown> {
    * (docs/contract.md#dedup-keys). Omit it (or pass null) for none.
    */
   readonly key?: string | null;
+  /** Named queue, as {@link validateQueue} (default `'default'`): only a claim of this queue takes the task (docs/contract.md#queues). */
+  readonly queue?: string;
+  /** Integer {@link MIN_PRIORITY}..{@link MAX_PRIORITY} (default 0): among due tasks a claim takes higher priority first (docs/contract.md#priorities). */
+  readonly priority?: number;
   /**
    * This task's own retry policy, stored on the row (docs/contract.md#retry-policy): it wins over the
    * worker's policy for the kind, which wins over the worker's default. `retry.maxAttempts` is the
@@ -118,6 +130,8 @@ export interface NormalizedSchedule {
   readonly traceContext: TraceContext | null;
   /** The dedup key, or null. */
   readonly key: string | null;
+  readonly queue: string;
+  readonly priority: number;
   /** The task's own retry policy (with `maxAttempts` when one was given), or null when it has none. */
   readonly retry: RetryPolicy | null;
 }
@@ -144,6 +158,37 @@ export function validateKey(key: unknown, field = 'key'): string {
     throw new ValidationError('INVALID_KEY', field, `must be a string of 1..${MAX_KEY_LENGTH} characters without \\u0000 or lone surrogates, got ${describe(key)}`);
   }
   return key;
+}
+
+/** A queue name: 1..200 characters, no control characters or lone surrogates. @throws ValidationError INVALID_QUEUE */
+export function validateQueue(queue: unknown, field = 'queue'): string {
+  if (typeof queue !== 'string' || queue.length === 0 || queue.length > MAX_QUEUE_LENGTH || CONTROL.test(queue) || hasLoneSurrogate(queue)) {
+    throw new ValidationError('INVALID_QUEUE', field, `must be a string of 1..${MAX_QUEUE_LENGTH} characters without control characters, got ${describe(queue)}`);
+  }
+  return queue;
+}
+
+/** A priority: an integer {@link MIN_PRIORITY}..{@link MAX_PRIORITY}. @throws ValidationError INVALID_PRIORITY */
+export function validatePriority(priority: unknown, field = 'priority'): number {
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+    throw new ValidationError('INVALID_PRIORITY', field, `must be an integer ${MIN_PRIORITY}..${MAX_PRIORITY}, got ${describe(priority)}`);
+  }
+  return priority;
+}
+
+/**
+ * The task selection of a claim or peek (docs/contract.md#queues): `queue` (default `'default'`) and
+ * `kinds`, 1..1 000 kinds (each as {@link validateKind}, duplicates dropped), or null for every kind.
+ * @throws ValidationError INVALID_QUEUE, INVALID_KIND
+ */
+export function validateSelection(params: { readonly queue?: unknown; readonly kinds?: unknown }): { queue: string; kinds: readonly string[] | null } {
+  const queue = params.queue === undefined ? DEFAULT_QUEUE : validateQueue(params.queue);
+  if (params.kinds === undefined) return { queue, kinds: null };
+  const k = params.kinds;
+  if (!Array.isArray(k) || k.length === 0 || k.length > MAX_CLAIM_KINDS) {
+    throw new ValidationError('INVALID_KIND', 'kinds', `must be an array of 1..${MAX_CLAIM_KINDS} kinds, got ${Array.isArray(k) ? `${k.length} entries` : describe(k)}`);
+  }
+  return { queue, kinds: [...new Set(k.map((kind, i) => validateKind(kind, `kinds[${i}]`)))] };
 }
 
 export function validateDelayMs(delayMs: unknown, field = 'delayMs'): number {
@@ -265,7 +310,7 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry', 'queue', 'priority']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
@@ -301,7 +346,9 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
   const traceContext = i.traceContext === undefined || i.traceContext === null ? null : validateTraceContext(i.traceContext, f('traceContext'));
   const key = i.key === undefined || i.key === null ? null : validateKey(i.key, f('key'));
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry };
+  const queue = i.queue === undefined ? DEFAULT_QUEUE : validateQueue(i.queue, f('queue'));
+  const priority = i.priority === undefined ? 0 : validatePriority(i.priority, f('priority'));
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry, queue, priority };
 }
 
 /**

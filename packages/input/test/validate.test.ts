@@ -230,7 +230,7 @@ describe('INVALID_KEY', () => {
 
 describe('validateSchedule', () => {
   it('fills the defaults', () => {
-    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null, retry: null });
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null, retry: null, queue: 'default', priority: 0 });
   });
   it('keeps runAt, payload text and maxAttempts', () => {
     const runAt = new Date(Date.UTC(2031, 5, 1));
@@ -244,6 +244,8 @@ describe('validateSchedule', () => {
       traceContext: null,
       key: null,
       retry: { maxAttempts: 2 },
+      queue: 'default',
+      priority: 0,
     });
   });
   it('honours maxPayloadBytes', () => {

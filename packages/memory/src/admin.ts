@@ -88,6 +88,9 @@ export class MemoryAdmin {
         key: null,
         // Nor the original's retry policy: its maxAttempts is carried as the row's, like the store's SQL does.
         retry: null,
+        // Same queue and priority: a retry runs where the original would have.
+        queue: original.queue,
+        priority: original.priority,
       });
       this.#retriedAs.set(p.id, scheduled.id);
       this.#retryOf.set(scheduled.id, p.id);

@@ -53,6 +53,7 @@ import {
   validatePositiveInt,
   validatePositiveMs,
   validateSchedule,
+  validateSelection,
   validateScheduleMany,
   validateScheduleOptions,
   validateCancelOptions,
@@ -168,10 +169,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       leaseMs: validatePositiveMs(params.leaseMs, 'leaseMs'),
     };
     const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
+    const selected = selection(params);
     const nowMs = this.#clock.now();
-    // The partial index of docs/contract.md#data-model (`due_at WHERE state = 'SCHEDULED'`), in (dueAt, id) order;
-    // transition() decides which rows are due. Rows locked by a running command are skipped.
-    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime());
+    // The partial index `task_claim_idx` of docs/contract.md#data-model (SCHEDULED rows of the queue and kinds),
+    // in (priority desc, dueAt, id) order; transition() decides which rows are due. Rows locked by a running command are skipped.
+    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter(selected);
     const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => resultOf(r, 'claim').claimed);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }
@@ -279,8 +281,9 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
     const limit = validatePositiveInt(params.limit ?? DEFAULT_BATCH_LIMIT, 'limit', MAX_BATCH_LIMIT);
     const nowMs = this.#clock.now();
+    const selected = selection(params);
     const tasks = this.#byState(TaskState.SCHEDULED, (t) => t.dueAt.getTime())
-      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs)
+      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs && selected(t))
       .slice(0, limit)
       .map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
     return { now: new Date(nowMs), tasks };
@@ -407,6 +410,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
         id: ids[i] as TaskId,
         kind: input.kind,
         key: input.key,
+        queue: input.queue,
+        priority: input.priority,
         payload: JSON.parse(input.payloadText),
         state: TaskState.SCHEDULED,
         dueAt,
@@ -477,13 +482,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     return { changed: steps.map((s) => s.result.task as Task), steps };
   }
 
-  /** Committed tasks in `state`, ordered by `key` then id. */
-  #byState(state: TaskStateT, key: (task: Task) => number): Task[] {
-    return [...this.#db.tasks.values()].filter((t) => t.state === state).sort((a, b) => key(a) - key(b) || compareIds(a.id, b.id));
+  /** Committed tasks in `state`, ordered by `key` then id (by priority, higher first, before that when `byPriority`). */
+  #byState(state: TaskStateT, key: (task: Task) => number, byPriority = false): Task[] {
+    const rank = (t: Task) => (byPriority ? -t.priority : 0);
+    return [...this.#db.tasks.values()]
+      .filter((t) => t.state === state)
+      .sort((a, b) => rank(a) - rank(b) || key(a) - key(b) || compareIds(a.id, b.id));
   }
 
-  #unlocked(state: TaskStateT, key: (task: Task) => number): Task[] {
-    return this.#byState(state, key).filter((t) => !this.#locks.isLocked(t.id));
+  #unlocked(state: TaskStateT, key: (task: Task) => number, byPriority = false): Task[] {
+    return this.#byState(state, key, byPriority).filter((t) => !this.#locks.isLocked(t.id));
   }
 }
 
@@ -497,6 +505,13 @@ type ResultOf<T extends Result['type']> = Extract<Result, { type: T }>;
 function resultOf<T extends Result['type']>(step: Step, type: T): ResultOf<T> {
   if (step.result.type !== type) throw new Error(`transition returned a ${step.result.type} result for a ${type} command`);
   return step.result as ResultOf<T>;
+}
+
+/** The tasks a claim or peek of `params` may take: its queue, and its kinds when given (core `validateSelection`). */
+function selection(params: { readonly queue?: unknown; readonly kinds?: unknown }): (task: Task) => boolean {
+  const { queue, kinds } = validateSelection(params);
+  const set = kinds === null ? null : new Set(kinds);
+  return (t) => t.queue === queue && (set === null || set.has(t.kind));
 }
 
 function compareIds(a: TaskId, b: TaskId): number {
@@ -514,6 +529,7 @@ function toClaimedTask(task: Task, nowMs: number): ClaimedTask {
     dueAt: new Date(task.dueAt),
     leaseUntil: new Date(task.leaseUntil as Date),
     claimedAt: new Date(nowMs),
+    priority: task.priority,
     ...(task.traceContext === undefined ? {} : { traceContext: { ...task.traceContext } }),
     ...(task.retry === undefined ? {} : { retry: { ...task.retry } }),
   };

@@ -103,10 +103,10 @@ export function adminStatements(schema: string) {
      * state and `updated_at` never change.
      */
     taskRetry: `with orig as (
-  select o.id, o.kind, o.payload, o.max_attempts, o.state, o.retried_as from ${task} o where o.id = $2::bigint for update
+  select o.id, o.kind, o.queue, o.priority, o.payload, o.max_attempts, o.state, o.retried_as from ${task} o where o.id = $2::bigint for update
 ), ins as (
-  insert into ${task} as n (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, retry_of)
-  select o.kind, o.payload, ${literal(TaskState.SCHEDULED)}, coalesce($4::timestamptz, ${NOW} + ${millis('$3')}), 0,
+  insert into ${task} as n (kind, queue, priority, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, retry_of)
+  select o.kind, o.queue, o.priority, o.payload, ${literal(TaskState.SCHEDULED)}, coalesce($4::timestamptz, ${NOW} + ${millis('$3')}), 0,
          coalesce($5::int, o.max_attempts), false, ${NOW}, ${NOW}, o.id
     from orig o
    where o.state in (${RETRYABLE_STATES.map(literal).join(', ')}) and o.retried_as is null
@@ -140,7 +140,8 @@ select (select count(*) from tasks)::int as deleted, (select count(*) from effec
     /**
      * `$1` now → rows `{ nowms, oldestdueatms, state, kind, n, due }` (state null when nothing is
      * live). Each branch fixes one live state (or DEAD), so it reads that state's index only; the
-     * oldest due task is the first entry of `task_due_idx`.
+     * oldest due task is read from `task_claim_idx` (migration 10), whose rows the SCHEDULED branch
+     * counts anyway: both are bounded by the live backlog, never by history.
      */
     stats: `with counts as (
   select ${literal(TaskState.SCHEDULED)}::text as state, t.kind, count(*)::int as n, (count(*) filter (where t.due_at <= ${NOW}))::int as due

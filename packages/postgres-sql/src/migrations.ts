@@ -93,6 +93,23 @@ export interface Migration {
  * Version 9 — recurring schedules (docs/contract.md#recurring-schedules): the table `cron_schedule`
  * with each schedule's watermark; see `./cron-sql.ts`. Re-runnable (`create table if not exists`).
  *
+ * Version 10 — queues and priorities (docs/contract.md#queues, #priorities): `queue text not null
+ * default 'default'` and `priority smallint not null default 0` (constant defaults: no table rewrite,
+ * PostgreSQL 17 ALTER TABLE, Notes), and the claim's index becomes `task_claim_idx` on `(queue, kind,
+ * priority, due_at, id) where state = 'SCHEDULED'`, replacing `task_due_idx`. A claim orders by
+ * `priority desc, due_at, id` and takes `due_at <= now`: no single index range yields that order
+ * when priorities differ, so the claim walks the index per (kind, priority) level — the levels found by
+ * a loose index scan (one descent each), each level's due rows a range that stops at the first row
+ * not yet due (`taskClaim` in `./sql.ts`). Its cost grows with the number of levels, never with
+ * history, other queues or other kinds. The new index is built first, then the old one dropped:
+ * `create index concurrently` would not block writers, but it cannot run inside a transaction block
+ * (PostgreSQL 17 CREATE INDEX, "Building Indexes Concurrently") and `migrate()` applies every
+ * version in one transaction under its advisory lock, so this build holds a SHARE lock on `task`
+ * (inserts and claims wait; reads go on) for as long as it reads the SCHEDULED rows — the partial
+ * index reads the table once but indexes only the live backlog. To avoid that pause on a large
+ * table, run the `create index concurrently if not exists …` by hand before upgrading: the
+ * statement below then finds it and skips. Re-runnable (`if not exists`, `if exists`), like 5–9.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -168,5 +185,13 @@ drop index if exists ${q}.task_lease_idx;`,
     }),
     // Version 9 — recurring schedules: see ./cron-sql.ts.
     Object.freeze({ version: CRON_MIGRATION_VERSION, name: 'cron schedules', sql: cronMigrationSql(schema) }),
+    Object.freeze({
+      version: 10,
+      name: 'queues and priorities',
+      sql: `alter table ${q}.task add column if not exists queue text not null default 'default';
+alter table ${q}.task add column if not exists priority smallint not null default 0;
+create index if not exists task_claim_idx on ${q}.task (queue, kind, priority, due_at, id) where state = 'SCHEDULED';
+drop index if exists ${q}.task_due_idx;`,
+    }),
   ]);
 }

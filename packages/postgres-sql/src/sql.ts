@@ -59,6 +59,8 @@ export function taskColumns(t: string): string {
     `${t}.id::text as id`,
     `${t}.kind as kind`,
     `${t}.key as key`,
+    `${t}.queue as queue`,
+    `${t}.priority::int as priority`,
     `${t}.payload::text as payload`,
     `${t}.state as state`,
     `${ms(`${t}.due_at`)} as dueatms`,
@@ -85,12 +87,44 @@ export function notice(op: TaskNoticeOp, channel: string, t: string): string {
   return `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
 }
 
+/**
+ * `with recursive` CTEs `kinds(kind)` and `levels(kind, priority)`: the (kind, priority) groups of
+ * SCHEDULED tasks in queue `queue` that a claim or peek walks (migration 10, `task_claim_idx` on
+ * `(queue, kind, priority, due_at, id)`). `kinds` is the JSON array `kindsJson`, or when it is null
+ * every kind of the queue; both that list and the priorities of each kind come from a loose index
+ * scan — each step a `limit 1` or `max` that the planner answers with a single index descent
+ * (PostgreSQL 17 §7.8.2 recursive queries; §9.21 on `max` using an index) — so the walk costs one descent per level and
+ * never reads a row of history, another queue or another kind.
+ */
+function levelsCte(task: string, queue: string, kindsJson: string): string {
+  const live = `s.state = ${S} and s.queue = ${queue}::text`;
+  // `order by s.queue, s.kind` rather than `min(kind)`: only task_claim_idx yields that order, so the
+  // step is one descent of it, never a walk of another index filtering on queue.
+  return `with recursive every_kind(kind) as (
+  select (select s.kind from ${task} s where ${live} order by s.queue, s.kind limit 1) where ${kindsJson}::text is null
+  union all
+  select (select s.kind from ${task} s where ${live} and s.kind > e.kind order by s.queue, s.kind limit 1) from every_kind e where e.kind is not null
+), kinds(kind) as (
+  select k.kind from jsonb_array_elements_text(${kindsJson}::text::jsonb) k(kind)
+  union all
+  select e.kind from every_kind e where e.kind is not null
+), levels(kind, priority) as (
+  select k.kind, (select max(s.priority) from ${task} s where ${live} and s.kind = k.kind) from kinds k
+  union all
+  select l.kind, (select max(s.priority) from ${task} s where ${live} and s.kind = l.kind and s.priority < l.priority)
+    from levels l where l.priority is not null
+)`;
+}
+
 /** Row shape of `taskColumns` (a full task row). */
 export interface TaskRow {
   id: string;
   kind: string;
   /** The dedup key, or null (migration 6). */
   key: string | null;
+  /** Queue and priority (migration 10). */
+  queue: string;
+  priority: number;
   payload: string;
   state: string;
   dueatms: number;
@@ -150,7 +184,7 @@ export function statements(schema: string) {
 
     // ---- task: schedule ------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext, retry}]`,
+     * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext, retry, queue, priority}]`,
      * `runAt` ISO text or null, `key`, `traceContext` and `retry` null for none; no two with one kind and key),
      * `$3` notify channel, `$4` `'keep'` or `'replace'` → `{ id, dueatms, created, replaced }` rows,
      * one per input, in input order (new ids are drawn in input order).
@@ -167,17 +201,18 @@ export function statements(schema: string) {
      * does. New and replaced rows send a NOTIFY, delivered only at commit (PostgreSQL 17 NOTIFY).
      */
     taskInsertMany: `with input as (
-  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.ord,
+  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
          nextval(pg_get_serial_sequence(${literal(task)}, 'id')::regclass) as new_id
     from rows from (jsonb_to_recordset($2::text::jsonb)
-           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb, retry jsonb))
-         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, ord)
+           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb, retry jsonb,
+               queue text, priority smallint))
+         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority, ord)
    order by x.ord
 ), upserted as (
-  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry)
+  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry, queue, priority)
   overriding system value
   select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
-         nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb)
+         nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb), queue, priority
     from input
    order by ord
   on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
@@ -203,8 +238,9 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
 
     // ---- task: claim -------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` owner, `$3` lease ms, `$4` limit → claimed rows `{ id, kind, payload, attempt,
-     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext, retry }` (`tracecontext`
+     * `$1` now, `$2` owner, `$3` lease ms, `$4` limit, `$5` queue, `$6` kinds as a JSON array text (or
+     * null for every kind of the queue) → claimed rows `{ id, kind, payload, attempt,
+     * failures, maxattempts, dueatms, leaseuntilms, claimedatms, tracecontext, retry, priority }` (`tracecontext`
      * and `retry` null unless the task was scheduled with one). `attempt` grows at every claim
      * (the fencing token); `failures` is left alone (core `transition('claim')`).
      *
@@ -225,14 +261,36 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
      * `t.id = any(array(select …))`, an InitPlan run once whose array the primary key resolves: joining
      * the CTE instead let the planner pick a Hash Join that scanned every waiting task through
      * `task_due_idx` once the table held a million rows (seen in apps/bench).
+     *
+     * Queues, kinds and priorities (migration 10, docs/contract.md#queues, #priorities): the order is
+     * `priority desc, due_at, id`, which no single range of `task_claim_idx` yields when priorities
+     * differ (a plain scan in that order would read every not-yet-due row of a higher priority before
+     * a due one of a lower). So the pick walks the index per (kind, priority) level of
+     * {@link levelsCte}: for each, a nested-loop lateral range scan `queue = $5 and kind = … and
+     * priority = … and due_at <= now` in `(due_at, id)` order that stops after `$4` rows — every
+     * condition an Index Cond, so no row is read and then thrown away — with FOR UPDATE SKIP LOCKED
+     * in the level, so concurrent claimers still take disjoint rows; the levels' rows are then
+     * merged by `priority desc, due_at, id` and the first `$4` kept. Rows a level locked beyond
+     * those (at most `$4` per level) are only locked, never written, and free again at the
+     * statement's commit. Cost: one descent per level plus at most `$4` rows per level. Locking in
+     * each level rather than after the merge is deliberate: a merge of unlocked candidates, locked
+     * last, would hand two concurrent claimers the same first rows, and the second would come back
+     * short while due rows wait further along the index (its SKIP LOCKED could skip only within the
+     * candidates).
      */
-    taskClaim: `with picked as materialized (
-  select s.id
-    from ${task} s
-   where s.state = ${S}
-     and s.due_at <= ${NOW}
-   order by s.due_at, s.id
-   for update skip locked
+    taskClaim: `${levelsCte(task, '$5', '$6')}, picked as materialized (
+  select c.id
+    from levels l
+   cross join lateral (
+         select s.id, s.priority, s.due_at
+           from ${task} s
+          where s.state = ${S} and s.queue = $5::text and s.kind = l.kind and s.priority = l.priority
+            and s.due_at <= ${NOW}
+          order by s.due_at, s.id
+          for update skip locked
+          limit $4::int) c
+   where l.priority is not null
+   order by c.priority desc, c.due_at, c.id
    limit $4::int
 )
 update ${task} t
@@ -245,7 +303,7 @@ update ${task} t
    and t.state = ${S}
 returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
           t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
-          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext, t.retry::text as retry`,
+          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext, t.retry::text as retry, t.priority::int as priority`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.
@@ -484,17 +542,28 @@ select r.id::text as id, r.attempt as attempt, r.state as state,
 
     // ---- task: reads ---------------------------------------------------------------------------------
     /**
-     * `$1` now, `$2` within ms, `$3` limit → rows `{ nowms, id, dueatms }`; one row with null id
-     * when nothing is due. SCHEDULED tasks due by now + within, by due time, through `task_due_idx`.
+     * `$1` now, `$2` within ms, `$3` limit, `$4` queue, `$5` kinds as JSON array text or null → rows
+     * `{ nowms, id, dueatms }`; one row with null id when nothing is due. SCHEDULED tasks of the queue
+     * (and kinds) due by now + within, by due time then id: per (kind, priority) level of
+     * `task_claim_idx` a range of at most `$3` rows, as in {@link taskClaim}, merged.
      */
-    taskPeekDue: `select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms
+    taskPeekDue: `${levelsCte(task, '$4', '$5')}, due as (
+  select c.id, c.due_at
+    from levels l
+   cross join lateral (
+         select s.id, s.due_at
+           from ${task} s
+          where s.state = ${S} and s.queue = $4::text and s.kind = l.kind and s.priority = l.priority
+            and s.due_at <= ${NOW} + ${millis('$2')}
+          order by s.due_at, s.id
+          limit $3::int) c
+   where l.priority is not null
+   order by c.due_at, c.id
+   limit $3::int
+)
+select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms
   from (select ${NOW} as now) n
-  left join lateral (select s.id, s.due_at
-                       from ${task} s
-                      where s.state = ${S}
-                        and s.due_at <= n.now + ${millis('$2')}
-                      order by s.due_at, s.id
-                      limit $3::int) d on true
+  left join due d on true
  order by d.due_at, d.id`,
 
     /** `$1` id → a full task row (see `TaskRow` in this file). */

@@ -65,6 +65,7 @@ import {
   validateSchedule,
   validateScheduleMany,
   validateScheduleOptions,
+  validateSelection,
   ValidationError,
   DEFAULT_BATCH_LIMIT,
   errorText,
@@ -235,6 +236,8 @@ function toTask(row: Row): Task {
     id: r.id,
     kind: r.kind,
     key: r.key ?? null,
+    queue: r.queue,
+    priority: r.priority,
     payload: parseJson(r.payload),
     state: r.state as TaskState,
     dueAt: date(r.dueatms),
@@ -451,7 +454,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         (t) =>
           `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
           `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)}}`,
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
       )
       .join(',')}]`;
     const params: Param[] = [this.nowParam(), json, this.notifyChannel, onConflict === 'replace' ? 'replace' : 'keep'];
@@ -513,7 +516,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * Claims up to `limit` (1..10 000) due tasks in one UPDATE with FOR UPDATE SKIP LOCKED; each claim
    * increments `attempt` and sets the lease to `clock_timestamp() + leaseMs`.
-   * @returns the claimed tasks, by due time then id; `claimedAt` is the statement's `now()`
+   * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
+   * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
     this.assertOpen();
@@ -521,7 +525,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const owner = validateOwner(params.owner);
     const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
     const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
-    const rows = await this.call(() => this.driver.query(this.sql.taskClaim, [this.nowParam(), owner, leaseMs, limit]));
+    const { queue, kinds } = validateSelection(params);
+    const kindsJson = kinds === null ? null : JSON.stringify(kinds);
+    const rows = await this.call(() => this.driver.query(this.sql.taskClaim, [this.nowParam(), owner, leaseMs, limit, queue, kindsJson]));
     return rows
       .map((r) => ({
         id: String(r.id),
@@ -533,10 +539,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         dueAt: date(r.dueatms),
         leaseUntil: date(r.leaseuntilms),
         claimedAt: date(r.claimedatms),
+        priority: Number(r.priority),
         ...traceContextOf(r.tracecontext),
         ...retryOf(r.retry),
       }))
-      .sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
+      .sort((a, b) => b.priority - a.priority || a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
   }
 
   /** Renews the lease to `clock_timestamp() + leaseMs` if CLAIMED, same attempt, not cancel-requested, not expired. */
@@ -705,13 +712,15 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), outcome: r.state as ReclaimOutcome }));
   }
 
-  /** SCHEDULED tasks due by now + `withinMs`, by due time (index `task_due_idx`), and the store's now. */
+  /** SCHEDULED tasks of the queue (and kinds) due by now + `withinMs`, by due time (index `task_claim_idx`), and the store's now. */
   async peekDue(params: PeekParams): Promise<PeekResult> {
     this.assertOpen();
     validateParams(params);
     const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
     const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
-    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit]));
+    const { queue, kinds } = validateSelection(params);
+    const kindsJson = kinds === null ? null : JSON.stringify(kinds);
+    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
     const now = date(rows[0]?.nowms);
     const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
     return { now, tasks };

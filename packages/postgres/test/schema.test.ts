@@ -1,6 +1,6 @@
 /**
  * The schema of docs/contract.md#data-model in PostgreSQL: the lease CHECK, the two partial indexes, the claim's
- * Index Cond on `task_due_idx`, and migrations that are idempotent under concurrency.
+ * Index Cond on `task_claim_idx`, and migrations that are idempotent under concurrency.
  */
 import { StoreError, TASK_STATES, TestClock } from '@postpone/core';
 import { uniqueSchemaName } from '@postpone/embedded';
@@ -72,7 +72,9 @@ describe('task table', () => {
       [admin.schema, 'task'],
     );
     const byName = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]));
-    expect(byName.task_due_idx).toMatch(/USING btree \(due_at, id\) WHERE \(state = 'SCHEDULED'::text\)$/);
+    // Migration 10 replaced task_due_idx (due_at, id) with the claim's index per queue, kind and priority.
+    expect(byName.task_due_idx).toBeUndefined();
+    expect(byName.task_claim_idx).toMatch(/USING btree \(queue, kind, priority, due_at, id\) WHERE \(state = 'SCHEDULED'::text\)$/);
     // Migration 7: reclaim reads CLAIMED rows by id; no index reads lease_until (HOT renewals).
     expect(byName.task_claimed_idx).toMatch(/USING btree \(id\) WHERE \(state = 'CLAIMED'::text\)$/);
     expect(byName.task_lease_idx).toBeUndefined();
@@ -135,26 +137,27 @@ describe('task table', () => {
 });
 
 describe('claim plan', () => {
-  it('with the database clock (null $now) the claim reads task_due_idx with an Index Cond on now(); clock_timestamp() would be a Filter', async () => {
+  it('with the database clock (null $now) the claim reads task_claim_idx with an Index Cond on now(); clock_timestamp() would be a Filter', async () => {
     const store = kit.store({ schema: admin.schema });
     // 20 000 tasks not yet due, none due (the seed's boundary_partial_due_index shape, halved).
     await store.scheduleMany(Array.from({ length: 20_000 }, (_, i) => ({ kind: 'later', delayMs: 3_600_000 + i })));
     await admin.query(`analyze ${admin.t('task')}`);
     const claim = statements(admin.schema).taskClaim;
     const explain = async (text: string) => {
-      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) ${text}`, [null, 'w', 1_000, 10]);
-      return planNodes((row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_due_idx');
+      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) ${text}`, [null, 'w', 1_000, 10, 'default', null]);
+      // The level's range scan: the one whose Index Cond bounds due_at (the others find the levels).
+      return planNodes((row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan).filter((n) => n['Index Name'] === 'task_claim_idx' && `${n['Index Cond'] ?? ''} ${n.Filter ?? ''}`.includes('due_at'));
     };
     const [withNow] = await explain(claim);
     // The null parameter folds away: `COALESCE(now())`, STABLE, so usable as an index bound (§38.7).
-    expect(withNow?.['Index Cond']).toMatch(/^\(due_at <= (COALESCE\()?now\(\)\)?\)$/);
+    expect(withNow?.['Index Cond']).toMatch(/\(due_at <= (COALESCE\()?now\(\)\)?\)\)$/);
     // Only the partial-index predicate is rechecked (kept because the rows are locked); due_at is not filtered.
     expect(withNow?.Filter ?? '').not.toContain('due_at');
 
     const volatile = claim.replace('s.due_at <= coalesce($1::timestamptz, now())', 's.due_at <= coalesce($1::timestamptz, clock_timestamp())');
     expect(volatile).not.toBe(claim);
     const [withClock] = await explain(volatile);
-    expect(withClock?.['Index Cond']).toBeUndefined();
+    expect(withClock?.['Index Cond'] ?? '').not.toContain('due_at');
     expect(withClock?.Filter).toContain('clock_timestamp()');
 
     expect(await store.claim({ owner: 'w', limit: 10, leaseMs: 1_000 })).toEqual([]);
@@ -166,7 +169,7 @@ describe('claim and reclaim limits', () => {
   it('never exceed the limit, whatever the plan: the pick is a MATERIALIZED CTE evaluated once', async () => {
     const s = statements(admin.schema);
     for (const name of ['taskClaim', 'taskReclaimExpired'] as const) {
-      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2] : [null, 2, 'c']))
+      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2, 'default', null] : [null, 2, 'c']))
         .map((r) => r['QUERY PLAN'])
         .join('\n');
       expect(plan, name).toContain('CTE picked');

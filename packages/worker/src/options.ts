@@ -15,6 +15,8 @@ import {
   type Store,
   ValidationError,
   validateKind,
+  validateQueue,
+  DEFAULT_QUEUE,
   validateNonNegativeMs,
   validatePositiveInt,
   validatePositiveMs,
@@ -70,6 +72,18 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * rolling deploy, may know the kind) and goes DEAD when out of attempts — never a crash or a hot loop.
    */
   readonly handlers: HandlerMap<Tx, M>;
+  /**
+   * Which kinds the worker claims (docs/contract.md#queues): `'handlers'` (default) only the kinds
+   * of `handlers` — a task of another kind is never claimed, so it burns no attempt here (in a rolling
+   * deploy an older worker leaves a newer kind to the workers that know it); `'any'` every kind of the
+   * queue, a kind without a handler failing as UnknownKindError (the behaviour before this option).
+   */
+  readonly claimKinds?: 'handlers' | 'any';
+  /**
+   * The one queue this worker claims from (default `'default'`; see `schedule({ queue })`). Run one
+   * worker per queue, each with its own `concurrency`, to give queues separate capacity.
+   */
+  readonly queue?: string;
   /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
   readonly id?: string;
   /**
@@ -158,6 +172,8 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
 
 export interface ResolvedOptions {
   readonly id: string;
+  readonly claimKinds: 'handlers' | 'any';
+  readonly queue: string;
   readonly discovery: DiscoveryMode;
   readonly hybrid: ResolvedHybridOptions;
   readonly concurrency: number;
@@ -214,6 +230,11 @@ const defaults = WORKER_DEFAULTS;
 /** Every option but `store`, `handlers` and `logger`, in resolution order. */
 const RULES: readonly Rule[] = [
   rule('id', defaultWorkerId, validateWorkerId),
+  rule('claimKinds', () => 'handlers', (value, field) => {
+    if (value !== 'handlers' && value !== 'any') throw invalid(field, `must be 'handlers' or 'any', got ${JSON.stringify(value)}`);
+    return value;
+  }),
+  rule('queue', () => DEFAULT_QUEUE, (value, field) => validateQueue(value, field)),
   rule('concurrency', () => defaults.concurrency, count(MAX_CONCURRENCY)),
   rule('leaseMs', () => defaults.leaseMs, positiveMs(MAX_TIMER_MS)),
   rule('renewEveryMs', (r) => Math.max(1, Math.floor(r.leaseMs / 3)), positiveMs(MAX_TIMER_MS)),

@@ -58,6 +58,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly attemptEvents: AttemptEmitter;
   private readonly reporter: AttemptReporter<Tx>;
   private readonly discoverer: Discovery;
+  /** What this worker claims and its wheel holds: its queue, and its handlers' kinds unless `claimKinds: 'any'` (docs/contract.md#queues). */
+  private readonly selection: { readonly queue: string; readonly kinds?: readonly string[] };
   private readonly health: StoreHealth;
   private readonly telemetry: WorkerTelemetry;
   /** Null without the `prune` option. */
@@ -95,8 +97,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
     const prune = this.options.prune;
     this.pruner = prune === null ? null : new Pruner({ store, options: prune, pacing: this.options.pacing, events: this.events, logger: this.logger });
+    this.selection = {
+      queue: this.options.queue,
+      ...(this.options.claimKinds === 'handlers' ? { kinds: Object.keys(this.handlers) } : {}),
+    };
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
+      selection: this.selection,
       pacing: this.options.pacing,
       logger: this.logger,
       report: (error, operation) => this.reportStoreError(error, operation),
@@ -150,7 +157,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     const sentAt = this.options.pacing.now();
     const claim = (async () => {
       try {
-        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs });
+        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs, ...this.selection });
       } finally {
         this.reserved -= limit;
       }

@@ -81,6 +81,23 @@ describe('hybrid discovery under controlled time', () => {
     expect(r.worker.discovery).toMatchObject({ wheelSize: 0, fired: 1 });
   });
 
+  it('holds timers only for tasks it may claim: its handlers\' kinds, its queue', async () => {
+    const r = rig();
+    const { id } = await r.memory.schedule({ kind: 'job', delayMs: 300 });
+    await r.memory.scheduleMany([
+      { kind: 'other', delayMs: 100 },
+      { kind: 'job', queue: 'reports', delayMs: 200 },
+    ]);
+    await started(r);
+    expect(r.worker.discovery.wheelSize).toBe(1);
+    r.advance(302);
+    await until(() => r.claimed.length === 1, 'the claim of the job');
+    expect(r.claimed.map((c) => c.task.id)).toEqual([id]);
+    // No timer of the others fired: only the start's claim and the job's.
+    expect(r.worker.discovery.fired).toBe(1);
+    expect(r.counted.calls.claim).toBe(2);
+  });
+
   it('makes no claim while idle: one read of the store per fallback period', async () => {
     const r = rig({ hybrid: { fallbackPollMs: 1_000 } });
     await started(r);

@@ -33,6 +33,8 @@ describe('worker options', () => {
       completeBatchSize: 50,
       completeBatchDelayMs: 0,
       prune: null,
+      claimKinds: 'handlers',
+      queue: 'default',
     });
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
@@ -99,6 +101,7 @@ describe('worker options', () => {
     [{ hybrid: { levels: 6, slotsPerLevel: 4_096 } }, 'hybrid.levels'],
     [{ hybrid: { loadLimit: 10_001 } }, 'hybrid.loadLimit'],
     [{ hybrid: { pauseThresholdMs: -1 } }, 'hybrid.pauseThresholdMs'],
+    [{ claimKinds: 'all' }, 'claimKinds'],
     [{ prune: 60_000 }, 'prune'],
     [{ prune: null }, 'prune'],
     [{ prune: {} }, 'prune.olderThanMs'],
@@ -114,6 +117,11 @@ describe('worker options', () => {
     [{ hybrid: { tickMs: 1, levels: 2, fallbackPollMs: 5_000 } }, 'hybrid.tickMs'],
   ])('rejects %j with INVALID_OPTION on %s', (options, field) => {
     expect(rejection(options)).toEqual({ code: 'INVALID_OPTION', field });
+  });
+
+  it('rejects a bad queue with INVALID_QUEUE', () => {
+    expect(rejection({ queue: '' })).toEqual({ code: 'INVALID_QUEUE', field: 'queue' });
+    expect(rejection({ queue: 'a\u0000' })).toEqual({ code: 'INVALID_QUEUE', field: 'queue' });
   });
 
   it('rejects a handler name that is not a valid kind', () => {

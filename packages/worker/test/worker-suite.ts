@@ -180,8 +180,19 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect(await h.bookings()).toEqual([]);
     });
 
-    it('records an unknown kind on the task (retried, then DEAD) and keeps running', async () => {
+    it('claims only the kinds it has handlers for (default claimKinds: handlers): an unknown kind burns no attempt', async () => {
       const w = worker({ handlers: { book: async () => 'ok' } });
+      const [other] = await h.store.scheduleMany([{ kind: 'no-such-kind', maxAttempts: 1 }]);
+      const claimed = await w.runOnce();
+      expect(claimed).toEqual([]);
+      const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 } });
+      expect((await w.runOnce()).map((t) => t.id)).toEqual([id]);
+      expect(await h.store.getTask(other!.id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 0, failures: 0 });
+      await w.stop();
+    });
+
+    it('records an unknown kind on the task (retried, then DEAD) and keeps running', async () => {
+      const w = worker({ handlers: { book: async () => 'ok' }, claimKinds: 'any' });
       const claims = collect(w, 'claimed');
       const dead = waitForEvent(w, 'failed', { filter: (e) => e.result.outcome === 'DEAD', count: 2 });
       w.start();

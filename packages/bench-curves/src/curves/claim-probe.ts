@@ -14,7 +14,7 @@ import { median, percentile } from '@postpone/bench-peers';
 export interface ExplainSample {
   /** Shared buffers (hit + read) of the claim statement. */
   readonly buffers: number;
-  /** Shared buffers of its scan of `task_due_idx` alone. */
+  /** Shared buffers of its scan of `task_claim_idx` alone. */
   readonly scanBuffers: number;
   /** Server execution time, ms. */
   readonly executionMs: number;

@@ -3,7 +3,7 @@
  * the same 1 000 not-yet-due tasks, nothing due, and that many finished rows (bulk insert, then
  * `VACUUM (ANALYZE)` as autovacuum would). The probes then visit the sizes in turn, A B C A B C, so
  * the noise of a busy machine spreads over every size instead of landing on one. The partial index
- * `task_due_idx` holds only SCHEDULED rows (PostgreSQL 17 §11.8), so the idle claim should cost the
+ * `task_claim_idx` holds only SCHEDULED rows (PostgreSQL 17 §11.8), so the idle claim should cost the
  * same at every size.
  */
 import { createPgStore } from '@postpone/postgres/pg';
@@ -15,7 +15,7 @@ export interface HistoryPoint {
   readonly history: number;
   /** Median shared buffers of the claim statement. */
   readonly buffers: number;
-  /** Median shared buffers of its scan of `task_due_idx` (the part history could make grow). */
+  /** Median shared buffers of its scan of `task_claim_idx` (the part history could make grow). */
   readonly scanBuffers: number;
   /** Median server execution time, ms. */
   readonly executionMs: number;

@@ -9,7 +9,7 @@
  * (a) before pruning, (b) while `store.prune({ olderThanMs: 1 h })` deletes the whole history in its
  * batches from another connection, (c) after it returned.
  *
- * Why it should stay flat: the claim reads `task_due_idx`, a partial index of SCHEDULED rows only
+ * Why it should stay flat: the claim reads `task_claim_idx`, a partial index of SCHEDULED rows only
  * (PostgreSQL 17 §11.8), which a DELETE of finished rows never touches (a DELETE adds no index
  * entries; VACUUM later removes the old ones, §24.1.2). Each prune batch is its own statement taking
  * `ROW EXCLUSIVE` on `task` and `effect` — the lock every UPDATE takes, which conflicts only with
@@ -43,7 +43,7 @@ export interface PrunePhase {
   /** Shared buffers of the claim statement (EXPLAIN ANALYZE): median and largest. */
   readonly buffers: number;
   readonly buffersMax: number;
-  /** Shared buffers of its scan of `task_due_idx`, median. */
+  /** Shared buffers of its scan of `task_claim_idx`, median. */
   readonly scanBuffers: number;
   /** Server execution time of the claim statement, median ms. */
   readonly executionMs: number;

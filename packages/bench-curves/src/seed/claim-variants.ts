@@ -11,7 +11,7 @@ import { statements } from '@postpone/postgres';
 /** The due predicate of the claim's inner SELECT, as the store writes it (`coalesce($1, now())`). */
 const DUE_NOW = /(\bdue_at\s*<=\s*coalesce\(\$1::timestamptz,\s*)now\(\)/g;
 
-/** The store's claim SQL for `schema`. Parameters: `$1` now (null: database clock), `$2` owner, `$3` lease ms, `$4` limit. */
+/** The store's claim SQL for `schema`. Parameters: `$1` now (null: database clock), `$2` owner, `$3` lease ms, `$4` limit, `$5` queue, `$6` kinds (JSON text, null: every kind). */
 export function claimSql(schema: string): string {
   return statements(schema).taskClaim;
 }
@@ -27,5 +27,5 @@ export function clockTimestampClaimSql(schema: string): string {
   return sql.replace(DUE_NOW, '$1clock_timestamp()');
 }
 
-/** Parameters of an idle claim probe: database clock, a bench owner, 30 s lease, limit 10. */
-export const CLAIM_PROBE_PARAMS: readonly (string | number | null)[] = [null, 'bench-probe', 30_000, 10];
+/** Parameters of an idle claim probe: database clock, a bench owner, 30 s lease, limit 10, the default queue, every kind. */
+export const CLAIM_PROBE_PARAMS: readonly (string | number | null)[] = [null, 'bench-probe', 30_000, 10, 'default', null];

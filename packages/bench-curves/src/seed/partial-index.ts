@@ -1,7 +1,7 @@
 /**
  * `boundary_partial_due_index` (docs/contract.md#evidence; seed chapter "原子领取"): on a table of 40 000 tasks of
  * which 20 000 are not yet due and none is due, `EXPLAIN (ANALYZE, BUFFERS)` of the claim with
- * `now()` and with `clock_timestamp()`. Expected shapes: `now()` → Index Cond on `task_due_idx`, a
+ * `now()` and with `clock_timestamp()`. Expected shapes: `now()` → Index Cond on `task_claim_idx`, a
  * couple of buffers; `clock_timestamp()` → a Filter that removes every not-due row, two orders of
  * magnitude more buffers (seed: 2 vs 304).
  *

@@ -1,0 +1,12 @@
+/**
+ * @postpone/conformance-queues — the conformance cases of queues, kind-filtered claims and priorities
+ * (docs/contract.md#queues, #priorities): {@link queueCases}. `describeStoreConformance` of
+ * `@postpone/conformance` registers them after the operations cases; each group takes the current
+ * test's harness ({@link HarnessRef} of `@postpone/conformance-kit`).
+ */
+import { queueCases } from './cases-queues.js';
+
+export { queueCases };
+
+/** The groups of this package, in the order `describeStoreConformance` registers them. */
+export const QUEUE_CASES = [queueCases] as const;

@@ -1,0 +1,141 @@
+/**
+ * The claim of a worker that runs 2 of 20 kinds, at 1 M rows (migration 10, docs/contract.md#priorities):
+ * EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of the very statement the store sends shows only index
+ * scans of `task`, no filter throwing rows away (the other 18 kinds' due backlog, the not-yet-due
+ * rows of higher priority and the finished history are never read), a few hundred buffers at most, and the claimed rows
+ * of the two kinds in priority order. Each EXPLAIN ANALYZE runs in a transaction rolled back.
+ */
+import { statements } from '@postpone/postgres-sql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Admin, makeKit } from './support/kits.js';
+
+const ROWS = 1_000_000;
+const admin = Admin.create('claim_plan');
+const kit = makeKit('pg');
+let tablePages = 0;
+
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  'Subplan Name'?: string;
+  Plans?: PlanNode[];
+};
+
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+/** The claim of `kinds` (limit 10, database clock) under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON), rolled back; the second, warm run. */
+async function explainClaim(kinds: readonly string[] | null): Promise<{ root: PlanNode; nodes: PlanNode[]; buffers: number; pickBuffers: number }> {
+  const params = [null, 'w', 30_000, 10, 'default', kinds === null ? null : JSON.stringify(kinds)];
+  let root: PlanNode | undefined;
+  for (let run = 0; run < 2; run += 1) {
+    await admin.query('begin');
+    try {
+      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, buffers, format json) ${statements(admin.schema).taskClaim}`, params);
+      root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+    } finally {
+      await admin.query('rollback');
+    }
+  }
+  const nodes = planNodes(root!);
+  const blocks = (n: PlanNode | undefined) => (n?.['Shared Hit Blocks'] ?? 0) + (n?.['Shared Read Blocks'] ?? 0);
+  // The pick (levels, range scans, row locks) apart from the UPDATE's own writes of the claimed rows and their index entries.
+  return { root: root!, nodes, buffers: blocks(root), pickBuffers: blocks(nodes.find((n) => n['Subplan Name'] === 'CTE picked')) };
+}
+
+beforeAll(async () => {
+  await kit.store({ schema: admin.schema }).migrate();
+  // One statement: 20 kinds (k0..k19, by g % 20); every 50th block of 20 rows SCHEDULED (20 000 rows,
+  // 1 000 per kind), of those blocks alternately due (an hour ago and earlier) and not yet due (in an
+  // hour and later); priorities -1, 0, 1 by g / 1000; the other 980 000 rows DONE history.
+  await admin.query(`insert into ${admin.t('task')}
+      (kind, queue, priority, payload, state, due_at, attempt, max_attempts, created_at, updated_at)
+    select 'k' || (g % 20), 'default', case when s.live then ((g / 1000) % 3) - 1 else 0 end, jsonb_build_object('n', g),
+           case when s.live then 'SCHEDULED' else 'DONE' end,
+           case when not s.live then now() - interval '2 days'
+                when (g / 1000) % 2 = 0 then now() - interval '1 hour' - g * interval '1 millisecond'
+                else now() + interval '1 hour' + g * interval '1 millisecond' end,
+           case when s.live then 0 else 1 end, 3,
+           now() - interval '2 days', now() - interval '2 days'
+      from generate_series(1, ${ROWS}) g,
+           lateral (select (g / 20) % 50 = 0 as live) s`);
+  await admin.query(`vacuum analyze ${admin.t('task')}`);
+  const [row] = await admin.query<{ pages: number }>('select relpages::int as pages from pg_class where oid = $1::regclass', [admin.t('task')]);
+  tablePages = row?.pages ?? 0;
+}, 600_000);
+
+afterAll(async () => {
+  await kit.close();
+  await admin.drop();
+});
+
+describe(`claim plan at ${ROWS} rows, 20 kinds`, () => {
+  it('the table: history dominates; each of the 20 kinds has a due backlog and rows not yet due, in three priorities', async () => {
+    const [row] = await admin.query<{ scheduled: number; due: number; kinds: number; priorities: number; done: number }>(
+      `select count(*) filter (where state = 'SCHEDULED')::int as scheduled,
+              count(*) filter (where state = 'SCHEDULED' and due_at <= now())::int as due,
+              count(distinct kind) filter (where state = 'SCHEDULED')::int as kinds,
+              count(distinct priority) filter (where state = 'SCHEDULED' and due_at <= now())::int as priorities,
+              count(*) filter (where state = 'DONE')::int as done
+         from ${admin.t('task')}`,
+    );
+    expect(row).toEqual({ scheduled: 20_000, due: expect.any(Number), kinds: 20, priorities: 3, done: 980_000 });
+    expect(row!.due).toBeGreaterThan(5_000);
+    expect(tablePages).toBeGreaterThan(10_000);
+  });
+
+  it('claiming 2 of the 20 kinds: index scans only, no rows removed by a filter, a few hundred buffers, highest priority first', async () => {
+    const { nodes, buffers, pickBuffers, root } = await explainClaim(['k3', 'k11']);
+    const taskScans = nodes.filter((n) => n['Relation Name'] === 'task' && n['Node Type'] !== 'ModifyTable');
+    const kinds = taskScans.map((n) => n['Node Type']);
+    const removed = taskScans.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0), 0);
+    const levelScans = taskScans.filter((n) => /due_at <=/.test(n['Index Cond'] ?? ''));
+    console.log(`claim of 2 of 20 kinds at ${ROWS} rows: buffers=${buffers} pickBuffers=${pickBuffers} tablePages=${tablePages} rowsRemovedByFilter=${removed} scans=${kinds.join(',')}`);
+    expect(kinds.filter((k) => !/^Index (Only )?Scan$/.test(k))).toEqual([]);
+    // The range scans of the (kind, priority) levels: 2 kinds × 3 priorities, bounded by due_at in the Index Cond.
+    expect(levelScans.length).toBeGreaterThan(0);
+    expect(levelScans.every((n) => n['Index Name'] === 'task_claim_idx')).toBe(true);
+    expect(removed).toBe(0);
+    // The pick descends the index once per level (2 kinds × 3 priorities) and locks at most 10 rows in
+    // each, each row on its own heap page here (~3 buffers a row: index leaf, heap, lock): about 200,
+    // whatever the history or the other kinds' backlog. The UPDATE then writes 10 rows and their index entries.
+    expect(pickBuffers).toBeLessThan(400);
+    expect(buffers).toBeLessThan(tablePages / 30);
+    expect(root['Node Type']).toBe('ModifyTable');
+
+    // What the statement takes (for real, then rolled back): 10 rows of k3/k11, all of the highest priority present (1).
+    await admin.query('begin');
+    try {
+      const claimed = await admin.query<{ kind: string; priority: number; dueatms: number }>(statements(admin.schema).taskClaim, [
+        null,
+        'w',
+        30_000,
+        10,
+        'default',
+        JSON.stringify(['k3', 'k11']),
+      ]);
+      expect(claimed).toHaveLength(10);
+      expect(new Set(claimed.map((r) => r.kind))).toEqual(new Set(['k3', 'k11']));
+      expect(claimed.every((r) => r.priority === 1 && r.dueatms <= Date.now())).toBe(true);
+    } finally {
+      await admin.query('rollback');
+    }
+  });
+
+  it('the same claim for every kind (kinds null) stays an index walk: no filter, buffers bounded by the 20 × 3 levels (each locks up to 10 rows)', async () => {
+    const { nodes, buffers, pickBuffers } = await explainClaim(null);
+    const taskScans = nodes.filter((n) => n['Relation Name'] === 'task' && n['Node Type'] !== 'ModifyTable');
+    const removed = taskScans.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0);
+    console.log(`claim of every kind at ${ROWS} rows: buffers=${buffers} pickBuffers=${pickBuffers} rowsRemovedByFilter=${removed}`);
+    expect(taskScans.map((n) => n['Node Type']).filter((k) => !/^Index (Only )?Scan$/.test(k))).toEqual([]);
+    expect(removed).toBe(0);
+    expect(buffers).toBeLessThan(tablePages / 5);
+  });
+});
