@@ -124,7 +124,7 @@ describe('notices', () => {
       const payloads: string[] = [];
       listener.on('notification', (m) => payloads.push(m.payload ?? ''));
       await listener.query(`listen ${quoteIdent(channel)}`);
-      const input = JSON.stringify([{ kind: 'k', key: null, payload: { a: 1 }, delayMs: 60_000, runAt: null, maxAttempts: 3, traceContext: null }]);
+      const input = JSON.stringify([{ kind: 'k', key: null, payload: { a: 1 }, delayMs: 60_000, runAt: null, maxAttempts: 3, traceContext: null, retry: null, queue: 'default', priority: 0 }]);
       const { rows } = await pool.query<{ id: string; dueatms: number }>(s.taskInsertMany, [null, input, channel, 'keep']);
       const deadline = Date.now() + 5_000;
       while (payloads.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
