@@ -54,6 +54,8 @@ export interface WorkerSettings {
   readonly fallbackPollMs?: number;
   /** Completions per `completeMany` (default: the worker's). */
   readonly completeBatchSize?: number;
+  /** `'handlers'` (the worker's default: only kinds it has handlers for) or `'any'` (docs/contract.md#queues). */
+  readonly claimKinds?: 'handlers' | 'any';
 }
 
 /** How the child connects: driver and the driver settings that bound a dead connection. */

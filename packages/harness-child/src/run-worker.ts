@@ -88,6 +88,7 @@ export async function prepareWorker(run: WorkerRun, resources: ChildResources, c
     ...(settings.discovery === undefined ? {} : { discovery: settings.discovery }),
     ...(settings.fallbackPollMs === undefined ? {} : { hybrid: { fallbackPollMs: settings.fallbackPollMs } }),
     ...(settings.completeBatchSize === undefined ? {} : { completeBatchSize: settings.completeBatchSize }),
+    ...(settings.claimKinds === undefined ? {} : { claimKinds: settings.claimKinds }),
   });
   forwardEvents(worker, channel);
   return {

@@ -9,7 +9,8 @@ const TERMINAL = ['DONE', 'CANCELLED', 'DEAD'];
 describe('evidence: cancel', () => {
   it('cancel_semantics: each cancel outcome names the phase the task was in', async () => {
     await runCase('cancel_semantics', async (v, ctx) => {
-      const worker = { ...CASE_WORKER, concurrency: 1, abandonGraceMs: 10_000 };
+      // claimKinds 'any': this worker also claims the kind it has no handler for, to make a DEAD task below.
+      const worker = { ...CASE_WORKER, concurrency: 1, abandonGraceMs: 10_000, claimKinds: 'any' as const };
       const w = ctx.spawn({ name: 'cW', waitForStart: true, run: { mode: 'worker', worker, handler: { kind: KIND, park: [{ point: 'afterClaim' }] } } });
       await allReady([w]);
 
@@ -36,7 +37,7 @@ describe('evidence: cancel', () => {
       const doneCommit = await w.waitFor('committed', (e) => e.id === done.id);
       const onDone = await ctx.store.cancel(done.id);
 
-      // No handler for this kind: the worker fails it, and with one attempt it is DEAD.
+      // No handler for this kind: the worker (claiming any kind) fails it, and with one attempt it is DEAD.
       const dead = await ctx.store.schedule({ kind: 'no-handler', payload: {}, maxAttempts: 1 });
       await pollUntil(async () => (await ctx.db.task(dead.id)).state === 'DEAD', { timeoutMs: 10_000, what: 'task DEAD' });
       const onDead = await ctx.store.cancel(dead.id);
