@@ -58,7 +58,7 @@ export interface ScheduleInput<P = unknown> {
   readonly traceContext?: TraceContext | null;
   /**
    * Dedup key, 1..{@link MAX_KEY_LENGTH} characters without `\u0000`: at most one SCHEDULED or CLAIMED
-   * task per (kind, key); what a second schedule does is `onConflict` of {@link ScheduleOptions}
+   * task per (kind, key); what a second schedule does is `onConflict` of `ScheduleOptions` (core)
    * (docs/contract.md#dedup-keys). Omit it (or pass null) for none.
    */
   readonly key?: string | null;

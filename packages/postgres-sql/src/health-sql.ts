@@ -6,7 +6,6 @@
  */
 import { literal } from './sql.js';
 
-type Row = Record<string, unknown>;
 
 /** `$1` schema name → one row per store table (`task`, `effect`) that has statistics. */
 const tables = `select s.relname::text as tablename,
@@ -100,7 +99,7 @@ const num = (v: unknown): number => Number(v ?? 0);
 const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : new Date(Number(v)));
 
 /** Builds the answer of `vacuumHealth()` from the rows of the two statements of `@postpone/postgres-sql`. */
-export function vacuumHealthFrom(tableRows: readonly Row[], snapshotRows: readonly Row[], fallbackNowMs: number): VacuumHealth {
+export function vacuumHealthFrom(tableRows: readonly Record<string, unknown>[], snapshotRows: readonly Record<string, unknown>[], fallbackNowMs: number): VacuumHealth {
   const tables = tableRows.map(
     (r): TableVacuumHealth => ({
       table: String(r.tablename),

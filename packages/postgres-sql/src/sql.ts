@@ -266,7 +266,7 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
      * `priority desc, due_at, id`, which no single range of `task_claim_idx` yields when priorities
      * differ (a plain scan in that order would read every not-yet-due row of a higher priority before
      * a due one of a lower). So the pick walks the index per (kind, priority) level of
-     * {@link levelsCte}: for each, a nested-loop lateral range scan `queue = $5 and kind = … and
+     * `levelsCte`: for each, a nested-loop lateral range scan `queue = $5 and kind = … and
      * priority = … and due_at <= now` in `(due_at, id)` order that stops after `$4` rows — every
      * condition an Index Cond, so no row is read and then thrown away — with FOR UPDATE SKIP LOCKED
      * in the level, so concurrent claimers still take disjoint rows; the levels' rows are then
