@@ -1,12 +1,14 @@
 /**
  * @postpone/conformance-queues — the conformance cases of queues, kind-filtered claims and priorities
- * (docs/contract.md#queues, #priorities): {@link queueCases}. `describeStoreConformance` of
+ * (docs/contract.md#queues, #priorities): {@link queueCases}; per-kind concurrency caps
+ * (docs/contract.md#kind-concurrency): {@link kindLimitCases}. `describeStoreConformance` of
  * `@postpone/conformance` registers them after the operations cases; each group takes the current
  * test's harness ({@link HarnessRef} of `@postpone/conformance-kit`).
  */
+import { kindLimitCases } from './cases-kind-limits.js';
 import { queueCases } from './cases-queues.js';
 
-export { queueCases };
+export { kindLimitCases, queueCases };
 
 /** The groups of this package, in the order `describeStoreConformance` registers them. */
-export const QUEUE_CASES = [queueCases] as const;
+export const QUEUE_CASES = [queueCases, kindLimitCases] as const;

@@ -27,6 +27,7 @@ describe('conformance suite', () => {
       'cancelTxCases',
       'retryCases',
       'queueCases',
+      'kindLimitCases',
       'cronCases',
     ]);
   });

@@ -51,6 +51,14 @@ export interface ClaimParams {
   readonly kinds?: readonly string[];
   /** Take only tasks of this queue (default `'default'`). */
   readonly queue?: string;
+  /**
+   * Per-kind concurrency caps, `{ [kind]: cap }` (0..1 000 kinds, caps 1..1 000 000; core
+   * `validateKindLimits`, else ValidationError and nothing claimed): the claim takes at most
+   * `cap − (tasks of the kind CLAIMED now, in any queue, by anyone)` of a capped kind. Exact on every
+   * store: capped claims serialise per kind (docs/contract.md#kind-concurrency). Claims that do not
+   * pass a kind's cap ignore it, so every claimer of a capped kind must pass the same caps.
+   */
+  readonly kindLimits?: Readonly<Record<string, number>>;
 }
 
 export interface ExtendParams {

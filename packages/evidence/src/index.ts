@@ -18,6 +18,7 @@ export const CASE_ORDER: readonly string[] = [
   'boundary_partial_due_index',
   'claim_only_known_kinds',
   'priority_order',
+  'kind_concurrency_cap',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',

@@ -42,7 +42,19 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
   return async (task: ClaimedTask, ctx: HandlerContext): Promise<PlannedResult> => {
     const { id } = task;
     const { attempt } = ctx;
-    await channel.emit({ type: 'handlerStarted', id, attempt });
+    const wallMs = Date.now();
+    await channel.emit({ type: 'handlerStarted', id, attempt, wallMs });
+    if (!plan.reportEnd) return await body(task, ctx);
+    try {
+      return await body(task, ctx);
+    } finally {
+      await channel.emit({ type: 'handlerEnded', id, attempt, wallMs: Date.now() });
+    }
+  };
+
+  async function body(task: ClaimedTask, ctx: HandlerContext): Promise<PlannedResult> {
+    const { id } = task;
+    const { attempt } = ctx;
     if (plan.blockMs !== undefined) {
       blockEventLoop(plan.blockMs);
       // Yield once, so timers that fell due during the block (the lease renewal) run now.
@@ -68,5 +80,5 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
     if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
     return { by: name, attempt };
-  };
+  }
 }

@@ -12,6 +12,10 @@ export type FaultPoint = 'afterClaim' | 'afterExternal';
 export interface HandlerPlan {
   /** The task kind handled. */
   readonly kind: string;
+  /** More kinds handled by the same plan (default none). */
+  readonly alsoKinds?: readonly string[];
+  /** Report `handlerEnded` when the handler returns or throws (default off). */
+  readonly reportEnd?: boolean;
   /** Points where the handler parks until `proceed`; limited to the listed attempts when given. */
   readonly park?: readonly { readonly point: FaultPoint; readonly attempts?: readonly number[] }[];
   /** Block the event loop (busy loop) for this many ms right after the claim. */
@@ -56,6 +60,8 @@ export interface WorkerSettings {
   readonly completeBatchSize?: number;
   /** `'handlers'` (the worker's default: only kinds it has handlers for) or `'any'` (docs/contract.md#queues). */
   readonly claimKinds?: 'handlers' | 'any';
+  /** The worker's `kindConcurrency` caps (default none). */
+  readonly kindConcurrency?: Readonly<Record<string, number>>;
 }
 
 /** How the child connects: driver and the driver settings that bound a dead connection. */
@@ -128,7 +134,10 @@ export type ChildEvent =
   | { readonly type: 'ready'; readonly pid: number }
   | { readonly type: 'started' }
   | { readonly type: 'claimed'; readonly id: string; readonly attempt: number; readonly claimedAtMs: number; readonly dueAtMs: number; readonly leaseUntilMs: number }
-  | { readonly type: 'handlerStarted'; readonly id: string; readonly attempt: number }
+  /** `wallMs`: the child's `Date.now()` as the handler began (one clock for every child of the machine). */
+  | { readonly type: 'handlerStarted'; readonly id: string; readonly attempt: number; readonly wallMs: number }
+  /** With `reportEnd`: the handler returned or threw; `wallMs` its child's `Date.now()` then. */
+  | { readonly type: 'handlerEnded'; readonly id: string; readonly attempt: number; readonly wallMs: number }
   | { readonly type: 'renewed'; readonly id: string; readonly attempt: number }
   /** Every answer of the store's extend (the worker reports only successes as `renewed`). */
   | { readonly type: 'extended'; readonly id: string; readonly attempt: number; readonly ok: boolean }

@@ -76,7 +76,7 @@ export async function prepareWorker(run: WorkerRun, resources: ChildResources, c
   const { worker: settings } = run;
   const worker = createWorker<unknown>({
     store: observeExtend(store, channel),
-    handlers: { [run.handler.kind]: planHandler(run.handler, resources.name, channel, resources) },
+    handlers: Object.fromEntries([run.handler.kind, ...(run.handler.alsoKinds ?? [])].map((kind) => [kind, planHandler(run.handler, resources.name, channel, resources)])),
     id: resources.name,
     concurrency: settings.concurrency,
     leaseMs: settings.leaseMs,
@@ -89,6 +89,7 @@ export async function prepareWorker(run: WorkerRun, resources: ChildResources, c
     ...(settings.fallbackPollMs === undefined ? {} : { hybrid: { fallbackPollMs: settings.fallbackPollMs } }),
     ...(settings.completeBatchSize === undefined ? {} : { completeBatchSize: settings.completeBatchSize }),
     ...(settings.claimKinds === undefined ? {} : { claimKinds: settings.claimKinds }),
+    ...(settings.kindConcurrency === undefined ? {} : { kindConcurrency: settings.kindConcurrency }),
   });
   forwardEvents(worker, channel);
   return {

@@ -34,6 +34,9 @@ export const MIN_PRIORITY = -32_768;
 export const MAX_PRIORITY = 32_767;
 /** Most kinds one claim or peek may name (docs/contract.md#queues). */
 export const MAX_CLAIM_KINDS = 1_000;
+/** Most kinds one claim may cap with `kindLimits`, and the largest cap (docs/contract.md#kind-concurrency). */
+export const MAX_KIND_LIMITS = 1_000;
+export const MAX_KIND_LIMIT = 1_000_000;
 /** Default attempts per task. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** PostgreSQL `bigint` maximum (§8.1.1). */
@@ -189,6 +192,29 @@ export function validateSelection(params: { readonly queue?: unknown; readonly k
     throw new ValidationError('INVALID_KIND', 'kinds', `must be an array of 1..${MAX_CLAIM_KINDS} kinds, got ${Array.isArray(k) ? `${k.length} entries` : describe(k)}`);
   }
   return { queue, kinds: [...new Set(k.map((kind, i) => validateKind(kind, `kinds[${i}]`)))] };
+}
+
+/**
+ * The per-kind concurrency caps of a claim (docs/contract.md#kind-concurrency): an object of
+ * 0..{@link MAX_KIND_LIMITS} entries `{ [kind]: cap }`, each kind as {@link validateKind}, each cap an
+ * integer 1..{@link MAX_KIND_LIMIT}. `undefined` or `{}` → null (no caps).
+ * @throws ValidationError INVALID_OPTION naming `kindLimits` or `kindLimits.<kind>`; INVALID_KIND naming `kindLimits` for a bad kind
+ * @returns the caps as a frozen Map, or null
+ */
+export function validateKindLimits(limits: unknown, field = 'kindLimits'): ReadonlyMap<string, number> | null {
+  if (limits === undefined) return null;
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits) || limits instanceof Map) {
+    throw new ValidationError('INVALID_OPTION', field, `must be an object { [kind]: cap }, got ${describe(limits)}`);
+  }
+  const entries = Object.entries(limits);
+  if (entries.length > MAX_KIND_LIMITS) throw new ValidationError('INVALID_OPTION', field, `must cap at most ${MAX_KIND_LIMITS} kinds, got ${entries.length}`);
+  if (entries.length === 0) return null;
+  const caps = new Map<string, number>();
+  for (const [kind, cap] of entries) {
+    validateKind(kind, field);
+    caps.set(kind, integerIn(cap, `${field}.${kind}`, 1, MAX_KIND_LIMIT, 'an integer'));
+  }
+  return caps;
 }
 
 export function validateDelayMs(delayMs: unknown, field = 'delayMs'): number {

@@ -53,6 +53,7 @@ import {
   validatePositiveInt,
   validatePositiveMs,
   validateSchedule,
+  validateKindLimits,
   validateSelection,
   validateScheduleMany,
   validateScheduleOptions,
@@ -173,8 +174,27 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const nowMs = this.#clock.now();
     // The partial index `task_claim_idx` of docs/contract.md#data-model (SCHEDULED rows of the queue and kinds),
     // in (priority desc, dueAt, id) order; transition() decides which rows are due. Rows locked by a running command are skipped.
+    const caps = validateKindLimits(params.kindLimits);
     const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter(selected);
-    const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => resultOf(r, 'claim').claimed);
+    // Per-kind caps (docs/contract.md#kind-concurrency): the room of a capped kind is its cap less the
+    // committed CLAIMED tasks of that kind in any queue; this method runs without awaiting, so no other
+    // claim interleaves (the PostgreSQL store's per-kind advisory lock).
+    const room = new Map<string, number>();
+    if (caps !== null) {
+      for (const [kind, cap] of caps) room.set(kind, cap);
+      for (const t of this.#db.tasks.values()) {
+        const left = t.state === TaskState.CLAIMED ? room.get(t.kind) : undefined;
+        if (left !== undefined) room.set(t.kind, left - 1);
+      }
+    }
+    const admit = (t: Task): boolean => (room.get(t.kind) ?? 1) > 0;
+    const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => {
+      if (!resultOf(r, 'claim').claimed) return false;
+      const kind = (r.task as Task).kind;
+      const left = room.get(kind);
+      if (left !== undefined) room.set(kind, left - 1);
+      return true;
+    }, admit);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }
 
@@ -470,11 +490,13 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     nowMs: number,
     limit: number,
     accepted: (result: Step) => boolean,
+    admit: (task: Task) => boolean = () => true,
   ): { changed: Task[]; steps: { before: Task; result: Step }[] } {
     const ws = this.#db.begin();
     const steps: { before: Task; result: Step }[] = [];
     for (const before of candidates) {
       if (steps.length >= limit) break;
+      if (!admit(before)) continue;
       const step = this.#stage(ws, before.id, command, nowMs);
       if (accepted(step)) steps.push({ before, result: step });
     }

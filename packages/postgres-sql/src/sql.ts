@@ -116,6 +116,21 @@ function levelsCte(task: string, queue: string, kindsJson: string): string {
 )`;
 }
 
+/** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
+function claimUpdate(task: string): string {
+  return `update ${task} t
+   set state = ${C},
+       attempt = t.attempt + 1,
+       lease_owner = $2::text,
+       lease_until = ${CLOCK} + ${millis('$3')},
+       updated_at = ${NOW}
+ where t.id = any(array(select p.id from picked p))
+   and t.state = ${S}
+returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
+          t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
+          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext, t.retry::text as retry, t.priority::int as priority`;
+}
+
 /** Row shape of `taskColumns` (a full task row). */
 export interface TaskRow {
   id: string;
@@ -293,17 +308,55 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
    order by c.priority desc, c.due_at, c.id
    limit $4::int
 )
-update ${task} t
-   set state = ${C},
-       attempt = t.attempt + 1,
-       lease_owner = $2::text,
-       lease_until = ${CLOCK} + ${millis('$3')},
-       updated_at = ${NOW}
- where t.id = any(array(select p.id from picked p))
-   and t.state = ${S}
-returning t.id::text as id, t.kind as kind, t.payload::text as payload, t.attempt as attempt,
-          t.failures as failures, t.max_attempts as maxattempts, ${ms('t.due_at')} as dueatms, ${ms('t.lease_until')} as leaseuntilms,
-          ${ms(NOW)} as claimedatms, t.trace_context::text as tracecontext, t.retry::text as retry, t.priority::int as priority`,
+${claimUpdate(task)}`,
+
+    /**
+     * `$1` schema name, `$2` the capped kinds this claim may take, as a JSON array text SORTED by the
+     * caller → one row per kind. Per-kind concurrency caps (docs/contract.md#kind-concurrency): the
+     * first statement of a capped claim's transaction takes a transaction-level advisory lock per
+     * capped kind (PostgreSQL 17 §9.28.10), in the array's order — every capped claimer sorts the same
+     * way, so two claimers never wait on each other in a cycle. A second capped claimer of a kind
+     * waits here until the first commits; under READ COMMITTED its next statement takes a new
+     * snapshot (§13.2.1), which sees the first one's claims, so the count of {@link taskClaimCapped}
+     * cannot race. Nothing else raises the CLAIMED count of a kind, so nothing else takes this lock.
+     */
+    kindCapLock: `select pg_advisory_xact_lock(hashtextextended('postpone:kind-cap:' || $1::text || ':' || k.kind, 0))
+  from jsonb_array_elements_text($2::text::jsonb) with ordinality as k(kind, ord)
+ order by k.ord`,
+
+    /**
+     * `$1`..`$6` as {@link taskClaim}, `$7` the caps `{ [kind]: cap }` as JSON object text → the rows
+     * of {@link taskClaim}. Run after {@link kindCapLock} on the same transaction. A capped kind's
+     * room is its cap less its CLAIMED tasks in every queue (read through the partial index
+     * `task_claimed_idx`, at most the fleet's concurrency rows), never below 0; each level of a
+     * capped kind locks at most `least(limit, room)` rows, and of the levels' rows a capped kind keeps
+     * its first `room` in claim order (`row_number()` per kind), before the merge keeps the first
+     * `limit`. Uncapped kinds are walked exactly as in {@link taskClaim}.
+     */
+    taskClaimCapped: `${levelsCte(task, '$5', '$6')}, room as materialized (
+  select c.key as kind,
+         greatest(0, c.value::int - (select count(*) from ${task} s where s.state = ${C} and s.kind = c.key))::int as room
+    from jsonb_each_text($7::text::jsonb) c
+), picked as materialized (
+  select x.id
+    from (select c.id, c.priority, c.due_at, r.room,
+                 row_number() over (partition by l.kind order by c.priority desc, c.due_at, c.id) as n
+            from levels l
+            left join room r on r.kind = l.kind
+           cross join lateral (
+                 select s.id, s.priority, s.due_at
+                   from ${task} s
+                  where s.state = ${S} and s.queue = $5::text and s.kind = l.kind and s.priority = l.priority
+                    and s.due_at <= ${NOW}
+                  order by s.due_at, s.id
+                  for update skip locked
+                  limit least($4::int, coalesce(r.room, $4::int))) c
+           where l.priority is not null) x
+   where x.room is null or x.n <= x.room
+   order by x.priority desc, x.due_at, x.id
+   limit $4::int
+)
+${claimUpdate(task)}`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` lease ms → one `{ id }` row when renewed.

@@ -65,6 +65,7 @@ import {
   validateSchedule,
   validateScheduleMany,
   validateScheduleOptions,
+  validateKindLimits,
   validateSelection,
   ValidationError,
   DEFAULT_BATCH_LIMIT,
@@ -517,6 +518,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * Claims up to `limit` (1..10 000) due tasks in one UPDATE with FOR UPDATE SKIP LOCKED; each claim
    * increments `attempt` and sets the lease to `clock_timestamp() + leaseMs`.
    * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
+   * With `kindLimits` naming a kind it may take, ONE transaction instead: `kindCapLock` (advisory
+   * locks per capped kind, sorted), then `taskClaimCapped` (docs/contract.md#kind-concurrency); without,
+   * the single statement as before.
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -526,8 +530,19 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
     const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
     const { queue, kinds } = validateSelection(params);
+    const caps = validateKindLimits(params.kindLimits);
     const kindsJson = kinds === null ? null : JSON.stringify(kinds);
-    const rows = await this.call(() => this.driver.query(this.sql.taskClaim, [this.nowParam(), owner, leaseMs, limit, queue, kindsJson]));
+    const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
+    // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
+    const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    const rows = await this.call(() =>
+      capped.length === 0
+        ? this.driver.query(this.sql.taskClaim, claimParams)
+        : this.driver.transaction(async (query) => {
+            await query(this.sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            return await query(this.sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+          }),
+    );
     return rows
       .map((r) => ({
         id: String(r.id),

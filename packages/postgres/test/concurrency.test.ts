@@ -124,3 +124,61 @@ describe('concurrent completeMany', () => {
     expect(effects).toEqual([{ n: 200 }]);
   });
 });
+
+describe('concurrent capped claims (kindLimits)', () => {
+  const kits = (['pg', 'postgres', 'pg', 'postgres', 'pg', 'postgres'] as const).map((d) => makeKit(d));
+  afterAll(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await admin.truncate();
+  });
+
+  it('six connections claiming api (cap 3) and hot (cap 1) with other kinds: CLAIMED never above the caps, every task DONE once', async () => {
+    const stores = kits.map((k) => k.store({ schema: admin.schema }));
+    const first = stores[0] as PostgresStore<any>;
+    const caps = { api: 3, hot: 1 } as const;
+    await first.scheduleMany([
+      ...Array.from({ length: 90 }, (_, i) => ({ kind: 'api', priority: i % 3 })),
+      ...Array.from({ length: 30 }, () => ({ kind: 'hot' })),
+      ...Array.from({ length: 60 }, () => ({ kind: 'other' })),
+    ]);
+    // One claim alone fills each cap and its limit with the uncapped kind.
+    const opening = await first.claim({ owner: 'w0', limit: 10, leaseMs: 60_000, kindLimits: caps });
+    expect(opening.filter((t) => t.kind === 'api')).toHaveLength(3);
+    expect(opening.filter((t) => t.kind === 'hot')).toHaveLength(1);
+    expect(opening.filter((t) => t.kind === 'other')).toHaveLength(6);
+    for (const t of opening) expect(await first.complete({ id: t.id, attempt: t.attempt, owner: 'w0' })).toBe('DONE');
+
+    let done = opening.length;
+    let running = true;
+    const sampled = { api: 0, hot: 0, samples: 0 };
+    const sampler = (async () => {
+      for (let i = 0; i < 10_000 && running; i++) {
+        const rows = await admin.query<{ kind: string; n: number }>(`select kind, count(*)::int as n from ${admin.t('task')} where state = 'CLAIMED' group by kind`);
+        for (const r of rows) if (r.kind === 'api' || r.kind === 'hot') sampled[r.kind] = Math.max(sampled[r.kind], r.n);
+        sampled.samples += 1;
+      }
+    })();
+    const deadline = Date.now() + DEADLINE_MS;
+    await Promise.all(
+      stores.map(async (store, w) => {
+        for (let round = 0; round < 2_000 && done < 180 && Date.now() < deadline; round++) {
+          const batch = await store.claim({ owner: `w${w}`, limit: 4, leaseMs: 60_000, kindLimits: caps });
+          // Hold the tasks for a turn of the event loop, so the others claim while these are CLAIMED.
+          await new Promise((resolve) => setImmediate(resolve));
+          for (const t of batch) expect(await store.complete({ id: t.id, attempt: t.attempt, owner: `w${w}` })).toBe('DONE');
+          done += batch.length;
+        }
+      }),
+    );
+    running = false;
+    await sampler;
+    expect(done).toBe(180);
+    expect(sampled.samples).toBeGreaterThan(0);
+    expect(sampled.api).toBeLessThanOrEqual(3);
+    expect(sampled.hot).toBeLessThanOrEqual(1);
+    expect(await first.countByState()).toMatchObject({ DONE: 180, CLAIMED: 0, SCHEDULED: 0 });
+    const attempts = await admin.query<{ attempt: number; n: number }>(`select attempt, count(*)::int as n from ${admin.t('task')} group by attempt`);
+    expect(attempts).toEqual([{ attempt: 1, n: 180 }]);
+    console.info(`capped claims: max CLAIMED sampled api ${sampled.api}/3, hot ${sampled.hot}/1 over ${sampled.samples} samples`);
+  });
+});

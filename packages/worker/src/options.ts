@@ -15,6 +15,7 @@ import {
   type Store,
   ValidationError,
   validateKind,
+  validateKindLimits,
   validateQueue,
   DEFAULT_QUEUE,
   validateNonNegativeMs,
@@ -84,6 +85,13 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * worker per queue, each with its own `concurrency`, to give queues separate capacity.
    */
   readonly queue?: string;
+  /**
+   * Per-kind concurrency caps across the fleet, `{ [kind]: n }` (0..1 000 kinds, n 1..1 000 000):
+   * passed as `kindLimits` to every claim, so at most n tasks of the kind are CLAIMED at once by all
+   * workers together, whatever each one's `concurrency` (exact; docs/contract.md#kind-concurrency).
+   * Give every worker that claims the kind the same caps: a claim applies only its own. Default: none.
+   */
+  readonly kindConcurrency?: Readonly<Record<string, number>>;
   /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
   readonly id?: string;
   /**
@@ -174,6 +182,8 @@ export interface ResolvedOptions {
   readonly id: string;
   readonly claimKinds: 'handlers' | 'any';
   readonly queue: string;
+  /** Null: no caps. */
+  readonly kindConcurrency: Readonly<Record<string, number>> | null;
   readonly discovery: DiscoveryMode;
   readonly hybrid: ResolvedHybridOptions;
   readonly concurrency: number;
@@ -235,6 +245,10 @@ const RULES: readonly Rule[] = [
     return value;
   }),
   rule('queue', () => DEFAULT_QUEUE, (value, field) => validateQueue(value, field)),
+  rule('kindConcurrency', () => null, (value, field) => {
+    const caps = validateKindLimits(value, field);
+    return caps === null ? null : Object.freeze(Object.fromEntries(caps));
+  }),
   rule('concurrency', () => defaults.concurrency, count(MAX_CONCURRENCY)),
   rule('leaseMs', () => defaults.leaseMs, positiveMs(MAX_TIMER_MS)),
   rule('renewEveryMs', (r) => Math.max(1, Math.floor(r.leaseMs / 3)), positiveMs(MAX_TIMER_MS)),

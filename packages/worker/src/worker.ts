@@ -157,7 +157,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     const sentAt = this.options.pacing.now();
     const claim = (async () => {
       try {
-        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs, ...this.selection });
+        const caps = this.options.kindConcurrency;
+        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs, ...this.selection, ...(caps === null ? {} : { kindLimits: caps }) });
       } finally {
         this.reserved -= limit;
       }

@@ -35,7 +35,9 @@ describe('worker options', () => {
       prune: null,
       claimKinds: 'handlers',
       queue: 'default',
+      kindConcurrency: null,
     });
+    expect(createWorker({ store, handlers, kindConcurrency: { ping: 3 } }).options.kindConcurrency).toEqual({ ping: 3 });
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
     expect(worker.state).toBe('idle');
@@ -102,6 +104,9 @@ describe('worker options', () => {
     [{ hybrid: { loadLimit: 10_001 } }, 'hybrid.loadLimit'],
     [{ hybrid: { pauseThresholdMs: -1 } }, 'hybrid.pauseThresholdMs'],
     [{ claimKinds: 'all' }, 'claimKinds'],
+    [{ kindConcurrency: [2] }, 'kindConcurrency'],
+    [{ kindConcurrency: { book: 0 } }, 'kindConcurrency.book'],
+    [{ kindConcurrency: { book: 1.5 } }, 'kindConcurrency.book'],
     [{ prune: 60_000 }, 'prune'],
     [{ prune: null }, 'prune'],
     [{ prune: {} }, 'prune.olderThanMs'],

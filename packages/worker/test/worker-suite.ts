@@ -91,6 +91,26 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((await h.store.countByState()).DONE).toBe(5);
     });
 
+    it('kindConcurrency caps the CLAIMED tasks of a kind across workers, whatever their concurrency', async () => {
+      await h.store.scheduleMany(Array.from({ length: 5 }, (_, n) => ({ kind: 'book', payload: { n } })));
+      const g = gate();
+      const options = { concurrency: 5, kindConcurrency: { book: 2 }, handlers: { book: async () => g.promise } };
+      const a = worker(options);
+      const b = worker(options);
+      expect(await a.runOnce()).toHaveLength(2);
+      expect(await b.runOnce()).toHaveLength(0);
+      expect(await a.runOnce()).toHaveLength(0);
+      expect(a.inFlight + b.inFlight).toBe(2);
+      expect((await h.store.countByState()).CLAIMED).toBe(2);
+      g.open();
+      await a.idle();
+      expect(await b.runOnce()).toHaveLength(2);
+      await b.idle();
+      expect(await a.runOnce()).toHaveLength(1);
+      await a.idle();
+      expect((await h.store.countByState()).DONE).toBe(5);
+    });
+
     it('a late complete is REJECTED_STALE and its same-transaction write never commits', async () => {
       const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 } });
       const g = gate();
