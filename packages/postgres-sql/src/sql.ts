@@ -170,6 +170,19 @@ export function statements(schema: string) {
   const task = `${q}.task`;
   const effect = `${q}.effect`;
   const migration = `${q}.migration`;
+  /**
+   * The UPDATE of every fenced way out of CLAIMED by its holder (fail, release, snooze): `set` first,
+   * then the lease cleared; it hits only when (id `$2`, attempt `$3`, CLAIMED) still holds.
+   */
+  const leaveClaim = (set: string): string => `update ${task}
+     set ${set},
+         lease_owner = null,
+         lease_until = null,
+         updated_at = ${NOW}
+   where id = $2::bigint
+     and attempt = $3::int
+     and state = ${C}
+  returning id, state, due_at`;
 
   return Object.freeze({
     // ---- clock -----------------------------------------------------------------------------------
@@ -469,21 +482,13 @@ returning id::text as id`,
      * `SET` expressions see the old row (PostgreSQL 17 UPDATE), hence `failures + 1`.
      */
     taskFail: `with failed as (
-  update ${task}
-     set state = case when cancel_requested then ${CANCELLED}
+  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED}
                       when not $7::boolean or failures + 1 >= coalesce($8::int, max_attempts) then ${DEAD}
                       else ${S} end,
          due_at = case when not cancel_requested and $7::boolean and failures + 1 < coalesce($8::int, max_attempts)
                        then ${NOW} + ${millis('$5')} else due_at end,
          failures = failures + 1,
-         last_error = $4::text,
-         lease_owner = null,
-         lease_until = null,
-         updated_at = ${NOW}
-   where id = $2::bigint
-     and attempt = $3::int
-     and state = ${C}
-  returning id, state, due_at
+         last_error = $4::text`)}
 )
 select f.state as state, ${ms('f.due_at')} as dueatms,
        case when f.state = ${S} then ${notice('scheduled', '$6::text', 'f')} end as notified
@@ -496,17 +501,9 @@ select f.state as state, ${ms('f.due_at')} as dueatms,
      * `failures` stays as it is, so releases never make a task DEAD.
      */
     taskRelease: `with released as (
-  update ${task}
-     set state = case when cancel_requested then ${CANCELLED} else ${S} end,
+  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED} else ${S} end,
          due_at = case when cancel_requested then due_at else ${NOW} end,
-         last_error = ${literal(RELEASED_ERROR)},
-         lease_owner = null,
-         lease_until = null,
-         updated_at = ${NOW}
-   where id = $2::bigint
-     and attempt = $3::int
-     and state = ${C}
-  returning id, state, due_at
+         last_error = ${literal(RELEASED_ERROR)}`)}
 )
 select r.state as state,
        case when r.state = ${S} then ${notice('scheduled', '$4::text', 'r')} end as notified
@@ -520,16 +517,8 @@ select r.state as state,
      * are, so a snooze never makes a task DEAD.
      */
     taskSnooze: `with snoozed as (
-  update ${task}
-     set state = case when cancel_requested then ${CANCELLED} else ${S} end,
-         due_at = case when cancel_requested then due_at else coalesce($4::timestamptz, ${NOW} + ${millis('$5')}) end,
-         lease_owner = null,
-         lease_until = null,
-         updated_at = ${NOW}
-   where id = $2::bigint
-     and attempt = $3::int
-     and state = ${C}
-  returning id, state, due_at
+  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED} else ${S} end,
+         due_at = case when cancel_requested then due_at else coalesce($4::timestamptz, ${NOW} + ${millis('$5')}) end`)}
 )
 select s.state as state, ${ms('s.due_at')} as dueatms,
        case when s.state = ${S} then ${notice('scheduled', '$6::text', 's')} end as notified
