@@ -152,18 +152,36 @@ export function buildProgram(out: Out): Command {
     .option('--delay <duration>', 'delay from now: 500, 30s, 15m, 2h, 7d (default: due now)')
     .option('--run-at <time>', 'absolute due time, ISO 8601 (instead of --delay)')
     .option('--max-attempts <n>', 'attempts before DEAD (default 5)')
-    .action(async (kind: string, opts: { payload?: string; payloadFile?: string; delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
-      const g = globals(cmd);
-      const input = {
-        kind,
-        payload: readPayload(opts),
-        ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
-        ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
-        ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
-      };
-      const scheduled = await withStore(g, (store) => store.schedule(input));
-      print(out, g, scheduled, () => `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`);
-    });
+    .option('--queue <name>', "named queue (default 'default')")
+    .option('--priority <n>', 'integer -32768..32767; higher is claimed first (default 0)')
+    .option('--key <key>', 'dedup key: at most one SCHEDULED or CLAIMED task per kind and key')
+    .addOption(new Option('--on-conflict <mode>', 'when the key is held: keep (default), replace, fail').choices(['keep', 'replace', 'fail']))
+    .action(
+      async (
+        kind: string,
+        opts: { payload?: string; payloadFile?: string; delay?: string; runAt?: string; maxAttempts?: string; queue?: string; priority?: string; key?: string; onConflict?: 'keep' | 'replace' | 'fail' },
+        cmd: Command,
+      ) => {
+        const g = globals(cmd);
+        const input = {
+          kind,
+          payload: readPayload(opts),
+          ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
+          ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
+          ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
+          ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
+          // Not a number: passed as given, so the store refuses it with INVALID_PRIORITY.
+          ...(opts.priority !== undefined ? { priority: (/^-?\d+$/.test(opts.priority) ? Number(opts.priority) : opts.priority) as number } : {}),
+          ...(opts.key !== undefined ? { key: opts.key } : {}),
+        };
+        const scheduled = await withStore(g, (store) => store.schedule(input, opts.onConflict === undefined ? {} : { onConflict: opts.onConflict }));
+        print(out, g, scheduled, () =>
+          scheduled.created
+            ? `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`
+            : `task ${scheduled.id} (${kind}) already holds key ${opts.key}: ${scheduled.replaced ? 'replaced its payload and due time' : 'kept'}, due ${scheduled.dueAt.toISOString()}`,
+        );
+      },
+    );
 
   program
     .command('cancel <id>')

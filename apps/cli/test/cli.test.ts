@@ -145,6 +145,24 @@ describe('postpone', () => {
     expect(second).toMatchObject({ tasks: [{ id: ids[2] }], nextCursor: null });
   });
 
+  it('schedules into a queue, with a priority and a dedup key (keep, replace, fail)', async () => {
+    const first = await json<{ id: string; created: boolean }>(['schedule', 'close-reservation', '--queue', 'billing', '--priority', '-5', '--key', 'r-42', '--delay', '30m']);
+    expect(first.created).toBe(true);
+    const shown = await json<{ task: { queue: string; priority: number; key: string } }>(['show', first.id]);
+    expect(shown.task).toMatchObject({ queue: 'billing', priority: -5, key: 'r-42' });
+    const kept = await postpone(['schedule', 'close-reservation', '--key', 'r-42']);
+    expect(kept).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^task ${first.id} \\(close-reservation\\) already holds key r-42: kept, due `)) });
+    const replaced = await json<{ id: string; created: boolean; replaced: boolean }>(['schedule', 'close-reservation', '--key', 'r-42', '--on-conflict', 'replace', '--payload', '{"n":2}']);
+    expect(replaced).toMatchObject({ id: first.id, created: false, replaced: true });
+    const failed = await postpone(['schedule', 'close-reservation', '--key', 'r-42', '--on-conflict', 'fail']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^postpone: error DUPLICATE_KEY: /);
+    const badPriority = await postpone(['schedule', 'close-reservation', '--priority', 'high']);
+    expect(badPriority.code).not.toBe(0);
+    expect(badPriority.stderr).toMatch(/INVALID_PRIORITY/);
+    expect(await postpone(['cancel', first.id])).toMatchObject({ code: 0, stdout: `CANCELLED task ${first.id}\n` });
+  });
+
   it('schedules a payload from a file or standard input, beyond the size one argument can carry', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'postpone-cli-'));
     try {
@@ -200,6 +218,10 @@ describe('postpone', () => {
     const notMigrated = await postpone(['--schema', 'never_migrated_here', 'stats']);
     expect(notMigrated.code).toBe(1);
     expect(notMigrated.stderr).toMatch(/^postpone: error STORE_ERROR: .*42P01.*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
+    // health reads statistics views, which simply list nothing for a missing schema: it must still say so (found by a user: exit 0).
+    const health = await postpone(['--schema', 'never_migrated_here', 'health']);
+    expect(health.code).toBe(1);
+    expect(health.stderr).toMatch(/^postpone: error STORE_ERROR: .*42P01.*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
     // The dashboard checks the schema before it listens: nothing served, the same hint.
     const dashboard = await postpone(['--schema', 'never_migrated_here', 'dashboard', '--port', '0']);
     expect(dashboard.code).toBe(1);

@@ -66,11 +66,29 @@ export function retryCases(h: HarnessRef): void {
       expect((await mustGetTask(store, id)).state).toBe(TaskState.CANCELLED);
     });
 
-    it('fail with a maxAttempts limit uses it instead of the row\'s, lower or higher', async () => {
+    it('the retry operation copies the task\'s own policy; a maxAttempts given to it replaces the policy\'s', async () => {
+      const { store } = h();
+      const { id } = await store.schedule({ kind: 'own', key: 'reservation-42', retry: POLICY, priority: 7 });
+      const c = await claimExactly(store, id);
+      expect(await store.fail({ id, attempt: c.attempt, error: 'no', backoffMs: 0, retryable: false })).toEqual({ outcome: TaskState.DEAD });
+      const first = await store.retry({ id });
+      if (first.outcome !== 'RETRIED') throw new Error(`expected RETRIED, got ${first.outcome}`);
+      const copy = await mustGetTask(store, first.id);
+      expect(copy).toMatchObject({ retry: POLICY, maxAttempts: 7, priority: 7, key: null });
+      const c2 = await claimExactly(store, first.id);
+      expect(await store.fail({ id: first.id, attempt: c2.attempt, error: 'no', backoffMs: 0, retryable: false })).toEqual({ outcome: TaskState.DEAD });
+      const second = await store.retry({ id: first.id, maxAttempts: 2 });
+      if (second.outcome !== 'RETRIED') throw new Error(`expected RETRIED, got ${second.outcome}`);
+      expect(await mustGetTask(store, second.id)).toMatchObject({ retry: { ...POLICY, maxAttempts: 2 }, maxAttempts: 2 });
+    });
+
+    it('fail with a maxAttempts limit uses it instead of the row\'s, lower or higher, and the row keeps it', async () => {
       const { store, clock } = h();
       const low = await store.schedule({ kind: 'low' });
       const lowClaim = await claimExactly(store, low.id);
       expect(await store.fail({ id: low.id, attempt: lowClaim.attempt, error: 'e', backoffMs: 0, maxAttempts: 1 })).toEqual({ outcome: TaskState.DEAD });
+      // The row shows the limit that applied, not the default 5 (found by a user: "DEAD with attempts left").
+      expect(await mustGetTask(store, low.id)).toMatchObject({ failures: 1, maxAttempts: 1, state: TaskState.DEAD });
       const high = await store.schedule({ kind: 'high', maxAttempts: 1 });
       for (let n = 1; n <= 2; n++) {
         const c = await claimExactly(store, high.id);
@@ -79,7 +97,7 @@ export function retryCases(h: HarnessRef): void {
       }
       const last = await claimExactly(store, high.id);
       expect(await store.fail({ id: high.id, attempt: last.attempt, error: 'e3', backoffMs: 10, maxAttempts: 3 })).toEqual({ outcome: TaskState.DEAD });
-      expect(await mustGetTask(store, high.id)).toMatchObject({ failures: 3, maxAttempts: 1, state: TaskState.DEAD });
+      expect(await mustGetTask(store, high.id)).toMatchObject({ failures: 3, maxAttempts: 3, state: TaskState.DEAD });
     });
 
     it('snooze (delayMs) makes the task due later without counting a failure; the next claim is a new attempt', async () => {

@@ -118,5 +118,30 @@ export function validationCases(h: HarnessRef): void {
       expect(await store.getEffect(c.id)).toBeNull();
       expect(await store.countByState()).toEqual(counts);
     });
+
+    it('refuses an unknown field or a non-object in every worker call, and changes nothing', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store);
+      await store.schedule({ kind: 'waiting' });
+      const before = await mustGetTask(store, c.id);
+      const counts = await store.countByState();
+      // A misspelt filter must not widen a claim: `queues` is not `queue` (found by a user: it claimed from 'default').
+      const calls: [string, () => unknown][] = [
+        ['queues', () => store.claim({ owner: 'w1', limit: 5, leaseMs: 1_000, queues: ['reports'] } as never)],
+        ['withinMS', () => store.peekDue({ withinMs: 0, withinMS: 5 } as never)],
+        ['limt', () => store.reclaimExpired({ limt: 5 } as never)],
+        ['lease', () => store.extend({ id: c.id, attempt: 1, leaseMs: 1_000, lease: 1 } as never)],
+        ['reslt', () => store.complete({ id: c.id, attempt: 1, owner: 'w1', reslt: 1 } as never)],
+        ['retry', () => store.fail({ id: c.id, attempt: 1, error: 'x', backoffMs: 0, retry: false } as never)],
+        ['owner', () => store.release({ id: c.id, attempt: 1, owner: 'w1' } as never)],
+      ];
+      for (const [field, call] of calls) await expectValidationError(call, 'INVALID_OPTION', field);
+      for (const call of [() => store.claim(undefined as never), () => store.extend(null as never), () => store.complete([] as never), () => store.fail('x' as never)]) {
+        await expectValidationError(call, 'INVALID_OPTION', 'params');
+      }
+      expect(await mustGetTask(store, c.id)).toEqual(before);
+      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.countByState()).toEqual(counts);
+    });
   });
 }

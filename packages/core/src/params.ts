@@ -58,3 +58,31 @@ export function validateSnoozeParams(params: unknown): { id: TaskId; attempt: nu
   if (p.dueAt !== undefined) return { id, attempt, dueAt: validateRunAt(p.dueAt, 'dueAt'), delayMs: 0 };
   return { id, attempt, dueAt: null, delayMs: validateDelayMs(p.delayMs) };
 }
+
+/**
+ * The fields each store call takes (the parameter types of `Store` in `./store.ts`). Anything else is
+ * refused, so a misspelt option (`queues` for `queue`) never silently changes what a call takes or
+ * writes (docs/contract.md#input-errors).
+ */
+export const CALL_FIELDS = Object.freeze({
+  claim: ['owner', 'limit', 'leaseMs', 'kinds', 'queue', 'kindLimits'],
+  extend: ['id', 'attempt', 'leaseMs'],
+  complete: ['id', 'attempt', 'owner', 'result', 'work'],
+  fail: ['id', 'attempt', 'error', 'backoffMs', 'retryable', 'maxAttempts'],
+  release: ['id', 'attempt'],
+  reclaimExpired: ['limit'],
+  peekDue: ['withinMs', 'limit', 'kinds', 'queue'],
+} as const);
+
+/**
+ * Checks the parameter object of a store call: an object (or, for `reclaimExpired`, omitted) with no
+ * field outside {@link CALL_FIELDS}. Every store calls it first.
+ * @returns the object (`{}` for an omitted optional one)
+ * @throws ValidationError INVALID_OPTION naming `params` (not an object) or the unknown field
+ */
+export function checkCallParams<T>(call: keyof typeof CALL_FIELDS, params: T): T {
+  if (params === undefined && call === 'reclaimExpired') return {} as T;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new ValidationError('INVALID_OPTION', 'params', `${call}: must be an object`);
+  rejectUnknownFields(params, CALL_FIELDS[call]);
+  return params;
+}

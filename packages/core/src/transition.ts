@@ -157,9 +157,11 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
         return { task, result: { type: 'fail', result: { outcome: 'REJECTED_STALE' } } };
       }
       const failures = task.failures + 1;
-      const base = { ...task, failures, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
+      // A limit given with the fail (the kind's policy) becomes the row's, so the row shows the limit that applied.
+      const maxAttempts = command.maxAttempts ?? task.maxAttempts;
+      const base = { ...task, failures, maxAttempts, lastError: command.error, leaseOwner: null, leaseUntil: null, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'fail', result: { outcome: 'CANCELLED' } } };
-      if (command.retryable === false || exhausted(failures, command.maxAttempts ?? task.maxAttempts)) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
+      if (command.retryable === false || exhausted(failures, maxAttempts)) return { task: { ...base, state: TaskState.DEAD }, result: { type: 'fail', result: { outcome: 'DEAD' } } };
       const dueAt = new Date(nowMs + command.backoffMs);
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt }, result: { type: 'fail', result: { outcome: 'SCHEDULED', dueAt } } };
     }

@@ -86,8 +86,8 @@ export class MemoryAdmin {
         traceContext: null,
         // The retry is a new task without a dedup key: the original's key may belong to a newer task by now.
         key: null,
-        // Nor the original's retry policy: its maxAttempts is carried as the row's, like the store's SQL does.
-        retry: null,
+        // The original's own retry policy goes with it (a new maxAttempts replaces the policy's).
+        retry: original.retry === undefined ? null : p.maxAttempts == null ? original.retry : { ...original.retry, maxAttempts: p.maxAttempts },
         // Same queue and priority: a retry runs where the original would have.
         queue: original.queue,
         priority: original.priority,

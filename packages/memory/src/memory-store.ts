@@ -64,7 +64,7 @@ import {
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
-import { DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
+import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
 import { MemoryCron } from './cron.js';
@@ -164,6 +164,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
     this.#assertOpen();
+    checkCallParams('claim', params);
     const command: Command = {
       type: 'claim',
       owner: validateOwner(params?.owner),
@@ -200,6 +201,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async extend(params: ExtendParams): Promise<boolean> {
     this.#assertOpen();
+    checkCallParams('extend', params);
     const id = parseTaskId(params.id);
     const command: Command = { type: 'extend', attempt: validateAttempt(params.attempt), leaseMs: validatePositiveMs(params.leaseMs, 'leaseMs') };
     return resultOf(await this.#apply(id, command), 'extend').extended;
@@ -207,6 +209,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async complete(params: CompleteParams<MemoryTx>): Promise<CompleteOutcome> {
     this.#assertOpen();
+    checkCallParams('complete', params);
     const id = parseTaskId(params.id);
     const attempt = validateAttempt(params.attempt);
     const owner = validateOwner(params.owner);
@@ -259,6 +262,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async fail(params: FailParams): Promise<FailResult> {
     this.#assertOpen();
+    checkCallParams('fail', params);
     const id = parseTaskId(params.id);
     const command: Command = {
       type: 'fail',
@@ -282,12 +286,14 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async release(params: ReleaseParams): Promise<ReleaseOutcome> {
     this.#assertOpen();
+    checkCallParams('release', params);
     const id = parseTaskId(params.id);
     return resultOf(await this.#apply(id, { type: 'release', attempt: validateAttempt(params.attempt) }), 'release').outcome;
   }
 
   async reclaimExpired(params: ReclaimParams = {}): Promise<ReclaimedTask[]> {
     this.#assertOpen();
+    checkCallParams('reclaimExpired', params);
     const limit = validatePositiveInt(params.limit ?? DEFAULT_BATCH_LIMIT, 'limit', MAX_BATCH_LIMIT);
     const nowMs = this.#clock.now();
     // The partial index `lease_until WHERE state = 'CLAIMED'`, in (leaseUntil, id) order.
@@ -298,6 +304,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async peekDue(params: PeekParams): Promise<PeekResult> {
     this.#assertOpen();
+    checkCallParams('peekDue', params);
     const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
     const limit = validatePositiveInt(params.limit ?? DEFAULT_BATCH_LIMIT, 'limit', MAX_BATCH_LIMIT);
     const nowMs = this.#clock.now();

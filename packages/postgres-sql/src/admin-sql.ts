@@ -103,11 +103,13 @@ export function adminStatements(schema: string) {
      * state and `updated_at` never change.
      */
     taskRetry: `with orig as (
-  select o.id, o.kind, o.queue, o.priority, o.payload, o.max_attempts, o.state, o.retried_as from ${task} o where o.id = $2::bigint for update
+  select o.id, o.kind, o.queue, o.priority, o.payload, o.max_attempts, o.retry, o.state, o.retried_as from ${task} o where o.id = $2::bigint for update
 ), ins as (
-  insert into ${task} as n (kind, queue, priority, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, retry_of)
+  insert into ${task} as n (kind, queue, priority, payload, state, due_at, attempt, max_attempts, retry, cancel_requested, created_at, updated_at, retry_of)
   select o.kind, o.queue, o.priority, o.payload, ${literal(TaskState.SCHEDULED)}, coalesce($4::timestamptz, ${NOW} + ${millis('$3')}), 0,
-         coalesce($5::int, o.max_attempts), false, ${NOW}, ${NOW}, o.id
+         coalesce($5::int, o.max_attempts),
+         case when o.retry is null or $5::int is null then o.retry else o.retry || jsonb_build_object('maxAttempts', $5::int) end,
+         false, ${NOW}, ${NOW}, o.id
     from orig o
    where o.state in (${RETRYABLE_STATES.map(literal).join(', ')}) and o.retried_as is null
   returning n.id, n.due_at

@@ -475,7 +475,7 @@ returning id::text as id`,
     // ---- task: fail, cancel, reclaim -----------------------------------------------------------------
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` error text, `$5` backoff ms, `$6` notify channel, `$7`
-     * retryable (boolean), `$8` the failure limit (integer, or null for the row's `max_attempts`) →
+     * retryable (boolean), `$8` the failure limit (integer, or null for the row's `max_attempts`; when given it becomes the row's `max_attempts`, so the row shows the limit that applied) →
      * `{ state, dueatms }` when the fence (id, attempt, CLAIMED) held. As core `transition('fail')`:
      * one more failure; cancel requested → CANCELLED; not retryable, or that failure brings `failures`
      * to the limit → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
@@ -488,6 +488,7 @@ returning id::text as id`,
          due_at = case when not cancel_requested and $7::boolean and failures + 1 < coalesce($8::int, max_attempts)
                        then ${NOW} + ${millis('$5')} else due_at end,
          failures = failures + 1,
+         max_attempts = coalesce($8::int, max_attempts),
          last_error = $4::text`)}
 )
 select f.state as state, ${ms('f.due_at')} as dueatms,

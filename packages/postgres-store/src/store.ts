@@ -8,6 +8,7 @@
  * when it hit nothing).
  */
 import {
+  checkCallParams,
   type CancelOptions,
   type CancelOutcome,
   type ClaimedTask,
@@ -75,7 +76,7 @@ import {
   validateOwner,
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
-import { isDriverLevelError, translateError } from './errors.js';
+import { isDriverLevelError, SqlState, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
   HEALTH_STATEMENTS,
@@ -218,11 +219,6 @@ function validateIdentifier(value: unknown, field: string): string {
   return value;
 }
 
-function validateParams<T>(params: T, field = 'params'): T {
-  if (typeof params !== 'object' || params === null) throw new ValidationError('INVALID_OPTION', field, 'must be an object');
-  return params;
-}
-
 function parseJson(text: unknown): Json {
   return typeof text === 'string' ? (JSON.parse(text) as Json) : null;
 }
@@ -342,12 +338,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * Dead rows and autovacuum's record for the `task` and `effect` tables, and the oldest snapshot in
    * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
-   * @throws ConnectionLostError, StoreClosedError, StoreError
+   * @throws StoreError with SQLSTATE 42P01 when the schema is not migrated, ConnectionLostError, StoreClosedError, StoreError
    */
   async vacuumHealth(): Promise<VacuumHealth> {
     this.assertOpen();
     return await this.call(async () => {
       const tables = await this.driver.query(HEALTH_STATEMENTS.tables, [this.schema]);
+      // The statistics views list only tables that exist: none means the schema was never migrated.
+      if (!tables.some((t) => t.tablename === 'task')) {
+        throw new StoreError(`PostgreSQL error ${SqlState.UNDEFINED_TABLE}: relation "${this.schema}.task" does not exist (hint: call store.migrate() once for this schema)`, SqlState.UNDEFINED_TABLE);
+      }
       const snapshot = await this.driver.query(HEALTH_STATEMENTS.oldestSnapshot, []);
       return vacuumHealthFrom(tables, snapshot, Date.now());
     });
@@ -525,7 +525,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('claim', params);
     const owner = validateOwner(params.owner);
     const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
     const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
@@ -564,7 +564,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /** Renews the lease to `clock_timestamp() + leaseMs` if CLAIMED, same attempt, not cancel-requested, not expired. */
   async extend(params: ExtendParams): Promise<boolean> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('extend', params);
     const id = parseTaskId(params.id);
     const attempt = validateAttempt(params.attempt);
     const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
@@ -587,7 +587,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async complete(params: CompleteParams<Tx>): Promise<CompleteOutcome> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('complete', params);
     const id = parseTaskId(params.id);
     const attempt = validateAttempt(params.attempt);
     const owner = validateOwner(params.owner);
@@ -671,7 +671,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async fail(params: FailParams): Promise<FailResult> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('fail', params);
     const id = parseTaskId(params.id);
     const attempt = validateAttempt(params.attempt);
     const error = errorText(params.error);
@@ -706,7 +706,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async release(params: ReleaseParams): Promise<ReleaseOutcome> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('release', params);
     const id = parseTaskId(params.id);
     const attempt = validateAttempt(params.attempt);
     const [row] = await this.call(() => this.driver.query(this.sql.taskRelease, [this.nowParam(), id, attempt, this.notifyChannel]));
@@ -721,7 +721,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async reclaimExpired(params: ReclaimParams = {}): Promise<ReclaimedTask[]> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('reclaimExpired', params);
     const limit = params.limit === undefined ? DEFAULT_RECLAIM_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_RECLAIM_LIMIT);
     const rows = await this.call(() => this.driver.query(this.sql.taskReclaimExpired, [this.nowParam(), limit, this.notifyChannel]));
     return rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), outcome: r.state as ReclaimOutcome }));
@@ -730,7 +730,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /** SCHEDULED tasks of the queue (and kinds) due by now + `withinMs`, by due time (index `task_claim_idx`), and the store's now. */
   async peekDue(params: PeekParams): Promise<PeekResult> {
     this.assertOpen();
-    validateParams(params);
+    checkCallParams('peekDue', params);
     const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
     const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
     const { queue, kinds } = validateSelection(params);
