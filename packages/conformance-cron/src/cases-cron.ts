@@ -113,6 +113,24 @@ export function cronCases(h: HarnessRef): void {
       expect(await store.countByState()).toEqual(stateCounts({ SCHEDULED: 1 }));
     });
 
+    it("the occurrence's task has the given queue, priority and retry; without them the defaults ('default', 0, none)", async () => {
+      const { store, clock } = h();
+      const s = cron();
+      await s.reconcileCronSchedules({ schedules: [NIGHTLY] });
+      const at = new Date(clock.now() + 1_000);
+      const retry = { maxAttempts: 4, baseMs: 2_000, jitter: 'none' } as const;
+      const given = await s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: at, task: { kind: 'report', queue: 'reports', priority: 9, retry } });
+      if (given.outcome !== 'SCHEDULED') throw new Error(`expected SCHEDULED, got ${given.outcome}`);
+      expect(await mustGetTask(store, given.id)).toMatchObject({ queue: 'reports', priority: 9, maxAttempts: 4, retry, dueAt: at });
+      const plain = await s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: new Date(at.getTime() + 1_000), task: { kind: 'report' } });
+      if (plain.outcome !== 'SCHEDULED') throw new Error(`expected SCHEDULED, got ${plain.outcome}`);
+      const p = await mustGetTask(store, plain.id);
+      expect([p.queue, p.priority, p.retry ?? null]).toEqual(['default', 0, null]);
+      await expectValidationError(() => s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: new Date(at.getTime() + 5_000), task: { kind: 'report', queue: '' } }), 'INVALID_QUEUE', 'task.queue');
+      await expectValidationError(() => s.scheduleCronOccurrence({ ...NIGHTLY, occurrence: new Date(at.getTime() + 5_000), task: { kind: 'report', priority: 0.5 } }), 'INVALID_PRIORITY', 'task.priority');
+      expect(await store.countByState()).toEqual(stateCounts({ SCHEDULED: 2 }));
+    });
+
     it('bad input is a ValidationError naming the field, and nothing is written', async () => {
       const { store, clock } = h();
       const s = cron();

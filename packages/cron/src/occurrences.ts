@@ -12,24 +12,43 @@
 import { ValidationError } from '@postpone/core';
 import { Cron } from 'croner';
 
+/** An expression must name a time within this many years of {@link REFERENCE_MS} (`0 0 30 2 *` names none). */
+export const MAX_YEARS_TO_NEXT = 10;
+/** The fixed reference the next-run check starts from: 2001-01-01T00:00:00Z (so the check does not depend on today). */
+const REFERENCE_MS = Date.UTC(2001, 0, 1);
+
 export class Occurrences {
   readonly #cron: Cron;
 
-  /** @throws ValidationError INVALID_OPTION naming `field.cron` (bad expression) or `field.timeZone` (unknown zone) */
+  /**
+   * @throws ValidationError INVALID_OPTION naming `field.cron` (not 5 or 6 fields — croner also reads a
+   *   7th, the year, which Postpone does not promise —, an expression croner refuses, or one that names no
+   *   time in the {@link MAX_YEARS_TO_NEXT} years after 2001-01-01 in its zone, e.g. `0 0 30 2 *`) or
+   *   `field.timeZone` (unknown zone)
+   */
   constructor(
     readonly expression: string,
     readonly timeZone: string,
     field: string,
   ) {
+    const fields = expression.trim().split(/\s+/).length;
+    if (!expression.trim().startsWith('@') && fields !== 5 && fields !== 6) {
+      throw new ValidationError('INVALID_OPTION', `${field}.cron`, `must have 5 fields (minute first) or 6 (seconds first), got ${fields}: ${JSON.stringify(expression)}`);
+    }
     try {
       this.#cron = new Cron(expression, { timezone: timeZone, paused: true });
     } catch (error) {
       throw new ValidationError('INVALID_OPTION', `${field}.cron`, `is not a cron expression croner accepts: ${(error as Error).message}`, { cause: error });
     }
+    let first: Date | null;
     try {
-      this.#cron.nextRun(new Date(0));
+      first = this.#cron.nextRun(new Date(REFERENCE_MS));
     } catch (error) {
       throw new ValidationError('INVALID_OPTION', `${field}.timeZone`, `is not an IANA time zone: ${JSON.stringify(timeZone)}`, { cause: error });
+    }
+    // croner's own search is bounded and answers null for a date that never exists (30 February).
+    if (first === null || first.getTime() > REFERENCE_MS + MAX_YEARS_TO_NEXT * 366 * 86_400_000) {
+      throw new ValidationError('INVALID_OPTION', `${field}.cron`, `names no time in the next ${MAX_YEARS_TO_NEXT} years (from 2001-01-01): ${JSON.stringify(expression)} never fires`);
     }
   }
 

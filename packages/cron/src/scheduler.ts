@@ -7,7 +7,7 @@
  * `scheduleCronOccurrence` (the watermark moved in the same transaction as the insert), never on
  * this loop being alone.
  */
-import { type Json, rejectUnknownFields, type Store, ValidationError, validateKind, validateMaxAttempts, validateSchedule } from '@postpone/core';
+import { type Json, type RetryPolicy, rejectUnknownFields, type Store, ValidationError, validateKind, validateMaxAttempts, validateSchedule } from '@postpone/core';
 import { type CronStore, isCronStore, type ReconcileCronResult, validateCronSpec } from '@postpone/cron-store';
 import { Occurrences } from './occurrences.js';
 
@@ -28,6 +28,12 @@ export interface CronSchedule {
   readonly payload?: Json | ((occurrence: Date) => Json);
   /** Attempts of each occurrence's task (default core's `DEFAULT_MAX_ATTEMPTS`). */
   readonly maxAttempts?: number;
+  /** Named queue of each occurrence's task, as `schedule()`'s (default `'default'`): only a worker of this queue claims it (docs/contract.md#queues). @throws ValidationError INVALID_QUEUE */
+  readonly queue?: string;
+  /** Priority of each occurrence's task, an integer as `schedule()`'s (default 0; docs/contract.md#priorities). @throws ValidationError INVALID_PRIORITY */
+  readonly priority?: number;
+  /** The task's own retry policy, as `schedule()`'s `retry` (docs/contract.md#retry-policy); default none (the worker's). */
+  readonly retry?: RetryPolicy | null;
   /**
    * Occurrences before now that were never scheduled (nothing ran): `'last'` (default) schedules only
    * the most recent, due at once; `'all'` schedules each, oldest first, at most `maxMissed` (the most
@@ -64,8 +70,18 @@ export interface CronPassReport {
   readonly scheduled: Readonly<Record<string, readonly { readonly occurrence: Date; readonly id: string }[]>>;
   /** Occurrences another process (or an earlier pass) had already taken. */
   readonly passed: number;
-  /** Schedules skipped because the store holds another expression or none (another deploy reconciled). */
+  /**
+   * Schedules skipped because the store holds another expression or time zone for the name (another
+   * deploy reconciled it, CHANGED): this process schedules none of their occurrences until it is
+   * redeployed with the stored declaration (docs/contract.md#recurring-schedules).
+   */
   readonly stale: readonly string[];
+  /**
+   * Declared schedules the store no longer held (another process, e.g. an old deploy with
+   * `removeUndeclared`, deleted them): re-added by this pass alone (`removeUndeclared: false`),
+   * watermark = the store's now, and scheduled from then on. Occurrences during the gap are not made up.
+   */
+  readonly readded: readonly string[];
 }
 
 interface Entry {
@@ -73,11 +89,23 @@ interface Entry {
   readonly timeZone: string;
   readonly missed: MissedPolicy;
   readonly occurrences: Occurrences;
+  /** The highest watermark this process saw or set: a re-added schedule never re-schedules up to it. */
+  seenMs: number;
 }
 
 const OPTION_FIELDS = ['store', 'schedules', 'horizonMs', 'intervalMs', 'maxMissed', 'maxAhead', 'removeUndeclared', 'onError', 'onPass'];
-const SCHEDULE_FIELDS = ['name', 'cron', 'timeZone', 'kind', 'payload', 'maxAttempts', 'missed'];
+const SCHEDULE_FIELDS = ['name', 'cron', 'timeZone', 'kind', 'payload', 'maxAttempts', 'queue', 'priority', 'retry', 'missed'];
 const MISSED: readonly MissedPolicy[] = ['last', 'all', 'skip'];
+
+/** The task options a schedule declared (those not given are left out, so the store's defaults apply). */
+function taskOptions(def: CronSchedule): { maxAttempts?: number; queue?: string; priority?: number; retry?: RetryPolicy | null } {
+  const out: { maxAttempts?: number; queue?: string; priority?: number; retry?: RetryPolicy | null } = {};
+  if (def.maxAttempts !== undefined) out.maxAttempts = def.maxAttempts;
+  if (def.queue !== undefined) out.queue = def.queue;
+  if (def.priority !== undefined) out.priority = def.priority;
+  if (def.retry !== undefined) out.retry = def.retry;
+  return out;
+}
 
 function positiveInt(value: unknown, field: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -129,10 +157,11 @@ export class CronScheduler {
       names.add(spec.name);
       validateKind(def.kind, `${field}.kind`);
       if (def.maxAttempts !== undefined) validateMaxAttempts(def.maxAttempts, `${field}.maxAttempts`);
-      if (typeof def.payload !== 'function') validateSchedule({ kind: def.kind, payload: def.payload }, {}, field);
+      // The task fields, checked as schedule() checks them (the payload too, unless it is a function).
+      validateSchedule({ kind: def.kind, ...(typeof def.payload === 'function' ? {} : { payload: def.payload }), ...taskOptions(def) }, {}, field);
       const missed = def.missed ?? 'last';
       if (!MISSED.includes(missed)) throw new ValidationError('INVALID_OPTION', `${field}.missed`, `must be one of ${MISSED.join(', ')}`);
-      return { def, timeZone, missed, occurrences: new Occurrences(spec.cron, timeZone, field) };
+      return { def, timeZone, missed, occurrences: new Occurrences(spec.cron, timeZone, field), seenMs: Number.NEGATIVE_INFINITY };
     });
   }
 
@@ -175,25 +204,45 @@ export class CronScheduler {
     const stored = new Map((await this.#store.listCronSchedules()).map((r) => [r.name, r]));
     const scheduled: Record<string, { occurrence: Date; id: string }[]> = {};
     const stale: string[] = [];
+    const readded: string[] = [];
     let passed = 0;
     for (const entry of this.#entries) {
       const { def } = entry;
-      const row = stored.get(def.name);
-      if (row === undefined || row.cron !== def.cron || row.timeZone !== entry.timeZone) {
+      let row = stored.get(def.name);
+      if (row === undefined) {
+        // Deleted by another process (NOT_FOUND): re-add this one schedule, never touching the others.
+        try {
+          const spec = { name: def.name, cron: def.cron, timeZone: entry.timeZone };
+          const result = await this.#store.reconcileCronSchedules({ schedules: [spec], removeUndeclared: false });
+          if (result.added.includes(def.name)) readded.push(def.name);
+          row = (await this.#store.listCronSchedules()).find((r) => r.name === def.name);
+        } catch (error) {
+          this.#report(error, def.name);
+          continue;
+        }
+        if (row === undefined) continue; // deleted again at once: the next pass re-adds it
+      }
+      if (row.cron !== def.cron || row.timeZone !== entry.timeZone) {
         stale.push(def.name);
         continue;
       }
       const mine: { occurrence: Date; id: string }[] = [];
       scheduled[def.name] = mine;
       try {
-        for (const occurrence of this.#due(entry, row.watermark.getTime(), nowMs)) {
+        // The floor: the stored watermark, or what this process saw before the row was deleted and
+        // re-added (its occurrences up to there are already tasks).
+        entry.seenMs = Math.max(entry.seenMs, row.watermark.getTime());
+        for (const occurrence of this.#due(entry, entry.seenMs, nowMs)) {
           const payload = (typeof def.payload === 'function' ? def.payload(new Date(occurrence)) : (def.payload ?? null)) as Json;
-          const task = { kind: def.kind, payload, ...(def.maxAttempts === undefined ? {} : { maxAttempts: def.maxAttempts }) };
+          const task = { kind: def.kind, payload, ...taskOptions(def) };
           const result = await this.#store.scheduleCronOccurrence({ name: def.name, cron: def.cron, timeZone: entry.timeZone, occurrence, task });
-          if (result.outcome === 'SCHEDULED') mine.push({ occurrence, id: result.id });
-          else if (result.outcome === 'PASSED') passed += 1;
+          if (result.outcome === 'SCHEDULED') {
+            mine.push({ occurrence, id: result.id });
+            entry.seenMs = Math.max(entry.seenMs, occurrence.getTime());
+          } else if (result.outcome === 'PASSED') passed += 1;
           else {
-            stale.push(def.name);
+            // CHANGED: stale; NOT_FOUND (deleted since the read above): the next pass re-adds it.
+            if (result.outcome === 'CHANGED') stale.push(def.name);
             break;
           }
         }
@@ -201,7 +250,7 @@ export class CronScheduler {
         this.#report(error, def.name);
       }
     }
-    return { now: new Date(nowMs), scheduled, passed, stale };
+    return { now: new Date(nowMs), scheduled, passed, stale, readded };
   }
 
   /** Stops the loop and waits for a pass in flight. Idempotent. */

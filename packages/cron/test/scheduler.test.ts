@@ -103,6 +103,50 @@ describe('cron scheduler (memory store, TestClock)', () => {
     expect((await store.listCronSchedules()).map((s) => s.name)).toEqual(['sweep']);
   });
 
+  it('a schedule deleted by another process (removeUndeclared) is re-added by the next pass and scheduled from then on; no occurrence twice', async () => {
+    const { clock, store, make, errors } = setup([everyMinute]);
+    const a = make();
+    await a.reconcile();
+    expect((await a.runOnce()).scheduled.sweep).toHaveLength(5); // T0+1..5 min, watermark T0+5 min
+    const old = make([]); // an old deploy that declares nothing, removeUndeclared default
+    expect(await old.reconcile()).toMatchObject({ removed: ['sweep'] });
+    expect(await store.listCronSchedules()).toEqual([]);
+    clock.tick(2 * MINUTE);
+    const pass = await a.runOnce();
+    expect(pass.readded).toEqual(['sweep']);
+    expect(pass.stale).toEqual([]);
+    // Re-added with watermark = now (T0+2 min); T0+3..5 min are tasks already: only T0+6, 7 are new.
+    expect(pass.scheduled.sweep?.map((s) => (s.occurrence.getTime() - T0) / MINUTE)).toEqual([6, 7]);
+    expect(await store.listCronSchedules()).toMatchObject([{ name: 'sweep', watermark: new Date(T0 + 7 * MINUTE) }]);
+    clock.tick(MINUTE);
+    expect(await a.runOnce()).toMatchObject({ readded: [], stale: [] });
+    const dues = (await tasksOf(store, 'sweep')).map((t) => (t.dueAt.getTime() - T0) / MINUTE);
+    expect(dues).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // A fresh process (nothing seen) re-adding it after the gap makes up no occurrence of the gap.
+    await old.reconcile();
+    clock.tick(10 * MINUTE);
+    const fresh = make();
+    const again = await fresh.runOnce();
+    expect(again.readded).toEqual(['sweep']);
+    expect(again.scheduled.sweep?.map((s) => (s.occurrence.getTime() - T0) / MINUTE)).toEqual([14, 15, 16, 17, 18]);
+    expect(errors).toEqual([]);
+  });
+
+  it('carries queue, priority and retry into each occurrence task; refuses bad ones naming the field', async () => {
+    const { clock, store, make } = setup([
+      { ...everyMinute, queue: 'reports', priority: 7, retry: { maxAttempts: 4, baseMs: 2_000 } },
+    ]);
+    const cron = make();
+    await cron.reconcile();
+    await cron.runOnce();
+    const tasks = await tasksOf(store, 'sweep');
+    expect(tasks).toHaveLength(5);
+    for (const t of tasks) expect(t).toMatchObject({ queue: 'reports', priority: 7, maxAttempts: 4, retry: { maxAttempts: 4, baseMs: 2_000 } });
+    clock.tick(2 * MINUTE);
+    expect(await store.claim({ owner: 'w', leaseMs: 1_000, limit: 10 })).toHaveLength(0); // the default queue never sees them
+    expect((await store.claim({ owner: 'w', leaseMs: 1_000, limit: 10, queue: 'reports' })).map((t) => (t.dueAt.getTime() - T0) / MINUTE)).toEqual([1, 2]);
+  });
+
   it('refuses bad options with a ValidationError naming the field', () => {
     const store = createMemoryStore();
     const bad = (options: unknown, field: string) => {
@@ -120,6 +164,14 @@ describe('cron scheduler (memory store, TestClock)', () => {
     bad({ store, schedules: [{ ...ok, timeZone: 'Mars/Olympus' }] }, 'schedules[0].timeZone');
     bad({ store, schedules: [ok, ok] }, 'schedules[1].name');
     bad({ store, schedules: [{ ...ok, missed: 'some' }] }, 'schedules[0].missed');
+    bad({ store, schedules: [{ ...ok, cron: '* * * * * * *' }] }, 'schedules[0].cron');
+    bad({ store, schedules: [{ ...ok, cron: '* * * *' }] }, 'schedules[0].cron');
+    bad({ store, schedules: [{ ...ok, cron: '0 0 30 2 *' }] }, 'schedules[0].cron');
+    bad({ store, schedules: [{ ...ok, cron: '0 0 31 4 *' }] }, 'schedules[0].cron');
+    bad({ store, schedules: [{ ...ok, queue: '' }] }, 'schedules[0].queue');
+    bad({ store, schedules: [{ ...ok, priority: 1.5 }] }, 'schedules[0].priority');
+    bad({ store, schedules: [{ ...ok, retry: { baseMs: -1 } }] }, 'schedules[0].retry.baseMs');
+    bad({ store, schedules: [{ ...ok, maxAttempts: 2, retry: { maxAttempts: 3 } }] }, 'schedules[0].retry.maxAttempts');
     bad({ store, schedules: [{ ...ok, kind: '' }] }, 'schedules[0].kind');
     bad({ store, schedules: [{ ...ok, every: 5 }] }, 'schedules[0].every');
     bad({ store, schedules: [{ ...ok, payload: { bad: 'a\u0000' } }] }, 'schedules[0].payload.bad');

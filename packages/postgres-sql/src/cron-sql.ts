@@ -80,7 +80,8 @@ select case when exists (select 1 from existed e where e.name = u.name) then 'ch
 
     /**
      * `$1` now, `$2` name, `$3` cron, `$4` time zone, `$5` occurrence (ISO), `$6` kind, `$7` payload
-     * (JSON text), `$8` max attempts, `$9` trace context (JSON text or null), `$10` notify channel, `$11` the task's own retry policy (JSON text or null; migration 8)
+     * (JSON text), `$8` max attempts, `$9` trace context (JSON text or null), `$10` notify channel, `$11` the task's own retry policy (JSON text or null; migration 8),
+     * `$12` queue, `$13` priority (migration 10)
      * → one row `{ id, dueatms }` when this call scheduled the occurrence, none otherwise.
      *
      * The once-per-occurrence insert: the UPDATE moves the watermark to `$5` only while it is before
@@ -95,8 +96,8 @@ select case when exists (select 1 from existed e where e.name = u.name) then 'ch
    where s.name = $2::text and s.cron = $3::text and s.time_zone = $4::text and s.watermark < $5::timestamptz
   returning s.watermark
 ), inserted as (
-  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry)
-  select $6::text, $7::text::jsonb, ${literal(TaskState.SCHEDULED)}, a.watermark, 0, $8::int, false, ${NOW}, ${NOW}, $9::text::jsonb, $11::text::jsonb
+  insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry, queue, priority)
+  select $6::text, $7::text::jsonb, ${literal(TaskState.SCHEDULED)}, a.watermark, 0, $8::int, false, ${NOW}, ${NOW}, $9::text::jsonb, $11::text::jsonb, $12::text, $13::smallint
     from advanced a
   returning id, due_at
 )

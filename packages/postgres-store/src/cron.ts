@@ -56,6 +56,9 @@ export class PostgresCron {
       this.ctx.notifyChannel,
       // The task's own retry policy (migration 8): a `maxAttempts` given is stored as its own, as schedule does.
       task.retry === null || task.retry === undefined ? null : JSON.stringify(task.retry),
+      // Queue and priority (migration 10), as schedule stores them.
+      task.queue,
+      task.priority,
     ];
     const [hit] = await this.ctx.call(() => this.ctx.driver.query(this.sql.cronScheduleOccurrence, args));
     if (hit) return { outcome: 'SCHEDULED', id: String(hit.id), dueAt: new Date(Number(hit.dueatms)) };

@@ -57,7 +57,16 @@ type Cmd =
   | { readonly op: 'tick'; readonly ms: number }
   /** Recurring schedules (docs/contract.md#recurring-schedules): reconcile, and one occurrence at now + `offsetMs`. */
   | { readonly op: 'cronReconcile'; readonly schedules: readonly { name: string; cron: string }[]; readonly removeUndeclared: boolean }
-  | { readonly op: 'cronOccurrence'; readonly name: string; readonly cron: string; readonly offsetMs: number; readonly payload: Json };
+  | {
+      readonly op: 'cronOccurrence';
+      readonly name: string;
+      readonly cron: string;
+      readonly offsetMs: number;
+      readonly payload: Json;
+      /** The occurrence task's queue and priority; null or absent: omitted (the defaults). */
+      readonly queue?: string | null;
+      readonly priority?: number | null;
+    };
 
 type Selection = { readonly kinds: readonly string[] | null; readonly queue: string | null };
 const KINDS = ['k', 'm', 'n'] as const;
@@ -155,7 +164,15 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   },
   {
     weight: 3,
-    arbitrary: fc.record({ op: fc.constant('cronOccurrence' as const), name: cronName, cron: cronExpr, offsetMs: fc.constantFrom(-1_000, 0, 500, 1_000, 2_000), payload }),
+    arbitrary: fc.record({
+      op: fc.constant('cronOccurrence' as const),
+      name: cronName,
+      cron: cronExpr,
+      offsetMs: fc.constantFrom(-1_000, 0, 500, 1_000, 2_000),
+      payload,
+      queue: fc.option(fc.constantFrom(...QUEUES), { freq: 3 }),
+      priority: fc.option(fc.integer({ min: -2, max: 2 }), { freq: 2 }),
+    }),
   },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 2_500 })) }) },
 );
@@ -264,7 +281,13 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
         cron: cmd.cron,
         timeZone: 'UTC',
         occurrence: new Date(clock.now() + cmd.offsetMs),
-        task: { kind: 'cron', payload: cmd.payload, maxAttempts: 2 },
+        task: {
+          kind: 'cron',
+          payload: cmd.payload,
+          maxAttempts: 2,
+          ...(cmd.queue === null || cmd.queue === undefined ? {} : { queue: cmd.queue }),
+          ...(cmd.priority === null || cmd.priority === undefined ? {} : { priority: cmd.priority }),
+        },
       });
   }
 }
