@@ -23,7 +23,7 @@ export class Occurrences {
   /**
    * @throws ValidationError INVALID_OPTION naming `field.cron` (not 5 or 6 fields — croner also reads a
    *   7th, the year, which Postpone does not promise —, an expression croner refuses, or one that names no
-   *   time in the {@link MAX_YEARS_TO_NEXT} years after 2001-01-01 in its zone, e.g. `0 0 30 2 *`) or
+   *   time in the `MAX_YEARS_TO_NEXT` years after 2001-01-01 in its zone, e.g. `0 0 30 2 *`) or
    *   `field.timeZone` (unknown zone)
    */
   constructor(
