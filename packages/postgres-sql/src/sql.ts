@@ -116,6 +116,23 @@ function levelsCte(task: string, queue: string, kindsJson: string): string {
 )`;
 }
 
+/**
+ * One (kind, priority) level's due rows, in claim order, locked SKIP LOCKED, at most `limit` of them:
+ * the range of `task_claim_idx` that both claims walk per level (`taskClaim`, `taskClaimCapped`).
+ * `pad` indents the continuation lines to where the caller places it.
+ */
+function levelDueRows(task: string, limit: string, pad: string): string {
+  return [
+    'select s.id, s.priority, s.due_at',
+    `  from ${task} s`,
+    ` where s.state = ${S} and s.queue = $5::text and s.kind = l.kind and s.priority = l.priority`,
+    `   and s.due_at <= ${NOW}`,
+    ' order by s.due_at, s.id',
+    ' for update skip locked',
+    ` limit ${limit}`,
+  ].join(`\n${pad}`);
+}
+
 /** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
 function claimUpdate(task: string): string {
   return `update ${task} t
@@ -310,13 +327,7 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
   select c.id
     from levels l
    cross join lateral (
-         select s.id, s.priority, s.due_at
-           from ${task} s
-          where s.state = ${S} and s.queue = $5::text and s.kind = l.kind and s.priority = l.priority
-            and s.due_at <= ${NOW}
-          order by s.due_at, s.id
-          for update skip locked
-          limit $4::int) c
+         ${levelDueRows(task, '$4::int', '         ')}) c
    where l.priority is not null
    order by c.priority desc, c.due_at, c.id
    limit $4::int
@@ -357,13 +368,7 @@ ${claimUpdate(task)}`,
             from levels l
             left join room r on r.kind = l.kind
            cross join lateral (
-                 select s.id, s.priority, s.due_at
-                   from ${task} s
-                  where s.state = ${S} and s.queue = $5::text and s.kind = l.kind and s.priority = l.priority
-                    and s.due_at <= ${NOW}
-                  order by s.due_at, s.id
-                  for update skip locked
-                  limit least($4::int, coalesce(r.room, $4::int))) c
+                 ${levelDueRows(task, 'least($4::int, coalesce(r.room, $4::int))', '                 ')}) c
            where l.priority is not null) x
    where x.room is null or x.n <= x.room
    order by x.priority desc, x.due_at, x.id
