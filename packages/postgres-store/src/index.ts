@@ -10,6 +10,6 @@
  * `isConnectionLoss`, `validateDriverOptions`, `connectionEvents` — is exported for them.
  */
 export * from './driver.js';
-export * from './errors.js';
+export * from '@postpone/postgres-errors';
 export * from './store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from '@postpone/postgres-sql';

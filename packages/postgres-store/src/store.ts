@@ -76,7 +76,7 @@ import {
   validateOwner,
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
-import { isDriverLevelError, SqlState, translateError } from './errors.js';
+import { isDriverLevelError, SqlState, translateError } from '@postpone/postgres-errors';
 import {
   defaultNotifyChannel,
   HEALTH_STATEMENTS,
