@@ -102,6 +102,7 @@ describe('entry points', () => {
     '@postpone/postgres-sql': resolve(src, '../../postgres-sql/src/index.ts'),
     '@postpone/postgres-store': resolve(src, '../../postgres-store/src/index.ts'),
     '@postpone/cron-store': resolve(src, '../../cron-store/src/index.ts'),
+    '@postpone/postgres-errors': resolve(src, '../../postgres-errors/src/index.ts'),
   };
 
   /** Module specifiers imported by `file` and, transitively, by the relative modules and {@link followed} packages it imports. */
@@ -119,7 +120,7 @@ describe('entry points', () => {
   }
 
   it('the main entry imports no driver; each subpath imports only its own', () => {
-    const ours = ['@postpone/core', '@postpone/cron-store', '@postpone/postgres-sql', '@postpone/postgres-store'];
+    const ours = ['@postpone/core', '@postpone/cron-store', '@postpone/postgres-errors', '@postpone/postgres-sql', '@postpone/postgres-store'];
     expect([...importsOf(resolve(src, 'index.ts'))].sort()).toEqual(ours);
     expect([...importsOf(resolve(src, 'pg.ts'))].sort()).toEqual([...ours, 'node:net', 'pg']);
     expect([...importsOf(resolve(src, 'postgres-js.ts'))].sort()).toEqual([...ours, 'node:net', 'postgres']);
