@@ -9,6 +9,7 @@ import { evidenceDir } from '@postpone/evidence';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
 import { startBenchDatabase } from './db/server.js';
+import { scaleMain } from '@postpone/bench-scale';
 import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
 import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
@@ -56,6 +57,7 @@ const program = new Command()
   .option('--no-progress', 'no progress bar')
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
+  .option('--scale', 'instead of the sections: the scale run of @postpone/bench-scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
 async function main(argv: string[]): Promise<number> {
@@ -63,6 +65,10 @@ async function main(argv: string[]): Promise<number> {
   // `pnpm --filter … start -- --quick` passes its own `--` through: drop the leading ones so the flags parse.
   const args = argv.slice(2);
   while (args[0] === '--') args.shift();
+  if (args[0] === '--scale') {
+    console.log(`report: ${await scaleMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
+    return 0;
+  }
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
   if (opts.list) {
     console.log(`sections: ${SECTIONS.join(', ')}`);

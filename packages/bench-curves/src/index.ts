@@ -18,3 +18,4 @@ export { runHeap, runWheel, timerQueueInput, type TimerQueueResult } from './cur
 export { claimSql, clockTimestampClaimSql } from './seed/claim-variants.js';
 export { measurePartialDueIndex, partialIndexShapeHolds, type PartialIndexResult } from './seed/partial-index.js';
 export { measurePollTradeoff, pollShapeHolds, runPollInterval, type PollRunResult, type PollTradeoff } from './seed/poll-interval.js';
+export { claimTiming, explainMedians, explainOnce, timeClaimOnce } from './curves/claim-probe.js';

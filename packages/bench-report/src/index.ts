@@ -8,3 +8,4 @@ export { evaluateTargets, type TargetState, type TargetStatus } from './targets.
 export { mergeResults } from './merge.js';
 export type { BenchMeta, BenchResults, ThroughputSection, TimerQueueRow } from './results.js';
 export { writeReport } from './write.js';
+export { type LineChart, type LineDatum, lineSpec, renderSvg } from './chart.js';

@@ -1,0 +1,51 @@
+/**
+ * The claim at one history size: the store's real claim statement with due tasks waiting, measured
+ * two ways (the probes of `@postpone/bench-curves`): `EXPLAIN (ANALYZE, BUFFERS)` rolled back (server
+ * time, buffers of the statement and of its index scan), and real `claim` calls timed at the client,
+ * each claimed task handed back with the fenced `release`.
+ */
+import { claimTiming, explainMedians, explainOnce, timeClaimOnce } from '@postpone/bench-curves';
+import type { Store } from '@postpone/core';
+import type pg from 'pg';
+
+/** One point of the claim-versus-history curve. */
+export interface ClaimPoint {
+  /** Finished tasks in the schema when measured. */
+  readonly finished: number;
+  /** Client-side claim time (round trip included), ms. */
+  readonly claimP50Ms: number;
+  readonly claimP99Ms: number;
+  /** Median shared buffers of the claim statement. */
+  readonly buffers: number;
+  /** Median shared buffers of its due-index scan. */
+  readonly scanBuffers: number;
+  /** Median server execution time, ms. */
+  readonly executionMs: number;
+  /** Tasks the timed claims returned (each handed back): 0 would mean nothing was due. */
+  readonly claimed: number;
+}
+
+/** Kind of the tasks kept due for the claim probes. */
+export const PROBE_KIND = 'bench_scale_due';
+
+/** Makes sure `count` tasks of {@link PROBE_KIND} are due (scheduled 1 s in the past). */
+export async function keepDue<Tx>(store: Store<Tx>, count: number): Promise<void> {
+  await store.scheduleMany(Array.from({ length: count }, (_, i) => ({ kind: PROBE_KIND, payload: { n: i }, runAt: new Date(Date.now() - 1_000) })));
+}
+
+/**
+ * Measures the claim of up to 10 tasks `probes` times each way after one warm-up.
+ * @param finished the history size to record
+ */
+export async function measureClaim<Tx>(client: pg.Client, store: Store<Tx>, schema: string, finished: number, probes: number): Promise<ClaimPoint> {
+  await explainOnce(client, schema);
+  const explains = [];
+  const claims = [];
+  for (let i = 0; i < probes; i++) {
+    explains.push(await explainOnce(client, schema));
+    claims.push(await timeClaimOnce(store, 10));
+  }
+  const e = explainMedians(explains);
+  const t = claimTiming(claims);
+  return { finished, claimP50Ms: t.p50Ms, claimP99Ms: t.p99Ms, buffers: e.buffers, scanBuffers: e.scanBuffers, executionMs: e.executionMs, claimed: t.claimed };
+}
