@@ -41,7 +41,7 @@ export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): 
     const slug = run.layout.replace(/[^a-z]+/g, '-');
     const p99 = flat(run, (p) => p.claimP99Ms);
     const buf = flat(run, (p) => p.buffers);
-    out.push(`## ${run.layout}`, '', `Measured ${run.at} on commit \`${run.commit}\`, Node.js ${run.node}, embedded PostgreSQL 17 (fsync off), 2 cores.`, '');
+    out.push(`## ${run.layout}`, '', `Measured ${run.at} on commit \`${run.commit}\`, Node.js ${run.node}, embedded PostgreSQL 17 (fsync off), 2 cores${run.load ? `; 1-minute load average ${n(run.load.start, 1)} at the start, ${n(run.load.end, 1)} at the end (above 2, other work shared the cores and the figures carry that noise)` : ''}.`, '');
     out.push('### Claim as finished tasks grow', '', 'The store\'s claim of up to 10 tasks with 50 due, at each size: client round trip (each claimed task handed back) and `EXPLAIN (ANALYZE, BUFFERS)` rolled back.', '');
     out.push('| finished tasks | claim p50 ms | claim p99 ms | buffers | due-scan buffers | server ms | load + vacuum s | tables (heap / indexes) |', '| --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const p of run.points) {
@@ -53,7 +53,7 @@ export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): 
     out.push('### Retention', '', `Removing ${n(r.rows)} finished tasks: DELETE in ${r.deleteBatches} batches of 10 000 took ${n(r.deleteMs)} ms and the VACUUM after it ${n(r.vacuumMs)} ms; DETACH + DROP of the partition holding them took ${n(r.dropMs, 1)} ms (${n((r.deleteMs + r.vacuumMs) / Math.max(r.dropMs, 0.001))}× faster).`, '');
     const s = run.steady;
     const maxDead = Math.max(0, ...s.samples.map((x) => x.deadTuples));
-    out.push('### Steady load', '', `${n(s.rate)} tasks/s for ${n(s.durationS)} s: ${n(s.scheduled)} scheduled, ${n(s.done)} done. Live table: dead tuples at most ${n(maxDead)}, median ${n(median(s.samples.map((x) => x.deadTuples)))}; ${s.autovacuums} autovacuum runs, a vacuum seen running for ${n(s.vacuumRunningS, 2)} s in all; claim server time median ${n(median(s.samples.map((x) => x.claimExecutionMs)), 3)} ms, backlog median ${n(median(s.samples.map((x) => x.backlog)))}.`, '');
+    out.push('### Steady load', '', `${n(s.rate)} tasks/s for ${n(s.durationS)} s: ${n(s.scheduled)} scheduled, ${n(s.done)} done${s.done < s.scheduled * 0.9 ? ' (the worker fell behind: the backlog grew)' : ''}. Live table: dead tuples at most ${n(maxDead)}, median ${n(median(s.samples.map((x) => x.deadTuples)))}; ${s.autovacuums} autovacuum runs, a vacuum seen running for ${n(s.vacuumRunningS, 2)} s in all; claim server time median ${n(median(s.samples.map((x) => x.claimExecutionMs)), 3)} ms, backlog median ${n(median(s.samples.map((x) => x.backlog)))}.`, '');
     const snap = run.snapshot;
     if (snap.snapshot) {
       const { fromS, toS } = snap.snapshot;

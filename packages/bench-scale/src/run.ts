@@ -3,6 +3,7 @@
  * step, then the retention comparison, the steady load and the long-snapshot test on the grown schema.
  */
 import { createPgStore } from '@postpone/postgres/pg';
+import { loadavg } from 'node:os';
 import pg from 'pg';
 import { type ClaimPoint, keepDue, measureClaim } from './claim.js';
 import { measureRetention, type RetentionResult } from './retention.js';
@@ -36,6 +37,8 @@ export interface ScaleRun {
   readonly at: string;
   readonly commit: string;
   readonly node: string;
+  /** 1-minute load average at the start and the end (above 2 on 2 cores: other work shared them). */
+  readonly load?: { readonly start: number; readonly end: number };
   readonly points: readonly SizePoint[];
   readonly retention: RetentionResult;
   readonly steady: SteadyResult;
@@ -44,6 +47,7 @@ export interface ScaleRun {
 
 export async function runScale(options: ScaleOptions, commit: string): Promise<ScaleRun> {
   const schema = 'bench_scale';
+  const loadStart = loadavg()[0] ?? 0;
   const client = new pg.Client({ connectionString: options.url, application_name: 'bench-scale' });
   await client.connect();
   const store = createPgStore({ connectionString: options.url, schema });
@@ -71,7 +75,7 @@ export async function runScale(options: ScaleOptions, commit: string): Promise<S
     const lead = Math.min(60_000, options.steadyMs);
     options.log(`long snapshot: held ${options.snapshotHoldMs / 1000} s under ${options.steadyRate} tasks/s`);
     const snapshot = await runSteady({ url: options.url, schema, rate: options.steadyRate, durationMs: lead * 2 + options.snapshotHoldMs, snapshot: { fromMs: lead, toMs: lead + options.snapshotHoldMs } });
-    return { layout, at: new Date().toISOString(), commit, node: process.version, points, retention, steady, snapshot };
+    return { layout, at: new Date().toISOString(), commit, node: process.version, load: { start: loadStart, end: loadavg()[0] ?? 0 }, points, retention, steady, snapshot };
   } finally {
     await store.close();
     await client.end();
