@@ -30,8 +30,8 @@ export async function measureRetention(client: pg.ClientBase, schema: string, ro
     await client.query(`create table ${scratch}.plain (like ${source} including all)`);
     await client.query(`create table ${scratch}.part (like ${source} including defaults including identity) partition by range (${finishedColumn})`);
     await client.query(`create table ${scratch}.part_old partition of ${scratch}.part for values from (now() - interval '1 day') to (now() + interval '1 hour')`);
-    await addFinishedTo(client, `${scratch}.plain`, `${schema}_retention`, 'plain', rows, 1_000_000);
-    await addFinishedTo(client, `${scratch}.part`, `${schema}_retention`, 'part', rows, 1_000_000);
+    await addFinishedTo(client, `${scratch}.plain`, `${schema}_retention`, 'plain', `${pg.escapeIdentifier(schema)}.task`, rows, 1_000_000);
+    await addFinishedTo(client, `${scratch}.part`, `${schema}_retention`, 'part', `${pg.escapeIdentifier(schema)}.task`, rows, 1_000_000);
     await client.query(`vacuum (analyze) ${scratch}.plain`);
     await client.query(`vacuum (analyze) ${scratch}.part`);
     let t0 = performance.now();

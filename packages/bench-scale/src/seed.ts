@@ -35,15 +35,28 @@ export async function historyTable(client: pg.ClientBase, schema: string): Promi
 export async function addFinished(client: pg.ClientBase, schema: string, count: number, chunk: number, onChunk?: (written: number) => void): Promise<void> {
   if (count <= 0) return;
   const table = await historyTable(client, schema);
-  await addFinishedTo(client, table.name, schema, table.split ? 'task_history' : 'task', count, chunk, onChunk);
+  await addFinishedTo(client, table.name, schema, table.split ? 'task_history' : 'task', `${pg.escapeIdentifier(schema)}.task`, count, chunk, onChunk);
 }
 
-/** {@link addFinished} into a given table `qualified` (`<schemaName>.<tableName>`, named apart for the catalog look-up). */
-export async function addFinishedTo(client: pg.ClientBase, qualified: string, schemaName: string, tableName: string, count: number, chunk: number, onChunk?: (written: number) => void): Promise<void> {
-  const { rows } = await client.query<{ column_name: string }>('select column_name from information_schema.columns where table_schema = $1 and table_name = $2', [schemaName, tableName]);
+/**
+ * {@link addFinished} into a given table `qualified` (`<schemaName>.<tableName>`, named apart for the
+ * catalog look-up). When its `id` has no default (a history table takes the id of the live row it
+ * moves), ids come from the sequence of `liveTask`'s `id`, the one id sequence of both tables.
+ */
+export async function addFinishedTo(client: pg.ClientBase, qualified: string, schemaName: string, tableName: string, liveTask: string, count: number, chunk: number, onChunk?: (written: number) => void): Promise<void> {
+  const { rows } = await client.query<{ column_name: string; column_default: string | null; is_identity: string }>(
+    'select column_name, column_default, is_identity from information_schema.columns where table_schema = $1 and table_name = $2',
+    [schemaName, tableName],
+  );
   const columns = rows.map((r) => r.column_name).filter((c) => c in FILLERS);
+  const fill = columns.map((c) => FILLERS[c]);
+  const id = rows.find((r) => r.column_name === 'id');
+  if (id && id.column_default === null && id.is_identity !== 'YES') {
+    columns.push('id');
+    fill.push(`nextval(pg_get_serial_sequence(${pg.escapeLiteral(liveTask)}, 'id'))`);
+  }
   const list = columns.join(', ');
-  const values = columns.map((c) => FILLERS[c]).join(', ');
+  const values = fill.join(', ');
   for (let written = 0; written < count; ) {
     const n = Math.min(chunk, count - written);
     await client.query(`insert into ${qualified} (${list}) select ${values} from generate_series($1::bigint, $2::bigint) g`, [written + 1, written + n]);
