@@ -9,6 +9,7 @@ import { evidenceDir } from '@postpone/evidence';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
 import { startBenchDatabase } from './db/server.js';
+import { writeHostsSection } from '@postpone/bench-hosts';
 import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
 import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
@@ -42,6 +43,7 @@ interface CliOptions {
   readonly list?: boolean;
   readonly render?: string;
   readonly merge?: boolean;
+  readonly hosts?: boolean;
 }
 
 const program = new Command()
@@ -56,6 +58,7 @@ const program = new Command()
   .option('--no-progress', 'no progress bar')
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
+  .option('--hosts', 'only the hosts section: 1, 4, 8, 16 network-namespace worker hosts × 2 processes (needs root; writes hosts.md)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
 async function main(argv: string[]): Promise<number> {
@@ -74,6 +77,16 @@ async function main(argv: string[]): Promise<number> {
     const results = JSON.parse(readFileSync(resolve(opts.render), 'utf8')) as BenchResults;
     console.log(`report: ${await writeReport(results, out)}`);
     return 0;
+  }
+  if (opts.hosts) {
+    const db = await startBenchDatabase();
+    try {
+      const hostCounts = opts.quick ? [1, 4] : [1, 4, 8, 16];
+      console.log(`report: ${await writeHostsSection(out, { databaseUrl: db.url, hostCounts, onProgress: (line) => process.stderr.write(`${line}\n`) })}`);
+      return 0;
+    } finally {
+      await db.stop();
+    }
   }
   const base = opts.quick ? QUICK : FULL;
   const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;
