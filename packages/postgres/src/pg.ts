@@ -9,7 +9,8 @@
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
-import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type OpenListenConnection, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, sharedListener, validateDriverOptions } from '@postpone/postgres-store';
+import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListener } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */

@@ -10,7 +10,8 @@
 import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import { type Driver, isConnectionLoss, type OpenListenConnection, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, sharedListener, validateDriverOptions } from '@postpone/postgres-store';
+import { type Driver, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListener } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
