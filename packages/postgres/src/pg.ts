@@ -9,8 +9,8 @@
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
-import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, validateDriverOptions } from '@postpone/postgres-store';
-import { type OpenListenConnection, sharedListener } from './shared-listener.js';
+import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, listenerSet, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
@@ -258,7 +258,10 @@ export function createPgDriver(
   listenPool?: { readonly pool: pg.Pool; readonly owned: boolean },
   sockets?: ReadonlySet<Socket>,
 ): Driver<PgTx> {
-  const listeners = sharedListener(openPgListenConnection(listenPool?.pool ?? pool));
+  // One listening connection per pool in this process, shared by every store on it; this driver's own subscriptions end on close().
+  const listenOn = listenPool?.pool ?? pool;
+  const shared = sharedListenerFor(listenOn, () => openPgListenConnection(listenOn));
+  const listeners = listenerSet();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
   let closed: Promise<void> | undefined;
   // The pool emits 'error' when an idle client's connection dies (and drops that client); without a
@@ -320,7 +323,7 @@ export function createPgDriver(
       }
     },
     // One listening connection for every listen() of this driver (docs/contract.md#connection-budget).
-    listen: (channel, onNotify, options) => listeners.listen(channel, onNotify, options),
+    listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),
     close() {
       closed ??= (async () => {
         await listeners.closeAll();

@@ -10,8 +10,8 @@
 import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import { type Driver, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, validateDriverOptions } from '@postpone/postgres-store';
-import { type OpenListenConnection, sharedListener } from './shared-listener.js';
+import { type Driver, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, listenerSet, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
@@ -208,7 +208,10 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
     const rows = await target.unsafe(text, params === undefined ? [] : [...params], { prepare: prepare && params !== undefined });
     return rows as unknown as Row[];
   };
-  const listeners = sharedListener(openPostgresJsListenConnection(listenSql?.sql ?? sql));
+  // One listening connection per `sql` in this process, shared by every store on it; this driver's own subscriptions end on close().
+  const listenOn = listenSql?.sql ?? sql;
+  const shared = sharedListenerFor(listenOn, () => openPostgresJsListenConnection(listenOn));
+  const listeners = listenerSet();
   let closed: Promise<void> | undefined;
   return {
     name: 'postgres',
@@ -244,7 +247,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       return (await begun) as T;
     },
     // One listening connection for every listen() of this driver (docs/contract.md#connection-budget).
-    listen: (channel, onNotify, options) => listeners.listen(channel, onNotify, options),
+    listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),
     close() {
       closed ??= (async () => {
         await listeners.closeAll();

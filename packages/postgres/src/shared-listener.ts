@@ -1,5 +1,5 @@
 /**
- * The listening side of both adapters: ONE connection per driver for every `listen` call
+ * The listening side of both adapters: ONE connection per pool / `sql` for every `listen` call
  * (docs/contract.md#connection-budget). Each adapter supplies how to open one listening connection
  * ({@link OpenListenConnection}: `pg.ts`, `postgres-js.ts`); {@link sharedListener} does the rest.
  */
@@ -41,7 +41,7 @@ export interface SharedListener {
 }
 
 /**
- * At most ONE listening connection per driver, whatever the number of `listen` calls
+ * At most ONE listening connection per listener, whatever the number of `listen` calls
  * (docs/contract.md#connection-budget): channels are reference-counted (one LISTEN per channel,
  * one UNLISTEN when its last subscriber leaves, the connection handed back when none is left), and
  * each notification fans out to the channel's subscribers. When the connection is lost it is opened
@@ -191,4 +191,21 @@ export function sharedListener(open: OpenListenConnection): SharedListener {
       });
     },
   };
+}
+
+/** The shared listener of each pool / `sql` in this process (see {@link sharedListenerFor}). */
+const byOwner = new WeakMap<object, SharedListener>();
+
+/**
+ * The ONE shared listener of `owner` (a `pg.Pool` or a postgres.js `sql`) in this process: every
+ * store built on the same pool or `sql` listens over one connection. Each driver ends only its own
+ * subscriptions on close; the connection is handed back when the last subscriber leaves.
+ */
+export function sharedListenerFor(owner: object, open: () => OpenListenConnection): SharedListener {
+  let found = byOwner.get(owner);
+  if (found === undefined) {
+    found = sharedListener(open());
+    byOwner.set(owner, found);
+  }
+  return found;
 }

@@ -102,6 +102,38 @@ describe.each(DRIVERS)('one listening connection per driver (%s)', (driver) => {
   }, 30_000);
 });
 
+describe.each(DRIVERS)('one listening connection per pool / sql in the process (%s)', (driver) => {
+  it('two stores on one pool (or sql) you pass → 1 listening connection; closing one store leaves the other listening', async () => {
+    const application = appName(driver);
+    const pool = driver === 'pg' ? new pg.Pool({ connectionString: admin.url, application_name: application, max: 4 }) : undefined;
+    const sql = driver === 'postgres' ? postgres(admin.url, { max: 4, onnotice: () => {}, fetch_types: false, connection: { application_name: application } }) : undefined;
+    const make = () => (pool ? createPgStore({ schema: admin.schema, pool }) : createPostgresJsStore({ schema: admin.schema, sql: sql! }));
+    const [a, b] = [make(), make()];
+    // The backends whose last statement was a LISTEN (the pool's other connections sent the probes).
+    const listening = async () =>
+      (await admin.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where application_name = $1 and query ilike 'listen %'", [application]))[0]?.n;
+    try {
+      const seenA: string[] = [];
+      const seenB: string[] = [];
+      await a.listen((n) => seenA.push(n.id));
+      await b.listen((n) => seenB.push(n.id));
+      expect(await listening()).toBe(1);
+      const first = await a.schedule({ kind: 'share2', delayMs: 60_000 });
+      await waitFor(() => seenA.includes(first.id) && seenB.includes(first.id), 'both stores hear the notice');
+      await a.close();
+      const second = await b.schedule({ kind: 'share2', delayMs: 60_000 });
+      await waitFor(() => seenB.includes(second.id), 'the other store still hears notices');
+      expect(seenA.includes(second.id)).toBe(false);
+      expect(await listening()).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+      await pool?.end();
+      await sql?.end({ timeout: 5 });
+    }
+  }, 30_000);
+});
+
 describe.each(DRIVERS)('one reclaimer at a time (%s)', (driver) => {
   it('while the reclaim lock is held elsewhere reclaimExpired returns [] and moves nothing; then one call reclaims all 20', async () => {
     const kit = makeKit(driver);
