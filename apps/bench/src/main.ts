@@ -10,6 +10,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
 import { startBenchDatabase } from './db/server.js';
 import { scaleMain } from '@postpone/bench-scale';
+import { writeHostsSection } from '@postpone/bench-hosts';
 import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
 import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
@@ -43,6 +44,7 @@ interface CliOptions {
   readonly list?: boolean;
   readonly render?: string;
   readonly merge?: boolean;
+  readonly hosts?: boolean;
 }
 
 const program = new Command()
@@ -58,6 +60,7 @@ const program = new Command()
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
   .option('--scale', 'instead of the sections: the scale run of @postpone/bench-scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
+  .option('--hosts', 'only the hosts section: 1, 4, 8, 16 network-namespace worker hosts × 2 processes (needs root; writes hosts.md)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
 async function main(argv: string[]): Promise<number> {
@@ -80,6 +83,16 @@ async function main(argv: string[]): Promise<number> {
     const results = JSON.parse(readFileSync(resolve(opts.render), 'utf8')) as BenchResults;
     console.log(`report: ${await writeReport(results, out)}`);
     return 0;
+  }
+  if (opts.hosts) {
+    const db = await startBenchDatabase();
+    try {
+      const hostCounts = opts.quick ? [1, 4] : [1, 4, 8, 16];
+      console.log(`report: ${await writeHostsSection(out, { databaseUrl: db.url, hostCounts, onProgress: (line) => process.stderr.write(`${line}\n`) })}`);
+      return 0;
+    } finally {
+      await db.stop();
+    }
   }
   const base = opts.quick ? QUICK : FULL;
   const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;

@@ -42,6 +42,7 @@ export const CASE_ORDER: readonly string[] = [
   'db_restart_mid_run',
   'backend_terminated',
   'half_open_connections',
+  'host_partition',
   'read_only_window',
   'pool_starved_by_handlers',
   'migrate_concurrently',

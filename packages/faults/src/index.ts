@@ -7,7 +7,9 @@
  *   port and data folder ({@link PgServer}).
  * - A fake external HTTP service that applies each idempotency key once ({@link ExternalService},
  *   {@link callExternal}).
+ * - Worker hosts as network namespaces on a private bridge, whose links can be cut ({@link NetnsHosts}).
  */
 export * from './tcp-proxy.js';
 export * from './pg-server.js';
 export * from './external-service.js';
+export * from './netns.js';

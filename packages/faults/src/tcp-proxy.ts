@@ -35,6 +35,8 @@ export interface TcpProxyOptions {
   readonly targetPort: number;
   /** Listening port on 127.0.0.1 (default 0: chosen by the OS). */
   readonly port?: number;
+  /** Listening address (default 127.0.0.1); e.g. the bridge address of `NetnsHosts`, never a public one. */
+  readonly listenHost?: string;
 }
 
 /** A one-way pump that forwards chunks after the connection's current delay, in order. */
@@ -197,7 +199,7 @@ export class TcpProxy {
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+      server.listen(options.port ?? 0, options.listenHost ?? '127.0.0.1', () => resolve());
     });
     const address = server.address();
     if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
@@ -207,15 +209,15 @@ export class TcpProxy {
   }
 
   /** Starts a proxy in front of the server of a `postgres://` URL. */
-  static async forUrl(url: string): Promise<TcpProxy> {
+  static async forUrl(url: string, listenHost?: string): Promise<TcpProxy> {
     const u = new URL(url);
-    return await TcpProxy.start({ targetHost: u.hostname, targetPort: Number(u.port || 5432) });
+    return await TcpProxy.start({ targetHost: u.hostname, targetPort: Number(u.port || 5432), ...(listenHost === undefined ? {} : { listenHost }) });
   }
 
   /** `url` with host and port replaced by the proxy's. */
   rewrite(url: string): string {
     const u = new URL(url);
-    u.hostname = '127.0.0.1';
+    u.hostname = this.options.listenHost ?? '127.0.0.1';
     u.port = String(this.port);
     return u.toString();
   }

@@ -32,6 +32,11 @@ export interface SpawnOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Keep at most this many characters of stderr for error messages (default 8 000). */
   readonly stderrLimit?: number;
+  /**
+   * Run node through this command, which must exec it keeping the IPC descriptor and environment:
+   * e.g. `['ip', 'netns', 'exec', ns]` puts the process on a network-namespace host (`NetnsHosts`).
+   */
+  readonly command?: readonly string[];
 }
 
 type ExitEvent = { readonly type: 'exited'; readonly code: number | null; readonly signal: NodeJS.Signals | null };
@@ -54,9 +59,10 @@ export class ChildHandle<E extends { readonly type: string }, C extends object> 
   private constructor(entry: string, options: SpawnOptions) {
     this.name = options.name;
     const limit = options.stderrLimit ?? 8_000;
+    const [via, ...viaArgs] = options.command ?? [];
     this.child = fork(entry, [], {
       env: { ...process.env, ...options.env },
-      execArgv: execArgvFor(entry),
+      ...(via === undefined ? { execArgv: execArgvFor(entry) } : { execPath: via, execArgv: [...viaArgs, process.execPath, ...execArgvFor(entry)] }),
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
       serialization: 'json',
     });

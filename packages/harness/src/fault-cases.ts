@@ -59,6 +59,8 @@ export interface WorkloadOptions {
   readonly databaseUrl?: string;
   /** Prefix of this run's keys on the CASE line (default `<variantName>_`). */
   readonly prefix?: string;
+  /** What worker `i` (0-based) runs differently, e.g. its host and database URL. */
+  readonly perWorker?: (i: number) => Partial<FaultWorkerSpec>;
 }
 
 export interface VariantResult {
@@ -90,7 +92,7 @@ export async function runVariant(
     ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
   });
   await run.prepare();
-  const workers = Array.from({ length: options.workers }, (_, i) => run.spawn(`${variantName(variant)}-w${i + 1}`));
+  const workers = Array.from({ length: options.workers }, (_, i) => run.spawn(`${variantName(variant)}-w${i + 1}`, options.perWorker?.(i)));
   await allReady(workers);
   await run.schedule(options.tasks, options.firstDueMs, options.spreadMs, options.maxAttempts);
   await startAll(workers);

@@ -50,6 +50,8 @@ export interface FaultWorkerSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** Database URL of the workers (default the case's; e.g. a proxy's or a pooler's). */
   readonly databaseUrl?: string;
+  /** Runs the process through this command (e.g. on a network-namespace host: `NetnsHosts.command`). */
+  readonly command?: readonly string[];
 }
 
 /**
@@ -86,7 +88,7 @@ export class FaultRun {
       ...(spec.connection === undefined ? {} : { connection: spec.connection }),
       run: { mode: 'worker', worker: spec.settings, handler: { kind: FAULT_KIND, historyEffect: true, ...spec.handler } },
     };
-    const child = spawnHarnessChild(this.ctx.group, config, spec.env);
+    const child = spawnHarnessChild(this.ctx.group, config, spec.env, spec.command);
     this.children.push(child);
     return child;
   }

@@ -20,9 +20,9 @@ export function childEntry(): URL {
   return pathToFileURL(join(root, fromSource ? 'src/worker-main.ts' : 'dist/worker-main.js'));
 }
 
-/** Spawns one harness child in `group` (killed with the group), with `env` added to its environment. */
-export function spawnHarnessChild(group: ProcessGroup, config: ChildConfig, env: Readonly<Record<string, string>> = {}): HarnessChild {
-  return group.spawn<ChildEvent, ChildControl>(childEntry(), { name: config.name, env: { ...env, [CONFIG_ENV]: JSON.stringify(config) } });
+/** Spawns one harness child in `group` (killed with the group), with `env` added to its environment, through `command` when given (see `SpawnOptions.command`). */
+export function spawnHarnessChild(group: ProcessGroup, config: ChildConfig, env: Readonly<Record<string, string>> = {}, command?: readonly string[]): HarnessChild {
+  return group.spawn<ChildEvent, ChildControl>(childEntry(), { name: config.name, env: { ...env, [CONFIG_ENV]: JSON.stringify(config) }, ...(command === undefined ? {} : { command }) });
 }
 
 /** Waits until every child reported `ready`. */

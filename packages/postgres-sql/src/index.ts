@@ -9,7 +9,8 @@
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
- * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
+ * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
+ * - `RECLAIM_LOCK_SQL`: one reclaimer at a time per schema (`./reclaim-lock-sql.ts`).
  */
 export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, adminStatements } from './admin-sql.js';
 export {
@@ -23,4 +24,5 @@ export {
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
+export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

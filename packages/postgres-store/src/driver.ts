@@ -99,8 +99,10 @@ export interface Driver<Tx> {
   transaction<T>(fn: (query: QueryFn, tx: Tx) => Promise<T>): Promise<T>;
 
   /**
-   * LISTEN on `channel` on a dedicated connection (PostgreSQL 17 LISTEN/NOTIFY); `onNotify` gets
-   * each payload. After a lost connection the adapter reconnects and listens again.
+   * LISTEN on `channel` (PostgreSQL 17 LISTEN/NOTIFY) over the driver's ONE listening connection,
+   * shared by every call (docs/contract.md#connection-budget); `onNotify` gets each payload. After a
+   * lost connection the adapter reconnects, listens again on every channel and calls each
+   * subscriber's `options.onReconnect`.
    */
   listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<Unlisten>;
 

@@ -9,7 +9,8 @@
  */
 import { Socket } from 'node:net';
 import pg from 'pg';
-import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
+import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, listenerSet, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
@@ -37,10 +38,6 @@ export interface PgStoreOptions extends PostgresStoreOptions {
 
 /** `max` of a pool the store creates, and node-postgres's own default. */
 const DEFAULT_POOL_MAX = 10;
-
-/** First and largest pause between reconnect attempts of a listener, in ms. */
-const RECONNECT_FIRST_MS = 100;
-const RECONNECT_MAX_MS = 5_000;
 
 /**
  * A listening connection sends `select 1` this often; when no reply comes within the same time
@@ -112,25 +109,21 @@ async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[])
   }
 }
 
+/** Drops the socket of a client whose connection is half-open, so the pool does not keep it. */
+function destroySocket(client: pg.PoolClient): void {
+  (client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
+}
+
 /**
- * LISTEN on a pool client held for the purpose. When that connection fails ('error' or 'end'), the
- * client is discarded and a new one listens again, pausing 100 ms doubling to 5 s between tries,
- * until stopped; `options.onReconnect` runs after each successful re-LISTEN. A heartbeat
- * (`select 1` every {@link LISTEN_HEARTBEAT_MS}) counts a connection that stops answering as lost.
- * @throws the driver error when the first LISTEN fails (nothing keeps running then)
+ * The driver's one listening connection (see `sharedListener`): a pool client held for the
+ * purpose. It counts as lost on 'error' or 'end', on a failed LISTEN, or when the heartbeat
+ * (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within the same time; a lost client
+ * is released with the error, so the pool discards it. `close` sends `unlisten *` (bounded by the
+ * same time) and hands the client back to the pool.
+ * @throws the pool's connect error
  */
-async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
-  let current: { client: pg.PoolClient; detach: () => void } | undefined;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let pauseMs = RECONNECT_FIRST_MS;
-
-  const onNotification = (message: pg.Notification) => {
-    if (message.channel === channel) onNotify(message.payload ?? '');
-  };
-
-  /** Checks out a client and LISTENs; a failure here is the caller's to handle. */
-  const connect = async (): Promise<void> => {
+function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
+  return async ({ onNotify, onLost }) => {
     // An error between the checkout and the listeners below is kept and handled as a loss.
     let early: Error | undefined;
     let onError: ((error: Error) => void) | undefined;
@@ -139,103 +132,80 @@ async function listenOnPool(pool: pg.Pool, channel: string, onNotify: (payload: 
       else early ??= error;
     };
     const client = await checkout(pool, relay);
-    let lost = false;
+    let done = false;
     let heartbeat: NodeJS.Timeout | undefined;
-    // Both the failed LISTEN and the client's 'error' event report one loss: release once.
-    const onLost = (error?: Error) => {
-      if (lost) return;
-      lost = true;
-      detach();
-      // A half-open socket would stay open: end it so the pool does not keep it.
-      if (error !== undefined) (client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
-      client.release(error ?? true);
-      if (current?.client === client) {
-        current = undefined;
-        if (!stopped) reconnectLater();
-      }
-    };
-    const onEnd = () => onLost();
+    const onNotification = (message: pg.Notification) => onNotify(message.channel, message.payload ?? '');
     const detach = () => {
       clearInterval(heartbeat);
       client.off('notification', onNotification);
       client.off('error', relay);
       client.off('end', onEnd);
     };
+    // The client's 'error', 'end', a failed LISTEN and a silent heartbeat report one loss: release once.
+    const lose = (error?: Error) => {
+      if (done) return;
+      done = true;
+      detach();
+      if (error !== undefined) destroySocket(client);
+      client.release(error ?? true);
+      onLost();
+    };
+    const onEnd = () => lose();
     client.on('notification', onNotification);
-    onError = onLost;
+    onError = lose;
     client.on('end', onEnd);
-    try {
-      if (early !== undefined) throw early;
-      await client.query(`listen ${pg.escapeIdentifier(channel)}`);
-    } catch (error) {
-      onLost(error as Error);
-      throw error;
+    if (early !== undefined) {
+      lose(early);
+      throw early;
     }
-    current = { client, detach };
     let beating = false;
     heartbeat = setInterval(() => {
-      if (beating || lost) return;
+      if (beating || done) return;
       beating = true;
       within(client.query('select 1'), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
         () => {
           beating = false;
         },
-        (error: unknown) => onLost(error instanceof Error ? error : new Error(String(error))),
+        (error: unknown) => lose(error instanceof Error ? error : new Error(String(error))),
       );
     }, LISTEN_HEARTBEAT_MS);
     heartbeat.unref();
-    if (stopped) await stop(); // unlistened while this reconnect was in flight
-  };
-
-  const reconnectLater = () => {
-    if (timer !== undefined || stopped) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      connect().then(
-        () => {
-          pauseMs = RECONNECT_FIRST_MS;
-          if (!stopped) options.onReconnect?.();
-        },
-        () => {
-          pauseMs = Math.min(pauseMs * 2, RECONNECT_MAX_MS);
-          reconnectLater();
-        },
-      );
-    }, pauseMs);
-  };
-
-  const stop = async () => {
-    const held = current;
-    current = undefined;
-    if (held === undefined) return;
-    held.detach();
-    // Until released the client is ours: pg emits 'error' for a connection cut during UNLISTEN even
-    // though the query also rejects ("Connection terminated unexpectedly"), and without a listener
-    // that event would crash the process (seen when the database restarted under a hybrid worker).
-    let broken: Error | undefined;
-    const onError = (error: Error) => {
-      broken ??= error;
+    const send = async (statement: string) => {
+      if (done) throw new Error('the listening connection was lost');
+      try {
+        await within(client.query(statement), LISTEN_HEARTBEAT_MS, statement);
+      } catch (error) {
+        lose(error as Error);
+        throw error;
+      }
     };
-    held.client.on('error', onError);
-    try {
-      await within(held.client.query(`unlisten ${pg.escapeIdentifier(channel)}`), LISTEN_HEARTBEAT_MS, 'unlisten');
-    } catch (error) {
-      broken ??= error as Error;
-      // A half-open connection never answers: drop its socket so the pool does not keep it.
-      (held.client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
-    } finally {
-      // A broken client keeps the listener: it may still emit 'error' after its release.
-      if (broken === undefined) held.client.off('error', onError);
-      held.client.release(broken);
-    }
-  };
-
-  await connect();
-  return async () => {
-    if (stopped) return;
-    stopped = true;
-    if (timer !== undefined) clearTimeout(timer);
-    await stop();
+    return {
+      listen: (channel) => send(`listen ${pg.escapeIdentifier(channel)}`),
+      unlisten: (channel) => send(`unlisten ${pg.escapeIdentifier(channel)}`),
+      async close() {
+        if (done) return;
+        done = true;
+        detach();
+        // Until released the client is ours: pg emits 'error' for a connection cut during UNLISTEN even
+        // though the query also rejects ("Connection terminated unexpectedly"), and without a listener
+        // that event would crash the process (seen when the database restarted under a hybrid worker).
+        let broken: Error | undefined;
+        const onClosingError = (error: Error) => {
+          broken ??= error;
+        };
+        client.on('error', onClosingError);
+        try {
+          await within(client.query('unlisten *'), LISTEN_HEARTBEAT_MS, 'unlisten');
+        } catch (error) {
+          broken ??= error as Error;
+          destroySocket(client); // a half-open connection never answers
+        } finally {
+          // A broken client keeps the listener: it may still emit 'error' after its release.
+          if (broken === undefined) client.off('error', onClosingError);
+          client.release(broken);
+        }
+      },
+    };
   };
 }
 
@@ -288,6 +258,9 @@ export function createPgDriver(
   listenPool?: { readonly pool: pg.Pool; readonly owned: boolean },
   sockets?: ReadonlySet<Socket>,
 ): Driver<PgTx> {
+  // One listening connection per pool in this process, shared by every store on it; this driver's own subscriptions end on close().
+  const listenOn = listenPool?.pool ?? pool;
+  const shared = sharedListenerFor(listenOn, () => openPgListenConnection(listenOn));
   const listeners = listenerSet();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
   let closed: Promise<void> | undefined;
@@ -349,9 +322,8 @@ export function createPgDriver(
         }
       }
     },
-    async listen(channel, onNotify, options) {
-      return listeners.track(await listenOnPool(listenPool?.pool ?? pool, channel, onNotify, options));
-    },
+    // One listening connection for every listen() of this driver (docs/contract.md#connection-budget).
+    listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),
     close() {
       closed ??= (async () => {
         await listeners.closeAll();

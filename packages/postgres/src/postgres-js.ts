@@ -10,7 +10,8 @@
 import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
-import { type Driver, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
+import { type Driver, isConnectionLoss, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, listenerSet, validateDriverOptions } from '@postpone/postgres-store';
+import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
@@ -78,22 +79,9 @@ export interface PostgresJsStoreOptions extends PostgresStoreOptions {
   readonly connectionOptions?: postgres.Options<{}>;
 }
 
-/** First and largest pause between re-LISTEN attempts after the listening connection was lost, in ms. */
-const RELISTEN_FIRST_MS = 100;
-const RELISTEN_MAX_MS = 5_000;
 /** How often the LISTEN connection is asked `select 1`, and how long it may take to answer, in ms (as `pg`'s listener). */
 export const LISTEN_HEARTBEAT_MS = 5_000;
 
-/**
- * LISTEN on a postgres.js instance of its own (max 1, the settings of `base`), as `sql.listen`
- * does, but cleaned up when the first LISTEN fails (postgres.js 3.4.9 keeps the failed channel,
- * and later `sql.listen` calls on it await the old failure). When the connection is lost, LISTEN
- * is sent again after 100 ms doubling to 5 s until it succeeds or the listener is stopped;
- * `options.onReconnect` runs after each success. A heartbeat (`select 1` every
- * {@link LISTEN_HEARTBEAT_MS}) replaces a connection that stops answering (half-open): detected
- * within two heartbeats (10 s).
- * @throws the driver error when the first LISTEN fails (the instance is ended)
- */
 /** How long a transaction whose connection was lost waits for postgres.js to report the close. */
 const LOST_TX_SETTLE_MS = 1_000;
 
@@ -111,111 +99,106 @@ async function settledWithin(settled: Promise<void>, ms: number): Promise<boolea
   }
 }
 
-async function listenOnOwnConnection(base: AnySql, channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<Unlisten> {
-  let stopped = false;
-  let listening = false;
-  let timer: NodeJS.Timeout | undefined;
-  let pauseMs = RELISTEN_FIRST_MS;
-  const statement = `listen "${channel.replace(/"/g, '""')}"`;
-  const relisten = () => {
-    if (stopped || timer !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      instance.unsafe(statement).then(
-        () => {
-          if (stopped) return;
-          listening = true;
-          pauseMs = RELISTEN_FIRST_MS;
-          options.onReconnect?.();
-        },
-        () => {
-          pauseMs = Math.min(pauseMs * 2, RELISTEN_MAX_MS);
-          relisten();
-        },
-      );
-    }, pauseMs);
-  };
-  // The parsed options of `base` (with `shared`) are taken as they are, as postgres.js's own listen does.
-  const open = () =>
-    postgres({
+/**
+ * The driver's one listening connection (see `sharedListener`): a postgres.js instance of its own
+ * (max 1, the settings of `base`), as `sql.listen` opens, but one the store controls: postgres.js
+ * 3.4.9 keeps a failed channel of `sql.listen`, and later calls on it await the old failure. It
+ * counts as lost when postgres.js reports the connection closed after a LISTEN, when a statement
+ * fails, or when the heartbeat (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within
+ * the same time (half-open: detected within two heartbeats); a lost instance is ended and never
+ * reused. `close` ends the instance, bounded to 2 s (porsager/postgres#1097).
+ */
+function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
+  return async ({ onNotify, onLost }) => {
+    let done = false;
+    let listening = false;
+    const end = async () => {
+      clearInterval(heartbeat);
+      // end() never settles while a query waits on a dead connection (porsager/postgres#1097), and the
+      // heartbeat may be such a query on a half-open connection: bound the wait.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([
+        instance.end({ timeout: 1 }).catch(() => undefined),
+        new Promise<void>((resolve) => {
+          bound = setTimeout(resolve, 2_000);
+        }),
+      ]);
+      clearTimeout(bound);
+    };
+    const lose = () => {
+      if (done) return;
+      done = true;
+      void end();
+      onLost();
+    };
+    // The parsed options of `base` (with `shared`) are taken as they are, as postgres.js's own listen does.
+    const instance = postgres({
       // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
       ...(base.options as unknown as postgres.Options<{}>),
       max: 1,
       idle_timeout: null,
       max_lifetime: null,
       fetch_types: false,
-      onnotify: (c: string, payload: string) => {
-        if (c === channel) onNotify(payload);
-      },
+      onnotify: (channel: string, payload: string) => onNotify(channel, payload),
       onclose: () => {
-        if (!listening) return;
-        listening = false;
-        relisten();
+        if (listening) lose();
       },
       // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
     } as unknown as postgres.Options<{}>) as AnySql;
-  let instance = open();
-  // A LISTEN connection is idle between notifications, so a half-open one (no FIN, no RST) would go
-  // unnoticed: a heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS replaces the
-  // connection and listens again (onReconnect tells the caller to re-read what it missed).
-  let beating = false;
-  const heartbeat = setInterval(() => {
-    if (stopped || !listening || beating) return;
-    beating = true;
-    let answered = false;
-    const current = instance;
-    const deadline = setTimeout(() => {
-      if (answered || stopped || current !== instance) return;
-      listening = false;
-      instance = open();
-      void current.end({ timeout: 0 }).catch(() => undefined);
-      beating = false;
-      relisten();
+    // A LISTEN connection is idle between notifications, so a half-open one (no FIN, no RST) would go
+    // unnoticed: a heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS counts it as lost.
+    let beating = false;
+    const heartbeat = setInterval(() => {
+      if (done || !listening || beating) return;
+      beating = true;
+      let answered = false;
+      const deadline = setTimeout(() => {
+        if (!answered) lose();
+      }, LISTEN_HEARTBEAT_MS);
+      instance.unsafe('select 1').then(
+        () => {
+          answered = true;
+          clearTimeout(deadline);
+          beating = false;
+        },
+        () => {
+          answered = true;
+          clearTimeout(deadline);
+          lose();
+        },
+      );
     }, LISTEN_HEARTBEAT_MS);
-    current.unsafe('select 1').then(
-      () => {
-        answered = true;
-        clearTimeout(deadline);
-        beating = false;
+    heartbeat.unref();
+    const send = async (statement: string) => {
+      if (done) throw new Error('the listening connection was lost');
+      try {
+        await instance.unsafe(statement);
+      } catch (error) {
+        lose();
+        throw error;
+      }
+    };
+    const quote = (channel: string) => `"${channel.replace(/"/g, '""')}"`;
+    return {
+      async listen(channel) {
+        await send(`listen ${quote(channel)}`);
+        listening = true;
       },
-      () => {
-        answered = true;
-        clearTimeout(deadline);
-        beating = false; // a lost connection: onclose listens again
+      unlisten: (channel) => send(`unlisten ${quote(channel)}`),
+      async close() {
+        if (done) return;
+        done = true;
+        await end();
       },
-    );
-  }, LISTEN_HEARTBEAT_MS);
-  heartbeat.unref();
-  const end = async () => {
-    stopped = true;
-    clearInterval(heartbeat);
-    if (timer !== undefined) clearTimeout(timer);
-    // end() never settles while a query waits on a dead connection (porsager/postgres#1097), and the
-    // heartbeat may be such a query on a half-open connection: bound the wait.
-    let bound: NodeJS.Timeout | undefined;
-    await Promise.race([
-      instance.end({ timeout: 1 }).catch(() => undefined),
-      new Promise<void>((resolve) => {
-        bound = setTimeout(resolve, 2_000);
-      }),
-    ]);
-    clearTimeout(bound);
+    };
   };
-  try {
-    await instance.unsafe(statement);
-    listening = true;
-  } catch (error) {
-    await end();
-    throw error;
-  }
-  return end;
 }
 
 /**
  * A {@link Driver} over a postgres.js `sql`. Statements go through `sql.unsafe(text, params)`, as
  * named prepared statements when the instance has `prepare` on (its default), so each statement is
  * parsed once per connection. LISTEN uses a connection of its own (see `listenOnOwnConnection`),
- * which listens again after a reconnect and reports it as `onReconnect`.
+ * shared by every `listen` of the driver, which listens again after a reconnect and reports it as `onReconnect`.
  *
  * @param ownsSql end the instance on `close()` (only when this package created it)
  */
@@ -225,6 +208,9 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
     const rows = await target.unsafe(text, params === undefined ? [] : [...params], { prepare: prepare && params !== undefined });
     return rows as unknown as Row[];
   };
+  // One listening connection per `sql` in this process, shared by every store on it; this driver's own subscriptions end on close().
+  const listenOn = listenSql?.sql ?? sql;
+  const shared = sharedListenerFor(listenOn, () => openPostgresJsListenConnection(listenOn));
   const listeners = listenerSet();
   let closed: Promise<void> | undefined;
   return {
@@ -260,9 +246,8 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       begun.then(beginSettled, beginSettled);
       return (await begun) as T;
     },
-    async listen(channel, onNotify, options) {
-      return listeners.track(await listenOnOwnConnection(listenSql?.sql ?? sql, channel, onNotify, options));
-    },
+    // One listening connection for every listen() of this driver (docs/contract.md#connection-budget).
+    listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),
     close() {
       closed ??= (async () => {
         await listeners.closeAll();
