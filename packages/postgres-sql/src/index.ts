@@ -8,6 +8,7 @@
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
+ * - `historyStatements(schema)`: history partitions and retention (`./history-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
  */
@@ -21,6 +22,16 @@ export {
   vacuumHealthFrom,
 } from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
+export {
+  HISTORY_DAYS_AHEAD,
+  HISTORY_MIGRATION_VERSION,
+  HISTORY_STATES,
+  type HistoryPartitionRow,
+  type HistoryStatements,
+  historyMigrationSql,
+  historyStatements,
+  historyStateTable,
+} from './history-sql.js';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
-export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
+export { historyInsert, quoteIdent, type Statements, STATE_CHECK_LIST, statements, TASK_COLUMN_NAMES, type TaskRow } from './sql.js';

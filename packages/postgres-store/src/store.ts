@@ -80,6 +80,7 @@ import { isDriverLevelError, SqlState, translateError } from '@postpone/postgres
 import {
   defaultNotifyChannel,
   HEALTH_STATEMENTS,
+  HISTORY_DAYS_AHEAD,
   type VacuumHealth,
   vacuumHealthFrom,
   MAX_IDENTIFIER_LENGTH,
@@ -336,6 +337,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return this.admin.stats();
   }
   /**
+   * Creates the missing day partitions of `task_history` from the store's now through `daysAhead`
+   * more UTC days (default 7), for every terminal state (docs/contract.md#live-and-history). `migrate()`
+   * and `prune({ retention })` run it; call it at least weekly (or prune with a retention daily) so
+   * finished tasks never land in the default partition. @returns how many partitions it created
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  ensureHistoryPartitions(daysAhead?: number): Promise<number> {
+    return this.admin.ensureHistoryPartitions(daysAhead === undefined ? undefined : validatePositiveInt(daysAhead, 'daysAhead', 366));
+  }
+  /**
    * Dead rows and autovacuum's record for the `task` and `effect` tables, and the oldest snapshot in
    * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
    * @throws StoreError with SQLSTATE 42P01 when the schema is not migrated, ConnectionLostError, StoreClosedError, StoreError
@@ -389,6 +400,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           await query(s.migrationInsert, [m.version, m.name]);
           done.push(m.version);
         }
+        // History partitions from the store's now on (docs/contract.md#live-and-history): a store
+        // whose clock runs elsewhere than the database's (tests) gets its own days, not the default partition.
+        await query(this.admin.history.ensurePartitions, [this.nowParam(), HISTORY_DAYS_AHEAD]);
       });
       return { applied: done, version: all.at(-1)?.version ?? 0 };
     } catch (error) {
