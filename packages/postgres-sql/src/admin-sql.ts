@@ -140,7 +140,7 @@ select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.du
      * retry or prune is never waited for, deleted with their effect rows in one statement.
      */
     pruneBatch: `with doomed as (
-  select t.id, t.finished_at from ${history} t
+  select t.id from ${history} t
    where t.finished_at < $1::timestamptz
    order by t.finished_at
    limit $2::int
@@ -148,7 +148,7 @@ select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.du
 ), effects as (
   delete from ${effect} e using doomed d where e.task_id = d.id returning 1
 ), tasks as (
-  delete from ${history} t using doomed d where t.id = d.id and t.finished_at = d.finished_at returning 1
+  delete from ${history} t where t.id = any(array(select d.id from doomed d)) and t.finished_at < $1::timestamptz returning 1
 )
 select (select count(*) from tasks)::int as deleted, (select count(*) from effects)::int as effectsdeleted`,
 

@@ -37,7 +37,8 @@ export function historyStateTable(state: string): string {
  *    task" stays the primary key `task_id`, enforced by the database as before.
  * 2. `task_history (like task, finished_at timestamptz not null)` partitioned as described above,
  *    with partitioned indexes on `(id)` (getTask, cancel's and complete's outcome reads, retry),
- *    `(kind, id)` (list by kind, DEAD counts of stats) and `(finished_at)` (prune by cut-off).
+ *    `(kind, id)` (list by kind, DEAD counts of stats), `(finished_at)` (prune by cut-off) and
+ *    `(id) where last_error is not null` (the list's `hasError` filter).
  * 3. The function `ensure_history_partitions(now, days)`: the day partitions of every state from
  *    `now`'s UTC day through `days` more (missing ones only, under an advisory lock). A day whose rows
  *    already sit in the DEFAULT partition (or that overlaps `_legacy`) is skipped: those rows stay
@@ -65,6 +66,7 @@ ${states}
 create index if not exists task_history_id_idx on ${history} (id);
 create index if not exists task_history_kind_id_idx on ${history} (kind, id);
 create index if not exists task_history_finished_idx on ${history} (finished_at);
+create index if not exists task_history_error_idx on ${history} (id) where last_error is not null;
 create or replace function ${q}.ensure_history_partitions(p_now timestamptz, p_days integer) returns integer
 language plpgsql as $fn$
 declare
