@@ -9,7 +9,8 @@
  * never DONE/CANCELLED; prune walks `task_finished_idx` from the oldest finished row.
  */
 import { RETRYABLE_STATES, TASK_STATES, TaskState } from '@postpone/core';
-import { literal, millis, ms, NOW, notice, quoteIdent, TASK_COLUMN_NAMES, taskColumns } from './sql.js';
+import { TASK_COLUMN_NAMES } from '@postpone/postgres-history-sql';
+import { literal, millis, ms, NOW, notice, quoteIdent, taskColumns } from './sql.js';
 
 const TERMINAL: readonly string[] = [TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD];
 

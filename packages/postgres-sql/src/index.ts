@@ -8,7 +8,7 @@
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
- * - `historyStatements(schema)`: history partitions and retention (`./history-sql.ts`);
+ * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres-history-sql`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
  */
@@ -31,7 +31,9 @@ export {
   historyMigrationSql,
   historyStatements,
   historyStateTable,
-} from './history-sql.js';
+  historyInsert,
+  TASK_COLUMN_NAMES,
+} from '@postpone/postgres-history-sql';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
-export { historyInsert, quoteIdent, type Statements, STATE_CHECK_LIST, statements, TASK_COLUMN_NAMES, type TaskRow } from './sql.js';
+export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

@@ -7,7 +7,7 @@
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
-import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
+import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from '@postpone/postgres-history-sql';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */

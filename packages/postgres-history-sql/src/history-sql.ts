@@ -15,7 +15,44 @@
  * §5.12.2.2: an UPDATE that moves a row to another partition).
  */
 import { TaskState } from '@postpone/core';
-import { literal, NOW, quoteIdent, TASK_COLUMN_NAMES } from './sql.js';
+
+/** Quotes an SQL identifier (PostgreSQL 17 §4.1.1), as `quoteIdent` of `@postpone/postgres-sql`. */
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** An SQL string literal (PostgreSQL 17 §4.1.2.1), as `literal` of `@postpone/postgres-sql`. Only for constants and schema names. */
+function literal(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** `$1` (the store's clock, or null) else the transaction's `now()`, as `NOW` of `@postpone/postgres-sql`. */
+const NOW = 'coalesce($1::timestamptz, now())';
+
+/**
+ * Every column of `task` by name; `task_history` has these and `finished_at` (migration 11). Moves
+ * name them rather than `*`, so the two tables may order their columns differently.
+ */
+export const TASK_COLUMN_NAMES: readonly string[] = Object.freeze([
+  'id', 'kind', 'key', 'queue', 'priority', 'payload', 'state', 'due_at', 'attempt', 'failures', 'max_attempts', 'lease_owner',
+  'lease_until', 'cancel_requested', 'result', 'last_error', 'created_at', 'updated_at', 'trace_context', 'retry', 'retry_of', 'retried_as',
+]);
+
+/**
+ * The second half of a move to history (migration 11, docs/contract.md#live-and-history): an INSERT
+ * into `history` of the rows CTE `from` deleted from `task` (`returning t.*`), each column as it was
+ * unless `set` gives an expression over `g` (the deleted row); the lease is cleared, `updated_at`
+ * and `finished_at` are the statement's now. In the same statement as the DELETE, so the row is in
+ * exactly one table at every commit (PostgreSQL 17 §7.8.4: data-modifying statements in WITH).
+ */
+export function historyInsert(history: string, from: string, set: Readonly<Record<string, string>>, returning: string): string {
+  const all: Record<string, string> = { lease_owner: 'null', lease_until: 'null', updated_at: NOW, ...set };
+  return `insert into ${history} (${TASK_COLUMN_NAMES.join(', ')}, finished_at)
+  select ${TASK_COLUMN_NAMES.map((c) => all[c] ?? `g.${c}`).join(', ')}, ${NOW}
+    from ${from} g
+  returning ${returning}`;
+}
+
 
 /** The migration number of the live/history split. */
 export const HISTORY_MIGRATION_VERSION = 11;
