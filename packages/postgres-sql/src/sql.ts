@@ -438,7 +438,8 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id
      * Locking Clause"), so two concurrent batches never wait on each other in a cycle; under READ
      * COMMITTED a row changed meanwhile is re-checked on its newest version (§13.2.1) and skipped when
      * the fence no longer holds. The data-modifying CTEs see the same snapshot and the effect INSERT
-     * reads only the rows the UPDATE returned (§7.8.4). Items it missed are resolved one by one, as
+     * reads only the rows the DELETE returned (§7.8.4); the rows move to `task_history` in the same
+     * statement (migration 11, `historyInsert`). Items it missed are resolved one by one, as
      * complete does after a miss.
      */
     taskCompleteManyFenced: `with input as (
@@ -547,7 +548,8 @@ select s.state as state, ${ms('s.due_at')} as dueatms,
 
     /**
      * `$1` now, `$2` id, `$3` notify channel → `{ state }` (the new state) when the task was live:
-     * SCHEDULED → CANCELLED (with a NOTIFY), CLAIMED → CLAIMED with `cancel_requested` (with a NOTIFY
+     * SCHEDULED → CANCELLED, moved to `task_history` in the same statement (with a NOTIFY), CLAIMED →
+     * CLAIMED with `cancel_requested` (with a NOTIFY
      * `cancelRequested`, so the worker holding it aborts the handler at once).
      */
     taskCancel: `with target as materialized (
@@ -575,7 +577,8 @@ select c.state as state,
     /**
      * `$1` now, `$2` limit, `$3` notify channel → `{ id, attempt, state }` per reclaimed task.
      *
-     * One conditional UPDATE, never read-then-write: a MATERIALIZED pick (see taskClaim) locks expired
+     * One statement, never read-then-write (an UPDATE of the tasks that stay live, a DELETE + INSERT
+     * into `task_history` of those that end DEAD or CANCELLED): a MATERIALIZED pick (see taskClaim) locks expired
      * leases with FOR UPDATE SKIP LOCKED (concurrent reclaimers take disjoint rows), the outer WHERE re-checks
      * CLAIMED and the expiry on the newest row version (§13.2.1), so an extend that committed first
      * wins. The CLAIMED rows come from the partial index `task_claimed_idx` (§11.8; migration 7), at most

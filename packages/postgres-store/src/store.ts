@@ -4,7 +4,7 @@
  * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
  * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
- * per-item resolution of the items it missed) and cancel (one UPDATE, then a read of a terminal state
+ * per-item resolution of the items it missed) and cancel (one statement, then a read of a terminal state
  * when it hit nothing).
  */
 import {
@@ -498,7 +498,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * One UPDATE: SCHEDULED → CANCELLED (`CANCELLED`, with a NOTIFY) or CLAIMED → cancel requested
+   * One statement: SCHEDULED → CANCELLED (`CANCELLED`, moved to history, with a NOTIFY) or CLAIMED → cancel requested
    * (`REQUESTED`). When it hit no row, a fresh read tells the terminal state apart (terminal states
    * never change, so the read is safe): DONE/DEAD → `TOO_LATE`, CANCELLED → `ALREADY_CANCELLED`,
    * none → `NOT_FOUND`. With `options.tx` (the driver's native handle or an {@link SqlExecutor}) both
@@ -587,7 +587,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE transaction: the fenced UPDATE to DONE; only if it hit a row, the effect row and then
+   * ONE transaction: the fenced move to DONE (delete from `task` + insert into `task_history`, one
+   * statement, docs/contract.md#live-and-history); only if it hit a row, the effect row and then
    * `work(tx)`, all committing together. If it missed: CLAIMED + same attempt + cancel requested →
    * CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt → `DONE`
    * (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
@@ -635,7 +636,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced UPDATE to DONE of every
+   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced move to DONE of every
    * item whose attempt is current, and their effect rows, committing together; row locks taken in id
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
@@ -662,7 +663,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * What a complete whose fenced UPDATE hit nothing reports: CLAIMED + same attempt + cancel
+   * What a complete whose fenced move hit nothing reports: CLAIMED + same attempt + cancel
    * requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt
    * → `DONE` (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
    * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
