@@ -146,3 +146,46 @@ describe('history_split_outcomes', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe('retention on PostgreSQL: partitions dropped whole, the default partition by row', () => {
+  it('prune({ retention }) drops the day partitions past retention and deletes default-partition rows past it; ensureHistoryPartitions makes the next days', async () => {
+    const kit = kits[0]!;
+    const clock = new TestClock(Date.UTC(2031, 2, 1, 1));
+    const store = kit.store({ schema: admin.schema, clock });
+    await store.migrate();
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll('-', '');
+    const leaves = async () =>
+      (await admin.query<{ name: string }>(`select c.relname::text as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = $1::regclass`, [admin.t('task_history_done')])).map((r) => r.name);
+    expect(await leaves()).toContain(`task_history_done_${day(clock.now())}`);
+    // A DONE task on a day with a partition, and one 30 days on, beyond every partition made ahead (default).
+    const first = await store.schedule({ kind: 'ret-pg' });
+    const [c1] = await store.claim({ owner: 'w', limit: 1, leaseMs: 1_000, kinds: ['ret-pg'] });
+    expect(await store.complete({ id: c1!.id, attempt: c1!.attempt, owner: 'w' })).toBe('DONE');
+    clock.tick(30 * 86_400_000);
+    const late = await store.schedule({ kind: 'ret-pg' });
+    const [c2] = await store.claim({ owner: 'w', limit: 1, leaseMs: 1_000, kinds: ['ret-pg'] });
+    expect(await store.complete({ id: c2!.id, attempt: c2!.attempt, owner: 'w' })).toBe('DONE');
+    const [where] = await admin.query<{ leaf: string }>(`select tableoid::regclass::text as leaf from ${admin.t('task_history')} where id = $1`, [late.id]);
+    expect(where?.leaf).toMatch(/task_history_done_default$/);
+    // The late task's day now has its row in the default partition: ensure skips it, makes the others.
+    expect(await store.ensureHistoryPartitions(2)).toBe(3 * 3 - 1);
+    clock.tick(3 * 86_400_000);
+    // Every DONE row of the schema is past a day's retention now (the case above left two more, from 2030).
+    const doneRows = async () => (await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task_history')} where state = 'DONE'`))[0]?.n;
+    const before = await doneRows();
+    expect(before).toBeGreaterThanOrEqual(2);
+    const dead = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task_history')} where state <> 'DONE'`);
+    const result = await store.prune({ retention: { DONE: 86_400_000 } });
+    expect(result.deleted).toBe(before);
+    expect(result.effectsDeleted).toBe(before);
+    expect(await doneRows()).toBe(0);
+    // DEAD and CANCELLED have no retention here: untouched.
+    expect(await admin.query(`select count(*)::int as n from ${admin.t('task_history')} where state <> 'DONE'`)).toEqual(dead);
+    expect(result.partitionsDropped).toBeGreaterThanOrEqual(1);
+    expect(await store.getTask(first.id)).toBeNull();
+    expect(await store.getTask(late.id)).toBeNull();
+    expect(await leaves()).not.toContain(`task_history_done_${day(Date.UTC(2031, 2, 1))}`);
+    expect(await leaves()).toContain('task_history_done_default');
+    await store.close();
+  });
+});
