@@ -101,7 +101,7 @@ export async function readDatabaseFacts(pool: pg.Pool, schema: string, states: S
   const reservations = await one(
     `select count(*) as n, count(*) filter (where status = 'expired') as expired, count(*) filter (where expired_count > 1) as twice from ${schema}.reservation`,
   );
-  const claims = await one(`select coalesce(sum(attempt), 0) as claims, count(*) filter (where attempt > 1) as multi from ${schema}.task`);
+  const claims = await one(`select coalesce(sum(attempt), 0) as claims, count(*) filter (where attempt > 1) as multi from (select attempt from ${schema}.task union all select attempt from ${schema}.task_history) t`);
   const attempts = await one(
     `select count(*) as n, count(*) filter (where a.started_at < r.due_at) as early
        from ${schema}.attempt_log a join ${schema}.reservation r on r.task_id = a.task_id`,

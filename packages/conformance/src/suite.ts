@@ -1,10 +1,12 @@
 /**
  * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors):
  * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`,
- * then queues, kinds and priorities of `@postpone/conformance-queues`.
+ * then queues, kinds and priorities of `@postpone/conformance-queues`, then the live/history split and
+ * retention of `@postpone/conformance-history`.
  */
 import type { ConformanceHarness } from '@postpone/conformance-kit';
 import { cronCases } from '@postpone/conformance-cron';
+import { HISTORY_CASES } from '@postpone/conformance-history';
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
 import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { afterEach, beforeEach, describe } from 'vitest';
@@ -41,6 +43,7 @@ export const CONFORMANCE_CASES = [
   validationCases,
   ...OPERATIONS_CASES,
   ...QUEUE_CASES,
+  ...HISTORY_CASES,
   cronCases,
 ] as const;
 

@@ -7,7 +7,8 @@
  * - history: DONE, CANCELLED and DEAD tasks; they never change state again (docs/contract.md#promises, promise 5).
  * - retry (also called requeue): a NEW task with the kind and payload of a DEAD or CANCELLED one; the
  *   original keeps its state and records the new id (`retriedAs`), the new one points back (`retryOf`).
- * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches.
+ * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches, or
+ *   past a retention per terminal state (on PostgreSQL by dropping whole partitions, docs/contract.md#retention).
  */
 import { ValidationError } from '@postpone/errors';
 import { TASK_STATES, type TaskState } from './states.js';
@@ -90,11 +91,24 @@ export type RetryResult =
   | { readonly outcome: 'NOT_FOUND' };
 export type RetryOutcome = RetryResult['outcome'];
 
+/**
+ * How long history of each terminal state is kept, in ms after it finished (docs/contract.md#retention).
+ * A state left out is kept forever. Example: `{ DONE: 86_400_000, DEAD: 7 * 86_400_000 }`.
+ */
+export type HistoryRetention = { readonly [S in 'DONE' | 'DEAD' | 'CANCELLED']?: number };
+
 export interface PruneParams {
-  /** Delete history finished (last updated) strictly before this time. Give this or `olderThanMs`. */
+  /** Delete history finished (last updated) strictly before this time. Give exactly one of `before`, `olderThanMs`, `retention`. */
   readonly before?: Date;
   /** Delete history finished more than this many ms before the store's now. */
   readonly olderThanMs?: number;
+  /**
+   * Delete history past its state's retention (finished more than `retention[state]` ms before the
+   * store's now). The memory store deletes exactly those rows; PostgreSQL drops each whole partition
+   * (one state, one UTC day) once every row in it is past retention, so a row may outlive its
+   * retention by up to a day, never less (docs/contract.md#retention).
+   */
+  readonly retention?: HistoryRetention;
   /** Rows per batch, 1..{@link MAX_PRUNE_BATCH} (default {@link DEFAULT_PRUNE_BATCH}); each batch is its own short transaction. */
   readonly batchSize?: number;
 }
@@ -106,6 +120,8 @@ export interface PruneResult {
   readonly effectsDeleted: number;
   /** Batches run (the last one found fewer than `batchSize` rows). */
   readonly batches: number;
+  /** With `retention` on PostgreSQL: history partitions dropped whole (their rows are counted in `deleted`). Absent otherwise. */
+  readonly partitionsDropped?: number;
 }
 
 /** Live counts of one kind. */
@@ -295,22 +311,35 @@ export function validateRetryParams(params: unknown): NormalizedRetryParams {
   };
 }
 
-/** Validated `prune` parameters: exactly one of `before` / `olderThanMs`. */
+/** Validated `prune` parameters: exactly one of `before` / `olderThanMs` / `retention`. */
 export interface NormalizedPruneParams {
   readonly before: Date | null;
   readonly olderThanMs: number | null;
+  /** Retention ms per terminal state given (states left out are absent). */
+  readonly retention: Readonly<Partial<Record<'DONE' | 'DEAD' | 'CANCELLED', number>>> | null;
   readonly batchSize: number;
 }
 
 /**
  * Checks `prune` parameters.
- * @throws ValidationError INVALID_OPTION (neither or both cut-offs, bad batchSize, unknown fields), INVALID_RUN_AT (before), INVALID_DELAY (olderThanMs)
+ * @throws ValidationError INVALID_OPTION (not exactly one cut-off, bad batchSize, unknown fields, a retention
+ *   that is not an object of terminal states), INVALID_RUN_AT (before), INVALID_DELAY (olderThanMs, `retention.<state>`)
  */
 export function validatePruneParams(params: unknown): NormalizedPruneParams {
   const p = plainObject(params, 'params');
-  rejectUnknownFields(p, ['before', 'olderThanMs', 'batchSize']);
-  if ((p.before === undefined) === (p.olderThanMs === undefined)) {
-    throw new ValidationError('INVALID_OPTION', 'before', 'give exactly one cut-off: before (a Date) or olderThanMs');
+  rejectUnknownFields(p, ['before', 'olderThanMs', 'retention', 'batchSize']);
+  if ([p.before, p.olderThanMs, p.retention].filter((v) => v !== undefined).length !== 1) {
+    throw new ValidationError('INVALID_OPTION', 'before', 'give exactly one cut-off: before (a Date), olderThanMs or retention');
+  }
+  let retention: Partial<Record<'DONE' | 'DEAD' | 'CANCELLED', number>> | null = null;
+  if (p.retention !== undefined) {
+    const r = plainObject(p.retention, 'retention');
+    rejectUnknownFields(r, PRUNABLE_STATES, 'retention.');
+    if (Object.keys(r).length === 0) throw new ValidationError('INVALID_OPTION', 'retention', 'must name at least one of DONE, DEAD, CANCELLED');
+    retention = {};
+    for (const state of ['DONE', 'DEAD', 'CANCELLED'] as const) {
+      if (r[state] !== undefined) retention[state] = validateDelayMs(r[state], `retention.${state}`);
+    }
   }
   const batchSize = p.batchSize ?? DEFAULT_PRUNE_BATCH;
   if (typeof batchSize !== 'number' || !Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PRUNE_BATCH) {
@@ -319,6 +348,7 @@ export function validatePruneParams(params: unknown): NormalizedPruneParams {
   return {
     before: p.before === undefined ? null : validateRunAt(p.before, 'before'),
     olderThanMs: p.olderThanMs === undefined ? null : validateDelayMs(p.olderThanMs, 'olderThanMs'),
+    retention,
     batchSize,
   };
 }

@@ -80,7 +80,7 @@ describe('cron_exactly_once', () => {
     const window = Array.from({ length: OCCURRENCES }, (_, i) => new Date(first + i * 1000).toISOString());
     const doneInWindow = async () => {
       const { rows } = await pool.query<{ n: number }>(
-        `select count(*)::int as n from "${schema}".task where kind = 'tick' and state = 'DONE' and payload->>'occurrence' = any($1::text[])`,
+        `select count(*)::int as n from "${schema}".task_history where kind = 'tick' and state = 'DONE' and payload->>'occurrence' = any($1::text[])`,
         [window],
       );
       return (rows[0]?.n ?? 0) >= OCCURRENCES;
@@ -92,7 +92,8 @@ describe('cron_exactly_once', () => {
 
     const tasks = (
       await pool.query<{ id: string; state: string; occurrence: string; dueat: Date }>(
-        `select id::text, state, payload->>'occurrence' as occurrence, due_at as dueat from "${schema}".task where kind = 'tick'`,
+        `select id::text, state, payload->>'occurrence' as occurrence, due_at as dueat from "${schema}".task where kind = 'tick'
+          union all select id::text, state, payload->>'occurrence', due_at from "${schema}".task_history where kind = 'tick'`,
       )
     ).rows;
     const runs = (await pool.query<{ task_id: string; occurrence: string; ran_at: Date }>(`select task_id::text, occurrence, ran_at from "${schema}".cron_run`)).rows;

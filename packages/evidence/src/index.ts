@@ -52,6 +52,7 @@ export const CASE_ORDER: readonly string[] = [
   'cron_dst',
   'soak_short',
   'dedup_key_race',
+  'history_split_outcomes',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

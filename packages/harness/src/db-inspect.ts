@@ -33,7 +33,10 @@ export class DbInspector {
     private readonly pool: pg.Pool,
     schema: string,
   ) {
-    this.taskTable = `${pg.escapeIdentifier(schema)}.task`;
+    // Live tasks and finished ones (migration 11 moves them to task_history): every task, once.
+    const q = pg.escapeIdentifier(schema);
+    const columns = 'id, state, attempt, lease_owner, lease_until, due_at, result, last_error';
+    this.taskTable = `(select ${columns} from ${q}.task union all select ${columns} from ${q}.task_history)`;
     this.effectTable = `${pg.escapeIdentifier(schema)}.effect`;
   }
 
@@ -41,7 +44,7 @@ export class DbInspector {
     const { rows } = await this.pool.query<TaskView>(
       `select id::text as id, state, attempt, lease_owner as "leaseOwner", ${ms('lease_until')} as "leaseUntilMs",
               ${ms('due_at')} as "dueAtMs", result, last_error as "lastError"
-         from ${this.taskTable} where id = $1::bigint`,
+         from ${this.taskTable} t where id = $1::bigint`,
       [id],
     );
     const row = rows[0];
@@ -64,7 +67,7 @@ export class DbInspector {
     const params: unknown[] = [states];
     const idFilter = ids === undefined ? '' : ' and id = any($2::bigint[])';
     if (ids !== undefined) params.push(ids);
-    const { rows } = await this.pool.query<{ n: number }>(`select count(*)::int as n from ${this.taskTable} where state = any($1::text[])${idFilter}`, params);
+    const { rows } = await this.pool.query<{ n: number }>(`select count(*)::int as n from ${this.taskTable} t where state = any($1::text[])${idFilter}`, params);
     return rows[0]?.n ?? 0;
   }
 

@@ -171,7 +171,8 @@ export class FaultRun {
   async judge(): Promise<HistoryVerdict> {
     const q = pg.escapeIdentifier(this.ctx.schema);
     const { rows: final } = await this.ctx.pool.query<{ id: string; state: string; attempt: number }>(
-      `select id::text as id, state, attempt from ${q}.task where id = any($1::bigint[])`,
+      `select id::text as id, state, attempt from ${q}.task where id = any($1::bigint[])
+       union all select id::text, state, attempt from ${q}.task_history where id = any($1::bigint[])`,
       [this.ids],
     );
     const effects = [];

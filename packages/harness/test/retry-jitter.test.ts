@@ -101,7 +101,7 @@ describe('evidence: retry jitter', () => {
       }
       await worker.stop({ timeoutMs: 0 });
       const { rows } = await ctx.pool.query<{ id: string; state: string; failures: number; gapms: string }>(
-        `select id::text as id, state, failures, (extract(epoch from (due_at - updated_at)) * 1000)::text as gapms from ${ctx.schema}.task order by id`,
+        `select id::text as id, state, failures, (extract(epoch from (due_at - updated_at)) * 1000)::text as gapms from (select id, state, failures, due_at, updated_at from ${ctx.schema}.task union all select id, state, failures, due_at, updated_at from ${ctx.schema}.task_history) t order by id`,
       );
       const replay = mulberry32(SEED + 1);
       let matched = 0;

@@ -101,7 +101,15 @@ export class MemoryAdmin {
   async prune(params: PruneParams): Promise<PruneResult> {
     this.ctx.assertOpen();
     const p = validatePruneParams(params);
-    const cutMs = p.before !== null ? p.before.getTime() : this.ctx.nowMs() - (p.olderThanMs as number);
+    const nowMs = this.ctx.nowMs();
+    const cutMs = p.before !== null ? p.before.getTime() : p.olderThanMs !== null ? nowMs - p.olderThanMs : Number.NEGATIVE_INFINITY;
+    // With a retention, each terminal state has its own cut-off (docs/contract.md#retention), applied by row.
+    const retention = p.retention;
+    const past = (t: Task): boolean => {
+      if (retention === null) return t.updatedAt.getTime() < cutMs;
+      const keepMs = retention[t.state as keyof typeof retention];
+      return keepMs !== undefined && t.updatedAt.getTime() < nowMs - keepMs;
+    };
     let deleted = 0;
     let effectsDeleted = 0;
     let batches = 0;
@@ -109,7 +117,7 @@ export class MemoryAdmin {
       this.ctx.assertOpen();
       batches += 1;
       const batch = [...this.ctx.db.tasks.values()]
-        .filter((t) => PRUNABLE_STATES.includes(t.state) && t.updatedAt.getTime() < cutMs && !this.ctx.locks.isLocked(t.id))
+        .filter((t) => PRUNABLE_STATES.includes(t.state) && past(t) && !this.ctx.locks.isLocked(t.id))
         .slice(0, p.batchSize);
       for (const task of batch) {
         if (this.ctx.db.effects.delete(task.id)) effectsDeleted += 1;

@@ -79,7 +79,7 @@ export function describeOrm(name: string, db: { readonly url: string; readonly s
         store = createPostgresJsStore({ sql, schema: db.schema }) as PostgresStore<unknown>;
       }
     });
-    beforeEach(() => check.query(`truncate ${t('effect')}, ${t('task')}, ${t('reservation')} restart identity cascade`));
+    beforeEach(() => check.query(`truncate ${t('effect')}, ${t('task')}, ${t('task_history')}, ${t('reservation')} restart identity cascade`));
     afterAll(async () => {
       await store.close();
       await sql?.end();

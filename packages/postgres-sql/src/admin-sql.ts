@@ -9,7 +9,10 @@
  * never DONE/CANCELLED; prune walks `task_finished_idx` from the oldest finished row.
  */
 import { RETRYABLE_STATES, TASK_STATES, TaskState } from '@postpone/core';
+import { TASK_COLUMN_NAMES } from '@postpone/postgres-history-sql';
 import { literal, millis, ms, NOW, notice, quoteIdent, taskColumns } from './sql.js';
+
+const TERMINAL: readonly string[] = [TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD];
 
 /** The migration number of the store operations (after 3 and 4, taken by other work). */
 export const ADMIN_MIGRATION_VERSION = 4;
@@ -48,6 +51,10 @@ create index if not exists task_finished_idx on ${task} (updated_at) where state
 export function adminStatements(schema: string) {
   const task = `${quoteIdent(schema)}.task`;
   const effect = `${quoteIdent(schema)}.effect`;
+  /** Finished tasks (migration 11, `./history-sql.ts`): terminal states are read here, live ones in `task`. */
+  const history = `${quoteIdent(schema)}.task_history`;
+  const tableOf = (state: string) => (TERMINAL.includes(state) ? history : task);
+  const columns = TASK_COLUMN_NAMES.map((c) => `t.${c}`).join(', ');
 
   /**
    * `$1` states (JSON array text or null = all), `$2` kinds (JSON or null), `$3` due from (ISO or
@@ -64,7 +71,7 @@ export function adminStatements(schema: string) {
   function list(order: 'newest' | 'oldest', byKind: boolean): string {
     const after = order === 'newest' ? `t.id < coalesce($7::bigint, 9223372036854775807)` : `t.id > coalesce($7::bigint, 0)`;
     const dir = order === 'newest' ? 'desc' : 'asc';
-    const top = (state: string) => `select t.* from ${task} t
+    const top = (state: string) => `select ${columns} from ${tableOf(state)} t
      where t.state = ${literal(state)}${byKind ? ' and t.kind = k.kind' : ' and $2::text is null'}
        and ($3::timestamptz is null or t.due_at >= $3::timestamptz)
        and ($4::timestamptz is null or t.due_at < $4::timestamptz)
@@ -90,7 +97,10 @@ export function adminStatements(schema: string) {
     listOldestByKind: list('oldest', true),
 
     /** `$1` id → task row plus `retryof`, `retriedas`. */
-    taskGetRecord: `select ${taskColumns('t')}, t.retry_of::text as retryof, t.retried_as::text as retriedas from ${task} t where t.id = $1::bigint`,
+    taskGetRecord: `select ${taskColumns('t')}, t.retry_of::text as retryof, t.retried_as::text as retriedas from ${task} t where t.id = $1::bigint
+union all
+select ${taskColumns('t')}, t.retry_of::text as retryof, t.retried_as::text as retriedas from ${history} t where t.id = $1::bigint
+limit 1`,
 
     /**
      * `$1` now, `$2` id, `$3` delay ms, `$4` run at (ISO or null), `$5` max attempts (or null: the
@@ -102,8 +112,12 @@ export function adminStatements(schema: string) {
      * `retried_as` set and inserts nothing. The new task and the link commit together; the original's
      * state and `updated_at` never change.
      */
-    taskRetry: `with orig as (
+    taskRetry: `with orig_live as (
   select o.id, o.kind, o.queue, o.priority, o.payload, o.max_attempts, o.retry, o.state, o.retried_as from ${task} o where o.id = $2::bigint for update
+), orig_finished as (
+  select o.id, o.kind, o.queue, o.priority, o.payload, o.max_attempts, o.retry, o.state, o.retried_as from ${history} o where o.id = $2::bigint for update
+), orig as (
+  select * from orig_live union all select * from orig_finished
 ), ins as (
   insert into ${task} as n (kind, queue, priority, payload, state, due_at, attempt, max_attempts, retry, cancel_requested, created_at, updated_at, retry_of)
   select o.kind, o.queue, o.priority, o.payload, ${literal(TaskState.SCHEDULED)}, coalesce($4::timestamptz, ${NOW} + ${millis('$3')}), 0,
@@ -114,7 +128,7 @@ export function adminStatements(schema: string) {
    where o.state in (${RETRYABLE_STATES.map(literal).join(', ')}) and o.retried_as is null
   returning n.id, n.due_at
 ), link as (
-  update ${task} t set retried_as = i.id from ins i where t.id = $2::bigint returning t.id
+  update ${history} t set retried_as = i.id from ins i where t.id = $2::bigint returning t.id
 )
 select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.due_at')} as dueatms,
        case when i.id is null then null else ${notice('scheduled', '$6::text', 'i')} end as notified,
@@ -127,15 +141,15 @@ select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.du
      * retry or prune is never waited for, deleted with their effect rows in one statement.
      */
     pruneBatch: `with doomed as (
-  select t.id from ${task} t
-   where t.state in ${FINISHED} and t.updated_at < $1::timestamptz
-   order by t.updated_at
+  select t.id from ${history} t
+   where t.finished_at < $1::timestamptz
+   order by t.finished_at
    limit $2::int
    for update skip locked
 ), effects as (
   delete from ${effect} e using doomed d where e.task_id = d.id returning 1
 ), tasks as (
-  delete from ${task} t using doomed d where t.id = d.id returning 1
+  delete from ${history} t where t.id = any(array(select d.id from doomed d)) and t.finished_at < $1::timestamptz returning 1
 )
 select (select count(*) from tasks)::int as deleted, (select count(*) from effects)::int as effectsdeleted`,
 
@@ -151,7 +165,7 @@ select (select count(*) from tasks)::int as deleted, (select count(*) from effec
   union all
   select ${literal(TaskState.CLAIMED)}, t.kind, count(*)::int, 0 from ${task} t where t.state = ${literal(TaskState.CLAIMED)} group by t.kind
   union all
-  select ${literal(TaskState.DEAD)}, t.kind, count(*)::int, 0 from ${task} t where t.state = ${literal(TaskState.DEAD)} group by t.kind
+  select ${literal(TaskState.DEAD)}, t.kind, count(*)::int, 0 from ${history} t where t.state = ${literal(TaskState.DEAD)} group by t.kind
 )
 select ${ms(NOW)} as nowms,
        (select ${ms('o.due_at')} from ${task} o

@@ -8,6 +8,7 @@
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
+ * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres-history-sql`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
  * - `RECLAIM_LOCK_SQL`: one reclaimer at a time per schema (`./reclaim-lock-sql.ts`).
@@ -22,6 +23,18 @@ export {
   vacuumHealthFrom,
 } from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
+export {
+  HISTORY_DAYS_AHEAD,
+  HISTORY_MIGRATION_VERSION,
+  HISTORY_STATES,
+  type HistoryPartitionRow,
+  type HistoryStatements,
+  historyMigrationSql,
+  historyStatements,
+  historyStateTable,
+  historyInsert,
+  TASK_COLUMN_NAMES,
+} from '@postpone/postgres-history-sql';
 export { type Migration, migrations } from './migrations.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';

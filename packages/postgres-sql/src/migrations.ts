@@ -7,6 +7,7 @@
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
+import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from '@postpone/postgres-history-sql';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -110,6 +111,11 @@ export interface Migration {
  * table, run the `create index concurrently if not exists …` by hand before upgrading: the
  * statement below then finds it and skips. Re-runnable (`if not exists`, `if exists`), like 5–9.
  *
+ * Version 11 — live and history apart (docs/contract.md#live-and-history): finished tasks move to
+ * `task_history`, partitioned by state, then by UTC day of `finished_at`, so retention drops whole
+ * partitions; existing DONE, CANCELLED and DEAD rows move in the migration; see `./history-sql.ts`.
+ * Re-runnable (`if not exists`, `create or replace`, a move that finds nothing the second time).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -193,5 +199,7 @@ alter table ${q}.task add column if not exists priority smallint not null defaul
 create index if not exists task_claim_idx on ${q}.task (queue, kind, priority, due_at, id) where state = 'SCHEDULED';
 drop index if exists ${q}.task_due_idx;`,
     }),
+    // Version 11 — live and history apart: see ./history-sql.ts.
+    Object.freeze({ version: HISTORY_MIGRATION_VERSION, name: 'live and history apart', sql: historyMigrationSql(schema) }),
   ]);
 }

@@ -17,6 +17,7 @@
  */
 import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
+import { historyInsert } from '@postpone/postgres-history-sql';
 
 /** Quotes an SQL identifier (PostgreSQL 17 §4.1.1): doubles embedded quotes. */
 export function quoteIdent(name: string): string {
@@ -187,19 +188,38 @@ export function statements(schema: string) {
   const task = `${q}.task`;
   const effect = `${q}.effect`;
   const migration = `${q}.migration`;
+  const history = `${q}.task_history`;
   /**
-   * The UPDATE of every fenced way out of CLAIMED by its holder (fail, release, snooze): `set` first,
-   * then the lease cleared; it hits only when (id `$2`, attempt `$3`, CLAIMED) still holds.
+   * The CTEs of every fenced way out of CLAIMED by its holder (fail, release, snooze), ending in
+   * `left_claim(id, state, due_at)`: `fenced` locks the row while (id `$2`, attempt `$3`, CLAIMED)
+   * holds (FOR UPDATE re-checks the newest row version, PostgreSQL 17 §13.2.1) and computes its
+   * `next` state; SCHEDULED stays in `task` (`live` set first, then the lease cleared), a terminal
+   * state moves to `task_history` (`finished` overrides, see {@link historyInsert}) in the same statement.
    */
-  const leaveClaim = (set: string): string => `update ${task}
-     set ${set},
+  const leaveClaim = (next: string, live: string, finished: Readonly<Record<string, string>>): string => `fenced as materialized (
+  select s.id, ${next} as next
+    from ${task} s
+   where s.id = $2::bigint and s.attempt = $3::int and s.state = ${C}
+     for update
+), stay as (
+  update ${task} t
+     set ${live},
+         state = ${S},
          lease_owner = null,
          lease_until = null,
          updated_at = ${NOW}
-   where id = $2::bigint
-     and attempt = $3::int
-     and state = ${C}
-  returning id, state, due_at`;
+    from fenced f
+   where t.id = f.id and f.next = ${S} and t.attempt = $3::int and t.state = ${C}
+  returning t.id, t.state, t.due_at
+), gone as (
+  delete from ${task} t using fenced f
+   where t.id = f.id and f.next <> ${S} and t.attempt = $3::int and t.state = ${C}
+  returning t.*, f.next as next_state
+), moved as (
+  ${historyInsert(history, 'gone', { state: 'g.next_state', ...finished }, 'id, state, due_at')}
+), left_claim as (
+  select * from stay union all select * from moved
+)`;
 
   return Object.freeze({
     // ---- clock -----------------------------------------------------------------------------------
@@ -396,17 +416,15 @@ returning id::text as id`,
      * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
      * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
      */
-    taskCompleteFenced: `update ${task}
-   set state = ${DONE},
-       result = $4::text::jsonb,
-       lease_owner = null,
-       lease_until = null,
-       updated_at = ${NOW}
- where id = $2::bigint
-   and attempt = $3::int
-   and state = ${C}
-   and not cancel_requested
-returning id::text as id`,
+    taskCompleteFenced: `with gone as (
+  delete from ${task} t
+   where t.id = $2::bigint
+     and t.attempt = $3::int
+     and t.state = ${C}
+     and not t.cancel_requested
+  returning t.*
+)
+${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id::text as id')}`,
 
     /**
      * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
@@ -420,7 +438,8 @@ returning id::text as id`,
      * Locking Clause"), so two concurrent batches never wait on each other in a cycle; under READ
      * COMMITTED a row changed meanwhile is re-checked on its newest version (§13.2.1) and skipped when
      * the fence no longer holds. The data-modifying CTEs see the same snapshot and the effect INSERT
-     * reads only the rows the UPDATE returned (§7.8.4). Items it missed are resolved one by one, as
+     * reads only the rows the DELETE returned (§7.8.4); the rows move to `task_history` in the same
+     * statement (migration 11, `historyInsert`). Items it missed are resolved one by one, as
      * complete does after a miss.
      */
     taskCompleteManyFenced: `with input as (
@@ -436,19 +455,16 @@ returning id::text as id`,
    order by s.id
    for update
 ), done as (
-  update ${task} t
-     set state = ${DONE},
-         result = i.result,
-         lease_owner = null,
-         lease_until = null,
-         updated_at = ${NOW}
-    from input i
+  delete from ${task} t
+   using input i
    where t.id = any(array(select l.id from locked l))
      and i.id = t.id
      and t.attempt = i.attempt
      and t.state = ${C}
      and not t.cancel_requested
-  returning t.id, i.attempt, i.owner, i.ord
+  returning t.*, i.result as new_result, i.owner as owner, i.ord as ord
+), moved as (
+  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result' }, 'id')}
 ), effects as (
   insert into ${effect} (task_id, attempt, worker, created_at)
   select d.id, d.attempt, d.owner, ${NOW} from done d
@@ -463,19 +479,21 @@ values ($2::bigint, $3::int, $4::text, ${NOW})`,
      * `$1` now, `$2` id, `$3` attempt → one `{ id }` row when the fenced complete missed because cancel
      * was requested: CLAIMED → CANCELLED (`CANCELLED_BEFORE_COMMIT`).
      */
-    taskCancelRequestedToCancelled: `update ${task}
-   set state = ${CANCELLED},
-       lease_owner = null,
-       lease_until = null,
-       updated_at = ${NOW}
- where id = $2::bigint
-   and attempt = $3::int
-   and state = ${C}
-   and cancel_requested
-returning id::text as id`,
+    taskCancelRequestedToCancelled: `with gone as (
+  delete from ${task} t
+   where t.id = $2::bigint
+     and t.attempt = $3::int
+     and t.state = ${C}
+     and t.cancel_requested
+  returning t.*
+)
+${historyInsert(history, 'gone', { state: CANCELLED }, 'id::text as id')}`,
 
     /** `$1` id → `{ state, attempt, cancelrequested }`: what complete and cancel report when their UPDATE hit nothing. */
-    taskGetForOutcome: `select state, attempt, cancel_requested as cancelrequested from ${task} where id = $1::bigint`,
+    taskGetForOutcome: `select state, attempt, cancel_requested as cancelrequested from ${task} where id = $1::bigint
+union all
+select state, attempt, cancel_requested from ${history} where id = $1::bigint
+limit 1`,
 
     // ---- task: fail, cancel, reclaim -----------------------------------------------------------------
     /**
@@ -486,19 +504,19 @@ returning id::text as id`,
      * to the limit → DEAD; else SCHEDULED due at now + backoff (a NOTIFY tells timing wheels).
      * `SET` expressions see the old row (PostgreSQL 17 UPDATE), hence `failures + 1`.
      */
-    taskFail: `with failed as (
-  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED}
-                      when not $7::boolean or failures + 1 >= coalesce($8::int, max_attempts) then ${DEAD}
-                      else ${S} end,
-         due_at = case when not cancel_requested and $7::boolean and failures + 1 < coalesce($8::int, max_attempts)
-                       then ${NOW} + ${millis('$5')} else due_at end,
-         failures = failures + 1,
-         max_attempts = coalesce($8::int, max_attempts),
-         last_error = $4::text`)}
-)
+    taskFail: `with ${leaveClaim(
+      `case when s.cancel_requested then ${CANCELLED}
+              when not $7::boolean or s.failures + 1 >= coalesce($8::int, s.max_attempts) then ${DEAD}
+              else ${S} end`,
+      `due_at = ${NOW} + ${millis('$5')},
+         failures = t.failures + 1,
+         max_attempts = coalesce($8::int, t.max_attempts),
+         last_error = $4::text`,
+      { failures: 'g.failures + 1', max_attempts: 'coalesce($8::int, g.max_attempts)', last_error: '$4::text' },
+    )}
 select f.state as state, ${ms('f.due_at')} as dueatms,
        case when f.state = ${S} then ${notice('scheduled', '$6::text', 'f')} end as notified
-  from failed f`,
+  from left_claim f`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` notify channel → `{ state }` when the fence (id, attempt,
@@ -506,14 +524,15 @@ select f.state as state, ${ms('f.due_at')} as dueatms,
      * now (with a NOTIFY); `last_error` 'released by worker'. A hand-back is not a failure:
      * `failures` stays as it is, so releases never make a task DEAD.
      */
-    taskRelease: `with released as (
-  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED} else ${S} end,
-         due_at = case when cancel_requested then due_at else ${NOW} end,
-         last_error = ${literal(RELEASED_ERROR)}`)}
-)
+    taskRelease: `with ${leaveClaim(
+      `case when s.cancel_requested then ${CANCELLED} else ${S} end`,
+      `due_at = ${NOW},
+         last_error = ${literal(RELEASED_ERROR)}`,
+      { last_error: literal(RELEASED_ERROR) },
+    )}
 select r.state as state,
        case when r.state = ${S} then ${notice('scheduled', '$4::text', 'r')} end as notified
-  from released r`,
+  from left_claim r`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` due time (ISO text, or null for now + `$5`), `$5` delay ms,
@@ -522,27 +541,34 @@ select r.state as state,
      * SCHEDULED due at `$4` (or now + `$5`) with a NOTIFY; `failures` and `last_error` stay as they
      * are, so a snooze never makes a task DEAD.
      */
-    taskSnooze: `with snoozed as (
-  ${leaveClaim(`state = case when cancel_requested then ${CANCELLED} else ${S} end,
-         due_at = case when cancel_requested then due_at else coalesce($4::timestamptz, ${NOW} + ${millis('$5')}) end`)}
-)
+    taskSnooze: `with ${leaveClaim(`case when s.cancel_requested then ${CANCELLED} else ${S} end`, `due_at = coalesce($4::timestamptz, ${NOW} + ${millis('$5')})`, {})}
 select s.state as state, ${ms('s.due_at')} as dueatms,
        case when s.state = ${S} then ${notice('scheduled', '$6::text', 's')} end as notified
-  from snoozed s`,
+  from left_claim s`,
 
     /**
      * `$1` now, `$2` id, `$3` notify channel → `{ state }` (the new state) when the task was live:
-     * SCHEDULED → CANCELLED (with a NOTIFY), CLAIMED → CLAIMED with `cancel_requested` (with a NOTIFY
+     * SCHEDULED → CANCELLED, moved to `task_history` in the same statement (with a NOTIFY), CLAIMED →
+     * CLAIMED with `cancel_requested` (with a NOTIFY
      * `cancelRequested`, so the worker holding it aborts the handler at once).
      */
-    taskCancel: `with cancelled as (
-  update ${task}
-     set state = case when state = ${S} then ${CANCELLED} else state end,
-         cancel_requested = case when state = ${C} then true else cancel_requested end,
+    taskCancel: `with target as materialized (
+  select s.id, s.state from ${task} s where s.id = $2::bigint and s.state in (${S}, ${C}) for update
+), requested as (
+  update ${task} t
+     set cancel_requested = true,
          updated_at = ${NOW}
-   where id = $2::bigint
-     and state in (${S}, ${C})
-  returning id, state, due_at
+    from target g
+   where t.id = g.id and g.state = ${C} and t.state = ${C}
+  returning t.id, t.state, t.due_at
+), gone as (
+  delete from ${task} t using target g
+   where t.id = g.id and g.state = ${S} and t.state = ${S}
+  returning t.*
+), moved as (
+  ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
+), cancelled as (
+  select * from requested union all select * from moved
 )
 select c.state as state,
        case when c.state = ${CANCELLED} then ${notice('cancelled', '$3::text', 'c')} else ${notice('cancelRequested', '$3::text', 'c')} end as notified
@@ -551,7 +577,8 @@ select c.state as state,
     /**
      * `$1` now, `$2` limit, `$3` notify channel → `{ id, attempt, state }` per reclaimed task.
      *
-     * One conditional UPDATE, never read-then-write: a MATERIALIZED pick (see taskClaim) locks expired
+     * One statement, never read-then-write (an UPDATE of the tasks that stay live, a DELETE + INSERT
+     * into `task_history` of those that end DEAD or CANCELLED): a MATERIALIZED pick (see taskClaim) locks expired
      * leases with FOR UPDATE SKIP LOCKED (concurrent reclaimers take disjoint rows), the outer WHERE re-checks
      * CLAIMED and the expiry on the newest row version (§13.2.1), so an extend that committed first
      * wins. The CLAIMED rows come from the partial index `task_claimed_idx` (§11.8; migration 7), at most
@@ -561,27 +588,44 @@ select c.state as state,
      * with `due_at` unchanged.
      */
     taskReclaimExpired: `with picked as materialized (
-  select s.id
+  select s.id, not s.cancel_requested and s.failures + 1 < s.max_attempts as stays
     from ${task} s
    where s.state = ${C}
      and s.lease_until < ${NOW}
    order by s.lease_until, s.id
    for update skip locked
    limit $2::int
-), reclaimed as (
+), stay as (
   update ${task} t
-     set state = case when t.cancel_requested then ${CANCELLED}
-                      when t.failures + 1 >= t.max_attempts then ${DEAD}
-                      else ${S} end,
+     set state = ${S},
          failures = t.failures + 1,
          lease_owner = null,
          lease_until = null,
          last_error = ${literal(LEASE_EXPIRED_ERROR)},
          updated_at = ${NOW}
-   where t.id = any(array(select p.id from picked p))
+   where t.id = any(array(select p.id from picked p where p.stays))
      and t.state = ${C}
      and t.lease_until < ${NOW}
   returning t.id, t.attempt, t.state, t.due_at
+), gone as (
+  delete from ${task} t
+   where t.id = any(array(select p.id from picked p where not p.stays))
+     and t.state = ${C}
+     and t.lease_until < ${NOW}
+  returning t.*
+), moved as (
+  ${historyInsert(
+    history,
+    'gone',
+    {
+      state: `case when g.cancel_requested then ${CANCELLED} else ${DEAD} end`,
+      failures: 'g.failures + 1',
+      last_error: literal(LEASE_EXPIRED_ERROR),
+    },
+    'id, attempt, state, due_at',
+  )}
+), reclaimed as (
+  select * from stay union all select * from moved
 )
 select r.id::text as id, r.attempt as attempt, r.state as state,
        case when r.state = ${S} then ${notice('scheduled', '$3::text', 'r')} end as notified
@@ -615,10 +659,15 @@ select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms
  order by d.due_at, d.id`,
 
     /** `$1` id → a full task row (see `TaskRow` in this file). */
-    taskGet: `select ${taskColumns('t')} from ${task} t where t.id = $1::bigint`,
+    taskGet: `select ${taskColumns('t')} from ${task} t where t.id = $1::bigint
+union all
+select ${taskColumns('t')} from ${history} t where t.id = $1::bigint
+limit 1`,
 
-    /** No parameters → `{ state, n }` rows. */
-    taskCountByState: `select state, count(*)::int as n from ${task} group by state`,
+    /** No parameters → `{ state, n }` rows: live states from `task`, terminal ones from `task_history` (migration 11). */
+    taskCountByState: `select state, count(*)::int as n from ${task} group by state
+union all
+select state, count(*)::int as n from ${history} group by state`,
 
     /** `$1` task id → `{ taskid, attempt, worker, createdatms }`. */
     effectGet: `select e.task_id::text as taskid, e.attempt as attempt, e.worker as worker, ${ms('e.created_at')} as createdatms

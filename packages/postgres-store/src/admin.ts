@@ -19,7 +19,11 @@ import {
   validatePruneParams,
   validateRetryParams,
 } from '@postpone/core';
-import { type AdminStatements, adminStatements } from '@postpone/postgres-sql';
+import { type AdminStatements, adminStatements, HISTORY_DAYS_AHEAD, type HistoryStatements, historyStatements } from '@postpone/postgres-sql';
+import { SqlState } from '@postpone/postgres-errors';
+
+/** SQLSTATE 55P03: a lock not granted within `lock_timeout` (PostgreSQL 17 Appendix A). */
+const LOCK_NOT_AVAILABLE = '55P03';
 import type { Driver, Param, Row } from './driver.js';
 
 /** What the store lends its operations: its driver, clock parameter and error translation. */
@@ -38,9 +42,11 @@ export interface PostgresAdminContext {
 
 export class PostgresAdmin {
   readonly sql: AdminStatements;
+  readonly history: HistoryStatements;
 
   constructor(private readonly ctx: PostgresAdminContext) {
     this.sql = adminStatements(ctx.schema);
+    this.history = historyStatements(ctx.schema);
   }
 
   async listTasks(params: ListTasksParams = {}): Promise<TaskPage> {
@@ -72,7 +78,10 @@ export class PostgresAdmin {
     this.ctx.assertOpen();
     const p = validateRetryParams(params);
     const args: Param[] = [this.ctx.nowParam(), p.id, p.delayMs, p.runAt?.toISOString() ?? null, p.maxAttempts, this.ctx.notifyChannel];
-    const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.taskRetry, args));
+    let [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.taskRetry, args));
+    // A task that moved to history while the statement ran is in neither table for it (its snapshot
+    // predates the move; its lock found the live row deleted): one more statement sees it.
+    if (!row) [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.taskRetry, args));
     if (!row) return { outcome: 'NOT_FOUND' };
     if (row.newid !== null && row.newid !== undefined) return { outcome: 'RETRIED', id: String(row.newid), dueAt: new Date(Number(row.dueatms)) };
     if (row.retriedas !== null && row.retriedas !== undefined) return { outcome: 'ALREADY_RETRIED', id: String(row.retriedas) };
@@ -82,6 +91,7 @@ export class PostgresAdmin {
   async prune(params: PruneParams): Promise<PruneResult> {
     this.ctx.assertOpen();
     const p = validatePruneParams(params);
+    if (p.retention !== null) return await this.pruneByRetention(p.retention);
     let cutOff = p.before;
     if (cutOff === null) {
       const [row] = await this.ctx.call(() => this.ctx.driver.query(`select floor(extract(epoch from coalesce($1::timestamptz, now())) * 1000)::float8 as nowms`, [this.ctx.nowParam()]));
@@ -101,6 +111,68 @@ export class PostgresAdmin {
       if (n < p.batchSize) break;
     }
     return { deleted, effectsDeleted, batches };
+  }
+
+  /**
+   * The day partitions of history from the store's now through `daysAhead` more days, missing ones
+   * only (migration 11's `ensure_history_partitions`). @returns how many it created
+   */
+  async ensureHistoryPartitions(daysAhead = HISTORY_DAYS_AHEAD): Promise<number> {
+    this.ctx.assertOpen();
+    const [row] = await this.ctx.call(() => this.ctx.driver.query(this.history.ensurePartitions, [this.ctx.nowParam(), daysAhead]));
+    return Number(row?.created ?? 0);
+  }
+
+  /**
+   * Retention (docs/contract.md#retention): partitions are created ahead first; then every leaf
+   * partition of a state with a retention whose upper bound is at or before now − retention (every
+   * row in it is past retention) is dropped with its effect rows, one short transaction each
+   * (lock_timeout 2 s: a partition whose lock is not granted in time is left for the next prune);
+   * last, the DEFAULT partitions' rows past retention are deleted by row.
+   */
+  private async pruneByRetention(retention: Readonly<Partial<Record<'DONE' | 'DEAD' | 'CANCELLED', number>>>): Promise<PruneResult> {
+    await this.ensureHistoryPartitions();
+    const [clock] = await this.ctx.call(() => this.ctx.driver.query(`select floor(extract(epoch from coalesce($1::timestamptz, now())) * 1000)::float8 as nowms`, [this.ctx.nowParam()]));
+    const nowMs = Number(clock?.nowms);
+    const leaves = await this.ctx.call(() => this.ctx.driver.query(this.history.historyPartitions));
+    let deleted = 0;
+    let effectsDeleted = 0;
+    let batches = 0;
+    let partitionsDropped = 0;
+    for (const leaf of leaves) {
+      this.ctx.assertOpen();
+      const keepMs = retention[String(leaf.state) as 'DONE' | 'DEAD' | 'CANCELLED'];
+      if (keepMs === undefined) continue;
+      const cutMs = nowMs - keepMs;
+      const name = String(leaf.name);
+      if (leaf.upperms === null || leaf.upperms === undefined) {
+        const [row] = await this.ctx.call(() => this.ctx.driver.query(this.history.pruneDefault(name), [new Date(cutMs).toISOString()]));
+        batches += 1;
+        deleted += Number(row?.deleted ?? 0);
+        effectsDeleted += Number(row?.effectsdeleted ?? 0);
+        continue;
+      }
+      if (Number(leaf.upperms) > cutMs) continue;
+      try {
+        const counts = await this.ctx.call(() =>
+          this.ctx.driver.transaction(async (query) => {
+            await query(this.history.retentionLockTimeout);
+            const [n] = await query(this.history.dropPartitionEffects(name));
+            await query(this.history.dropPartition(name));
+            return { rows: Number(n?.rows ?? 0), effects: Number(n?.effects ?? 0) };
+          }),
+        );
+        batches += 1;
+        partitionsDropped += 1;
+        deleted += counts.rows;
+        effectsDeleted += counts.effects;
+      } catch (error) {
+        // Lock not granted in time, or another prune dropped it first: left for the next prune.
+        const code = (error as { sqlState?: string }).sqlState;
+        if (code !== LOCK_NOT_AVAILABLE && code !== SqlState.UNDEFINED_TABLE) throw error;
+      }
+    }
+    return { deleted, effectsDeleted, batches, partitionsDropped };
   }
 
   async stats(): Promise<StoreStats> {

@@ -4,7 +4,7 @@
  * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
  * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
- * per-item resolution of the items it missed) and cancel (one UPDATE, then a read of a terminal state
+ * per-item resolution of the items it missed) and cancel (one statement, then a read of a terminal state
  * when it hit nothing).
  */
 import {
@@ -80,6 +80,7 @@ import { isDriverLevelError, SqlState, translateError } from '@postpone/postgres
 import {
   defaultNotifyChannel,
   HEALTH_STATEMENTS,
+  HISTORY_DAYS_AHEAD,
   type VacuumHealth,
   vacuumHealthFrom,
   MAX_IDENTIFIER_LENGTH,
@@ -337,6 +338,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return this.admin.stats();
   }
   /**
+   * Creates the missing day partitions of `task_history` from the store's now through `daysAhead`
+   * more UTC days (default 7), for every terminal state (docs/contract.md#live-and-history). `migrate()`
+   * and `prune({ retention })` run it; call it at least weekly (or prune with a retention daily) so
+   * finished tasks never land in the default partition. @returns how many partitions it created
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  ensureHistoryPartitions(daysAhead?: number): Promise<number> {
+    return this.admin.ensureHistoryPartitions(daysAhead === undefined ? undefined : validatePositiveInt(daysAhead, 'daysAhead', 366));
+  }
+  /**
    * Dead rows and autovacuum's record for the `task` and `effect` tables, and the oldest snapshot in
    * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
    * @throws StoreError with SQLSTATE 42P01 when the schema is not migrated, ConnectionLostError, StoreClosedError, StoreError
@@ -390,6 +401,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           await query(s.migrationInsert, [m.version, m.name]);
           done.push(m.version);
         }
+        // History partitions from the store's now on (docs/contract.md#live-and-history): a store
+        // whose clock runs elsewhere than the database's (tests) gets its own days, not the default partition.
+        await query(this.admin.history.ensurePartitions, [this.nowParam(), HISTORY_DAYS_AHEAD]);
       });
       return { applied: done, version: all.at(-1)?.version ?? 0 };
     } catch (error) {
@@ -485,7 +499,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * One UPDATE: SCHEDULED → CANCELLED (`CANCELLED`, with a NOTIFY) or CLAIMED → cancel requested
+   * One statement: SCHEDULED → CANCELLED (`CANCELLED`, moved to history, with a NOTIFY) or CLAIMED → cancel requested
    * (`REQUESTED`). When it hit no row, a fresh read tells the terminal state apart (terminal states
    * never change, so the read is safe): DONE/DEAD → `TOO_LATE`, CANCELLED → `ALREADY_CANCELLED`,
    * none → `NOT_FOUND`. With `options.tx` (the driver's native handle or an {@link SqlExecutor}) both
@@ -574,7 +588,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE transaction: the fenced UPDATE to DONE; only if it hit a row, the effect row and then
+   * ONE transaction: the fenced move to DONE (delete from `task` + insert into `task_history`, one
+   * statement, docs/contract.md#live-and-history); only if it hit a row, the effect row and then
    * `work(tx)`, all committing together. If it missed: CLAIMED + same attempt + cancel requested →
    * CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt → `DONE`
    * (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
@@ -622,7 +637,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced UPDATE to DONE of every
+   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced move to DONE of every
    * item whose attempt is current, and their effect rows, committing together; row locks taken in id
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
@@ -649,7 +664,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * What a complete whose fenced UPDATE hit nothing reports: CLAIMED + same attempt + cancel
+   * What a complete whose fenced move hit nothing reports: CLAIMED + same attempt + cancel
    * requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt
    * → `DONE` (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
    * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.

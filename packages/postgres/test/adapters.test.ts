@@ -120,7 +120,7 @@ describe('entry points', () => {
   }
 
   it('the main entry imports no driver; each subpath imports only its own', () => {
-    const ours = ['@postpone/core', '@postpone/cron-store', '@postpone/postgres-errors', '@postpone/postgres-sql', '@postpone/postgres-store'];
+    const ours = ['@postpone/core', '@postpone/cron-store', '@postpone/postgres-errors', '@postpone/postgres-history-sql', '@postpone/postgres-sql', '@postpone/postgres-store'];
     expect([...importsOf(resolve(src, 'index.ts'))].sort()).toEqual(ours);
     expect([...importsOf(resolve(src, 'pg.ts'))].sort()).toEqual([...ours, 'node:net', 'pg']);
     expect([...importsOf(resolve(src, 'postgres-js.ts'))].sort()).toEqual([...ours, 'node:net', 'postgres']);

@@ -69,9 +69,10 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
       work: async (tx) => {
         sawTx = true;
         await kit.queryIn(tx, `update ${reservation} set status = 'expired' where id = $1 and status = 'pending'`, [7]);
-        // Inside the transaction the task is already DONE; outside, not yet.
-        const inside = await kit.queryIn(tx, `select state from ${admin.t('task')} where id = $1`, [id]);
+        // Inside the transaction the task is already DONE (moved to history); outside, not yet.
+        const inside = await kit.queryIn(tx, `select state from ${admin.t('task_history')} where id = $1`, [id]);
         expect(inside[0]?.state).toBe('DONE');
+        expect(await kit.queryIn(tx, `select state from ${admin.t('task')} where id = $1`, [id])).toEqual([]);
         expect((await admin.query<{ state: string }>(`select state from ${admin.t('task')} where id = $1`, [id]))[0]?.state).toBe('CLAIMED');
       },
     });

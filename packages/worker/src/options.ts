@@ -26,6 +26,9 @@ import {
   MAX_PRUNE_BATCH,
   DEFAULT_PRUNE_BATCH,
   rejectUnknownFields,
+  type HistoryRetention,
+  validatePruneParams,
+  type ValidationCode,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
 import type { HandlerMap, PayloadMap } from '@postpone/attempt';
@@ -50,8 +53,14 @@ export const WORKER_DEFAULTS = Object.freeze({
 
 /** The worker's scheduled prune of history (see {@link WorkerOptions.prune}). */
 export interface PruneOptions {
-  /** Delete DONE, CANCELLED and DEAD tasks finished more than this many ms before the store's now, 0..MAX_DELAY_MS (100 years). */
-  readonly olderThanMs: number;
+  /** Delete DONE, CANCELLED and DEAD tasks finished more than this many ms before the store's now, 0..MAX_DELAY_MS (100 years). Give this or `retention`. */
+  readonly olderThanMs?: number;
+  /**
+   * Retention per terminal state instead (core `HistoryRetention`, docs/contract.md#retention), e.g.
+   * `{ DONE: 86_400_000, DEAD: 7 * 86_400_000 }`: `store.prune({ retention })`, which on PostgreSQL
+   * drops whole history partitions and creates the next days' ones.
+   */
+  readonly retention?: HistoryRetention;
   /** Period between the end of one prune and the start of the next, in ms of the worker's pacing (1..2³¹−1). */
   readonly everyMs: number;
   /** Rows per batch (each its own short transaction), 1..10 000 (default 1 000, core `DEFAULT_PRUNE_BATCH`). */
@@ -59,7 +68,9 @@ export interface PruneOptions {
 }
 
 export interface ResolvedPruneOptions {
-  readonly olderThanMs: number;
+  /** Null when `retention` is set. */
+  readonly olderThanMs: number | null;
+  readonly retention: HistoryRetention | null;
   readonly everyMs: number;
   readonly batchSize: number;
 }
@@ -272,7 +283,7 @@ const RULES: readonly Rule[] = [
 ];
 
 const WORKER_OPTION_NAMES: readonly string[] = ['store', 'handlers', 'logger', ...RULES.map((r) => r.name)];
-const PRUNE_OPTION_NAMES: readonly string[] = ['olderThanMs', 'everyMs', 'batchSize'];
+const PRUNE_OPTION_NAMES: readonly string[] = ['olderThanMs', 'retention', 'everyMs', 'batchSize'];
 
 /**
  * Validates every option and fills in the defaults.
@@ -365,13 +376,26 @@ function resolvePrune(options: unknown, _field: string, store: Record<string, un
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid('prune', 'must be an object { olderThanMs, everyMs, batchSize? }');
   rejectUnknownFields(options, PRUNE_OPTION_NAMES, 'prune.');
   const o = options as Partial<PruneOptions>;
-  if (o.olderThanMs === undefined) throw invalid('prune.olderThanMs', 'is required: how old finished history must be before it is deleted, in ms');
+  if (o.olderThanMs === undefined && o.retention === undefined) {
+    throw invalid('prune.olderThanMs', 'is required (or retention): how old finished history must be before it is deleted, in ms');
+  }
+  if (o.olderThanMs !== undefined && o.retention !== undefined) throw invalid('prune.retention', 'give olderThanMs or retention, not both');
   if (o.everyMs === undefined) throw invalid('prune.everyMs', 'is required: the period between prunes, in ms');
-  const olderThanMs = validateNonNegativeMs(o.olderThanMs, 'prune.olderThanMs', MAX_DELAY_MS);
+  const olderThanMs = o.olderThanMs === undefined ? null : validateNonNegativeMs(o.olderThanMs, 'prune.olderThanMs', MAX_DELAY_MS);
+  let retention: HistoryRetention | null = null;
+  if (o.retention !== undefined) {
+    try {
+      retention = validatePruneParams({ retention: o.retention }).retention;
+    } catch (error) {
+      // The same check as store.prune, the field named from the worker's options (`prune.retention.DONE`).
+      if (ValidationError.isInstance(error)) throw new ValidationError(error.code as ValidationCode, `prune.${error.field}`, error.message.slice(error.field.length + 2));
+      throw error;
+    }
+  }
   const everyMs = validatePositiveMs(o.everyMs, 'prune.everyMs', MAX_TIMER_MS);
   const batchSize = o.batchSize === undefined ? DEFAULT_PRUNE_BATCH : validatePositiveInt(o.batchSize, 'prune.batchSize', MAX_PRUNE_BATCH);
   if (typeof store.prune !== 'function') throw invalid('store', 'must be a Store with a prune() method when the prune option is set');
-  return { olderThanMs, everyMs, batchSize };
+  return { olderThanMs, retention, everyMs, batchSize };
 }
 
 function validateJitter(jitter: unknown): Jitter {

@@ -1,7 +1,8 @@
 /**
  * The worker's scheduled prune (option `prune`): every `everyMs` it deletes history — DONE, CANCELLED
  * and DEAD tasks, with their effect rows — finished more than `olderThanMs` before the store's now,
- * through `store.prune` (bounded batches, each its own short transaction; core `PruneParams`).
+ * or past its state's `retention` (docs/contract.md#retention), through `store.prune` (bounded
+ * batches or whole partitions, each its own short transaction; core `PruneParams`).
  *
  * The first prune runs when the worker starts, the next `everyMs` after the previous one ended (never
  * two at once). A failure is an `error` event (operation `prune`) and a warn line, never a rejection;
@@ -51,7 +52,9 @@ export class Pruner {
     const { store, options, pacing, events, logger } = this.deps;
     const startedAt = pacing.now();
     try {
-      const result = await store.prune({ olderThanMs: options.olderThanMs, batchSize: options.batchSize });
+      const result = await store.prune(
+        options.retention !== null ? { retention: options.retention, batchSize: options.batchSize } : { olderThanMs: options.olderThanMs ?? 0, batchSize: options.batchSize },
+      );
       const durationMs = Math.round(pacing.now() - startedAt);
       events.emit('pruned', { ...result, durationMs });
       if (result.deleted > 0) logger.info({ deleted: result.deleted, batches: result.batches, durationMs }, 'pruned history');

@@ -116,6 +116,9 @@ describe('worker options', () => {
     [{ prune: { olderThanMs: 0, everyMs: 0 } }, 'prune.everyMs'],
     [{ prune: { olderThanMs: 0, everyMs: 2 ** 31 } }, 'prune.everyMs'],
     [{ prune: { olderThanMs: 0, everyMs: 1_000, batchSize: 0 } }, 'prune.batchSize'],
+    [{ prune: { retention: {}, everyMs: 1_000 } }, 'prune.retention'],
+    [{ prune: { retention: { RUNNING: 1 }, everyMs: 1_000 } }, 'prune.retention.RUNNING'],
+    [{ prune: { retention: { DONE: 1 }, olderThanMs: 0, everyMs: 1_000 } }, 'prune.retention'],
     [{ prune: { olderThanMs: 0, everyMs: 1_000, batchSize: 10_001 } }, 'prune.batchSize'],
     [{ prune: { olderThanMs: 0, every: 1_000 } }, 'prune.every'],
     // A 1 ms tick over 2 × 64 slots reaches 4 096 ms: loads reach 2 048 ms, not past a 5 s fallback.
@@ -125,6 +128,7 @@ describe('worker options', () => {
   });
 
   it('rejects a bad queue with INVALID_QUEUE', () => {
+    expect(rejection({ prune: { retention: { DONE: -1 }, everyMs: 1_000 } })).toEqual({ code: 'INVALID_DELAY', field: 'prune.retention.DONE' });
     expect(rejection({ queue: '' })).toEqual({ code: 'INVALID_QUEUE', field: 'queue' });
     expect(rejection({ queue: 'a\u0000' })).toEqual({ code: 'INVALID_QUEUE', field: 'queue' });
   });
@@ -150,6 +154,13 @@ describe('option names and error classes', () => {
   it('takes a prune schedule (batchSize defaults to the store default) and refuses it for a store without prune()', () => {
     expect(createWorker({ store, handlers, prune: { olderThanMs: 86_400_000, everyMs: 3_600_000 } }).options.prune).toEqual({
       olderThanMs: 86_400_000,
+      retention: null,
+      everyMs: 3_600_000,
+      batchSize: 1_000,
+    });
+    expect(createWorker({ store, handlers, prune: { retention: { DONE: 86_400_000 }, everyMs: 3_600_000 } }).options.prune).toEqual({
+      olderThanMs: null,
+      retention: { DONE: 86_400_000 },
       everyMs: 3_600_000,
       batchSize: 1_000,
     });

@@ -62,6 +62,25 @@ describe.each(STORE_HARNESSES)('scheduled prune (%s store)', (_name, makeHarness
     for (const id of finished) expect(await h.store.getTask(id)).not.toBeNull();
   });
 
+  it('with retention, calls store.prune({ retention }): history within it and states it does not name are kept', async () => {
+    h = await t.open(makeHarness);
+    const { finished } = await history();
+    const calls: unknown[] = [];
+    const store = overrideStore(h.store, {
+      prune: async (params) => {
+        calls.push(params);
+        return await h.store.prune(params);
+      },
+    });
+    const worker = createWorker({ store, handlers: { later: async () => null }, prune: { retention: { DEAD: 3_600_000 }, everyMs: 60_000 } });
+    t.track(worker);
+    const pruned = waitForEvent(worker, 'pruned');
+    worker.start();
+    expect((await pruned)[0]).toMatchObject({ deleted: 0, effectsDeleted: 0 });
+    expect(calls).toEqual([{ retention: { DEAD: 3_600_000 }, batchSize: 1_000 }]);
+    for (const id of finished) expect(await h.store.getTask(id)).not.toBeNull();
+  });
+
   it('turns a failing prune into error events and tries again at the next period; stop still resolves', async () => {
     h = await t.open(makeHarness);
     let calls = 0;

@@ -185,7 +185,7 @@ export async function measureClaimWhilePruning(options: PruneUnderLoadOptions): 
 
     const left = (
       await admin.query<{ tasks: number; effects: number; due: number }>(
-        `select (select count(*) from ${task} where kind = 'bench_history')::int as tasks,
+        `select (select count(*) from ${task}_history where kind = 'bench_history')::int as tasks,
                 (select count(*) from ${effect} where worker = 'bench-history')::int as effects,
                 (select count(*) from ${task} where state = 'SCHEDULED' and due_at <= now())::int as due`,
       )

@@ -1,5 +1,6 @@
 /**
- * Bulk test data written straight into Postpone's `task` table with one
+ * Bulk test data written straight into Postpone's `task_history` table (finished tasks live there
+ * since migration 11, docs/contract.md#live-and-history; ids drawn from `task`'s sequence) with one
  * `INSERT ... SELECT generate_series` (PostgreSQL 17 §9.26): a million finished tasks in seconds,
  * where the store's API would need a million complete transactions. Only the bench writes this way.
  */
@@ -7,24 +8,24 @@ import { TaskState } from '@postpone/core';
 import pg from 'pg';
 
 /**
- * Inserts `count` finished (DONE) tasks, due and completed in the past, into `<schema>.task`.
+ * Inserts `count` finished (DONE) tasks, due and completed in the past, into `<schema>.task_history`.
  * @param client a connection to the database holding the schema
  */
 export async function insertFinishedHistory(client: pg.ClientBase, schema: string, count: number): Promise<void> {
   if (count <= 0) return;
   const task = `${pg.escapeIdentifier(schema)}.task`;
   await client.query(
-    `insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, result, created_at, updated_at)
-     select 'bench_history', '{}'::jsonb, $2::text, now() - interval '2 days' + g * interval '1 millisecond', 1, 5,
-            'null'::jsonb, now() - interval '2 days', now() - interval '1 day'
+    `insert into ${task}_history (id, kind, payload, state, due_at, attempt, max_attempts, result, created_at, updated_at, finished_at)
+     select nextval(pg_get_serial_sequence($3::text, 'id')), 'bench_history', '{}'::jsonb, $2::text, now() - interval '2 days' + g * interval '1 millisecond', 1, 5,
+            'null'::jsonb, now() - interval '2 days', now() - interval '1 day', now() - interval '1 day'
        from generate_series(1, $1::int) g`,
-    [count, TaskState.DONE],
+    [count, TaskState.DONE, task],
   );
 }
 
-/** `VACUUM (ANALYZE)` of the task table, as autovacuum would after a bulk load (PostgreSQL 17 §24.1). */
+/** `VACUUM (ANALYZE)` of the task and history tables, as autovacuum would after a bulk load (PostgreSQL 17 §24.1). */
 export async function vacuumAnalyze(client: pg.ClientBase, schema: string): Promise<void> {
-  await client.query(`vacuum (analyze) ${pg.escapeIdentifier(schema)}.task`);
+  await client.query(`vacuum (analyze) ${pg.escapeIdentifier(schema)}.task, ${pg.escapeIdentifier(schema)}.task_history`);
 }
 
 /** What {@link insertPrunableHistory} wrote. */
@@ -45,18 +46,18 @@ export async function insertPrunableHistory(client: pg.ClientBase, schema: strin
   const task = `${pg.escapeIdentifier(schema)}.task`;
   const effect = `${pg.escapeIdentifier(schema)}.effect`;
   await client.query(
-    `insert into ${task} (kind, payload, state, due_at, attempt, max_attempts, result, last_error, failures, created_at, updated_at)
-     select 'bench_history', '{}'::jsonb,
+    `insert into ${task}_history (id, kind, payload, state, due_at, attempt, max_attempts, result, last_error, failures, created_at, updated_at, finished_at)
+     select nextval(pg_get_serial_sequence($5::text, 'id')), 'bench_history', '{}'::jsonb,
             case g % 10 when 0 then $3::text when 1 then $4::text else $2::text end,
             now() - interval '2 days' + g * interval '1 millisecond', 1, 1,
             'null'::jsonb, case g % 10 when 0 then 'bench: failed' end, case g % 10 when 0 then 1 else 0 end,
-            now() - interval '2 days', now() - interval '1 day' + g * interval '1 millisecond'
+            now() - interval '2 days', now() - interval '1 day' + g * interval '1 millisecond', now() - interval '1 day' + g * interval '1 millisecond'
        from generate_series(1, $1::int) g`,
-    [count, TaskState.DONE, TaskState.DEAD, TaskState.CANCELLED],
+    [count, TaskState.DONE, TaskState.DEAD, TaskState.CANCELLED, task],
   );
   const { rowCount } = await client.query(
     `insert into ${effect} (task_id, attempt, worker, created_at)
-     select t.id, t.attempt, 'bench-history', t.updated_at from ${task} t where t.kind = 'bench_history' and t.state = $1::text`,
+     select t.id, t.attempt, 'bench-history', t.updated_at from ${task}_history t where t.kind = 'bench_history' and t.state = $1::text`,
     [TaskState.DONE],
   );
   return { tasks: count, effects: rowCount ?? 0 };

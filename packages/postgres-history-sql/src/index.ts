@@ -1,0 +1,19 @@
+/**
+ * @postpone/postgres-history-sql — the history side of the Postpone PostgreSQL store, as SQL text
+ * for any driver (docs/contract.md#live-and-history, #retention): migration 11's `task_history`
+ * (partitioned by state, then UTC day), the move of a finished row in the finishing statement
+ * (`historyInsert`, used by the statements of `@postpone/postgres-sql`), and the partition and
+ * retention statements. `@postpone/postgres-sql` re-exports all of it.
+ */
+export {
+  HISTORY_DAYS_AHEAD,
+  HISTORY_MIGRATION_VERSION,
+  HISTORY_STATES,
+  type HistoryPartitionRow,
+  type HistoryStatements,
+  historyInsert,
+  historyMigrationSql,
+  historyStatements,
+  historyStateTable,
+  TASK_COLUMN_NAMES,
+} from './history-sql.js';
