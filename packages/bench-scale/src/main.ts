@@ -27,6 +27,7 @@ interface ScaleCli {
   readonly steadySeconds?: number;
   readonly snapshotSeconds?: number;
   readonly out: string;
+  readonly render?: boolean;
 }
 
 /**
@@ -45,9 +46,12 @@ export async function scaleMain(args: readonly string[], repoRoot: string): Prom
     .option('--steady-seconds <n>', 'steady-load duration (default 120)', count)
     .option('--snapshot-seconds <n>', 'how long the long snapshot is held (default 600)', count)
     .option('--out <dir>', 'report folder', join(repoRoot, 'evidence', 'bench'))
+    .option('--render', "write scale.md again from the folder's scale-results.json (no measuring)")
     .exitOverride();
   program.parse(['node', 'scale', ...args]);
   const o = program.opts<ScaleCli>();
+  const saved = join(o.out, 'scale-results.json');
+  if (o.render) return await writeScaleReport(o.out, JSON.parse(readFileSync(saved, 'utf8')) as ScaleRun[]);
   const quick = o.quick === true;
   const sizes = o.sizes ?? (quick ? [0, 100_000, 1_000_000] : [0, 1_000_000, 10_000_000, 100_000_000]);
   for (let i = 1; i < sizes.length; i++) if ((sizes[i] as number) < (sizes[i - 1] as number)) throw new InvalidArgumentError('--sizes must be ascending');
@@ -71,7 +75,6 @@ export async function scaleMain(args: readonly string[], repoRoot: string): Prom
       commit,
     );
     mkdirSync(o.out, { recursive: true });
-    const saved = join(o.out, 'scale-results.json');
     const runs: ScaleRun[] = existsSync(saved) ? (JSON.parse(readFileSync(saved, 'utf8')) as ScaleRun[]).filter((r) => r.layout !== run.layout) : [];
     runs.push(run);
     runs.sort((a, b) => a.layout.localeCompare(b.layout));

@@ -37,11 +37,21 @@ async function timeline(result: SteadyResult, title: string, yTitle: string, pic
 
 export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): Promise<string> {
   const out: string[] = ['# Postpone at scale', '', 'Written by `pnpm bench --scale` (`@postpone/bench-scale`). Raw figures: [scale-results.json](scale-results.json). One run per table layout; a layout\'s run replaces its earlier one.', ''];
+  out.push('## Summary', '', '| layout | largest size | claim buffers smallest → largest | claim p50 / p99 ms smallest → largest | claim server ms before → during a 10-minute snapshot | removing 1 M finished: DELETE + VACUUM vs DROP |', '| --- | --- | --- | --- | --- | --- |');
+  for (const run of runs) {
+    const a = run.points[0];
+    const z = run.points[run.points.length - 1];
+    const snap = run.snapshot.snapshot;
+    const during = snap ? `${n(window(run.snapshot, 0, snap.fromS, (x) => x.claimExecutionMs), 3)} → ${n(window(run.snapshot, snap.fromS, snap.toS, (x) => x.claimExecutionMs), 3)}` : '—';
+    if (a && z) out.push(`| ${run.layout} | ${n(z.finished)} | ${a.buffers} → ${z.buffers} (${n(z.buffers / a.buffers, 2)}×) | ${n(a.claimP50Ms, 2)} / ${n(a.claimP99Ms, 2)} → ${n(z.claimP50Ms, 2)} / ${n(z.claimP99Ms, 2)} | ${during} | ${n(run.retention.deleteMs + run.retention.vacuumMs)} ms vs ${n(run.retention.dropMs, 1)} ms |`);
+  }
+  out.push('');
   for (const run of runs) {
     const slug = run.layout.replace(/[^a-z]+/g, '-');
     const p99 = flat(run, (p) => p.claimP99Ms);
     const buf = flat(run, (p) => p.buffers);
     out.push(`## ${run.layout}`, '', `Measured ${run.at} on commit \`${run.commit}\`, Node.js ${run.node}, embedded PostgreSQL 17 (fsync off), 2 cores${run.load ? `; 1-minute load average ${n(run.load.start, 1)} at the start, ${n(run.load.end, 1)} at the end (above 2, other work shared the cores and the figures carry that noise)` : ''}.`, '');
+    if (run.note) out.push(`Note: ${run.note}`, '');
     out.push('### Claim as finished tasks grow', '', 'The store\'s claim of up to 10 tasks with 50 due, at each size: client round trip (each claimed task handed back) and `EXPLAIN (ANALYZE, BUFFERS)` rolled back.', '');
     out.push('| finished tasks | claim p50 ms | claim p99 ms | buffers | due-scan buffers | server ms | load + vacuum s | tables (heap / indexes) |', '| --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const p of run.points) {

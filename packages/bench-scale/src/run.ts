@@ -39,6 +39,8 @@ export interface ScaleRun {
   readonly node: string;
   /** 1-minute load average at the start and the end (above 2 on 2 cores: other work shared them). */
   readonly load?: { readonly start: number; readonly end: number };
+  /** A remark about the conditions of the run, added by hand to the saved results. */
+  readonly note?: string;
   readonly points: readonly SizePoint[];
   readonly retention: RetentionResult;
   readonly steady: SteadyResult;
