@@ -22,5 +22,17 @@ export {
 } from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { type Migration, migrations } from './migrations.js';
-export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
+export {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_TASKS_PER_NOTICE,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  scheduledManyPayloads,
+  type TaskNotice,
+  type TaskNoticeOp,
+  type WorkerNotice,
+  workerNoticePayload,
+} from './notice.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
