@@ -100,6 +100,8 @@ export class HybridDiscovery implements Discovery {
   private readonly group: string;
   private readonly gatherMs: number;
   private replyPending = false;
+  /** Tasks the last load listed as still waiting {@link FALLBACK_GRACE_MS} past their due time. */
+  private overdue = new Set<string>();
   private claimRetryAt = Number.NEGATIVE_INFINITY;
   /** Aborted when the wheel got a timer earlier than the loop's current sleep, or a load landed. */
   private changed = new AbortController();
@@ -204,7 +206,8 @@ export class HybridDiscovery implements Discovery {
     const owner = Number.isNaN(dueAtMs) ? this.peers.self : this.peers.ownerOf(dueAtMs);
     const mine = owner === this.peers.self;
     if (!mine) {
-      if (now - this.fireTime(dueAtMs) < FALLBACK_GRACE_MS) {
+      // Only a load proves the task still waits (a late fire may be this worker's own stall).
+      if (!this.overdue.delete(id)) {
         this.deferred += 1;
         return;
       }
@@ -407,6 +410,7 @@ export class HybridDiscovery implements Discovery {
     const nowMs = answer.now.getTime();
     this.clock.sample(nowMs, sentAt, pacing.now());
     const tasks: WaitingTask[] = answer.tasks.map((t) => ({ id: t.id, dueAtMs: t.dueAt.getTime() }));
+    this.overdue = new Set(tasks.filter((t) => t.dueAtMs <= nowMs - FALLBACK_GRACE_MS).map((t) => t.id));
     const last = tasks.at(-1);
     const cut = last !== undefined && tasks.length >= this.options.loadLimit;
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
