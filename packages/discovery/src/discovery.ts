@@ -57,6 +57,8 @@ export interface DiscoveryStats {
   readonly deferred: number;
   /** Timers of another worker's slice claimed here because the task was still waiting past the grace. */
   readonly fallbacks: number;
+  /** Timers of another worker's slice that made a claim owed here while helping (a backlog was seen there). */
+  readonly helped: number;
 }
 
 export interface Discovery {

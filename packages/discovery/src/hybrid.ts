@@ -28,6 +28,9 @@
  *   worker died, stalled or was full), and then prefers others over that worker until it is heard
  *   from again. So the claims grow with the due slices, not with the workers, and a dead worker
  *   costs lateness (up to about `fallbackPollMs`), never a task: the claim itself is unchanged.
+ * - **Helping**: a claim that took another worker's task more than {@link HELP_LATE_MS} after its due
+ *   time shows a backlog there; for {@link HELP_MS} this worker then claims at every fired timer, so
+ *   its free slots drain the backlog (work-conserving under saturation; some claims may come back empty).
  * - **Gathering**: an owed claim waits for the worker's next timer when that fires within
  *   {@link GATHER_TICKS} ticks of the first, so one claim takes tasks due close together.
  */
@@ -60,6 +63,10 @@ export const SLICE_TICKS = 32;
 export const GATHER_TICKS = 2;
 /** A task of another worker's slice still waiting this long after its due time is claimed here. */
 export const FALLBACK_GRACE_MS = 500;
+/** A claim that took another worker's task this late (claimed at − due at) shows a backlog: help for {@link HELP_MS}. */
+export const HELP_LATE_MS = 25;
+/** While helping, every fired timer makes a claim owed, as without sharing. */
+export const HELP_MS = 100;
 /** Period of a worker's presence notice; a worker not heard from for {@link PEER_TTL_MS} is forgotten. */
 export const ANNOUNCE_MS = 15_000;
 export const PEER_TTL_MS = 3 * ANNOUNCE_MS + 5_000;
@@ -96,10 +103,13 @@ export class HybridDiscovery implements Discovery {
   private fired = 0;
   private deferred = 0;
   private fallbacks = 0;
+  private helped = 0;
   private readonly peers: Peers;
   private readonly group: string;
   private readonly gatherMs: number;
   private replyPending = false;
+  /** Until then (monotonic) this worker claims at every fired timer: its last claim found others' tasks overdue. */
+  private helpUntil = Number.NEGATIVE_INFINITY;
   /** Tasks the last load listed as still waiting {@link FALLBACK_GRACE_MS} past their due time. */
   private overdue = new Set<string>();
   private claimRetryAt = Number.NEGATIVE_INFINITY;
@@ -167,10 +177,16 @@ export class HybridDiscovery implements Discovery {
       return;
     }
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
+    let backlog = false;
     for (const task of claimed) {
       this.wheel.remove(task.id);
       this.pending.delete(task.id);
+      const dueAtMs = task.dueAt.getTime();
+      if (task.claimedAt.getTime() - dueAtMs > HELP_LATE_MS && this.peers.ownerOf(dueAtMs) !== this.peers.self) backlog = true;
     }
+    // Another worker's tasks were waiting: it is busy, stalled or gone. Claim at every timer for a while,
+    // so free slots here take the backlog instead of waiting for their own slices.
+    if (backlog) this.helpUntil = now + HELP_MS;
     const full = claimed.length >= asked;
     // A short claim settles what was owed when it was sent: a task it did not take was taken by another
     // worker (or cancelled). One of this worker's own slices taken by another: it may think this worker gone.
@@ -207,14 +223,15 @@ export class HybridDiscovery implements Discovery {
     const mine = owner === this.peers.self;
     if (!mine) {
       // Only a load proves the task still waits (a late fire may be this worker's own stall).
-      if (!this.overdue.delete(id)) {
+      if (this.overdue.delete(id)) {
+        // Still waiting well past its due time: its preferred worker died, stalled or is full.
+        this.peers.suspect(owner);
+        this.fallbacks += 1;
+        this.urgent = true;
+      } else if (now >= this.helpUntil) {
         this.deferred += 1;
         return;
-      }
-      // Still waiting well past its due time: its preferred worker died, stalled or is full.
-      this.peers.suspect(owner);
-      this.fallbacks += 1;
-      this.urgent = true;
+      } else this.helped += 1;
     }
     this.pending.set(id, mine);
     if (Number.isNaN(this.owedSinceSent)) this.owedSinceSent = now;
@@ -257,6 +274,7 @@ export class HybridDiscovery implements Discovery {
       peers: this.peers.size,
       deferred: this.deferred,
       fallbacks: this.fallbacks,
+      helped: this.helped,
     };
   }
 

@@ -76,9 +76,11 @@ describe('hybrid workers share due time (pg)', () => {
     const byOther = [...a.claimed.map((e) => ['share-a', e] as const), ...b.claimed.map((e) => ['share-b', e] as const)].filter(
       ([claimer, e]) => view.ownerOf(e.task.dueAt.getTime()) !== claimer,
     ).length;
+    // Or that worker was helping (its claim had found the other's tasks late) and its timer made a claim owed.
     const deferred = a.worker.discovery.deferred + b.worker.discovery.deferred;
-    expect(deferred).toBeLessThanOrEqual(20);
-    expect(deferred + byOther).toBeGreaterThanOrEqual(20);
+    const helped = a.worker.discovery.helped + b.worker.discovery.helped;
+    expect(deferred + helped).toBeLessThanOrEqual(20);
+    expect(deferred + helped + byOther).toBeGreaterThanOrEqual(20);
   }, 30_000);
 
   it('a preferred worker that is gone: its tasks are claimed by the other after a load finds them overdue, and it is no longer preferred', async () => {
