@@ -9,7 +9,7 @@
  *
  * PostgreSQL serialises the commits of transactions that sent a NOTIFY on one instance-wide lock
  * (PostgreSQL 17 NOTIFY: "the notification queue"); the modes compare a NOTIFY inside every schedule
- * statement (`each`), the store's coalesced NOTIFY after commit (`coalesced`, the default) and none (`off`).
+ * statement (`each`, the default), the store's coalesced NOTIFY after commit (`coalesced`) and none (`off`).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
 /**
- * Coalesced schedule notices (docs/contract.md#discovery): after an autocommit schedule commits, its
+ * Coalesced schedule notices (`scheduleNotices: 'coalesced'`, docs/contract.md#schedule-notices): after an autocommit schedule commits, its
  * tasks are announced by a NOTIFY of their own, at most one in flight per store. The first task goes
  * out at once; tasks scheduled while that NOTIFY is in flight wait and go together in the next one
  * (`scheduledMany`, up to `MAX_TASKS_PER_NOTICE` per payload). So a quiet producer announces each

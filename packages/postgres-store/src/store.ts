@@ -121,12 +121,13 @@ export interface PostgresStoreOptions {
   /** LISTEN/NOTIFY channel (default `postpone_<schema>`, cut to 63 bytes). */
   readonly notifyChannel?: string;
   /**
-   * How `schedule`/`scheduleMany` announce new tasks to listening workers (docs/contract.md#discovery):
-   * `'coalesced'` (default) — in the caller's transaction (`tx`) a NOTIFY per task at its commit as
-   * ever; otherwise, after the insert committed, a NOTIFY of its own, one in flight per store, the
-   * tasks scheduled meanwhile going together in the next one; `'each'` — a NOTIFY per task inside
-   * every schedule statement (every schedule commit then waits on PostgreSQL's notification-queue
-   * lock); `'off'` — none (hybrid workers find new tasks by their fallback read).
+   * How `schedule`/`scheduleMany` announce new tasks to listening workers (docs/contract.md#schedule-notices):
+   * `'each'` (default) — a NOTIFY per task inside the schedule statement, delivered at its commit
+   * (every such commit takes PostgreSQL's notification-queue lock); `'coalesced'` — in the caller's
+   * transaction (`tx`) as `'each'`, otherwise after the insert committed a NOTIFY of its own, one in
+   * flight per store, the tasks scheduled meanwhile going together in the next one (one more
+   * statement per schedule when schedules are sparse: it pays only when one process schedules faster
+   * than a NOTIFY round trip); `'off'` — none (hybrid workers find new tasks by their fallback read).
    */
   readonly scheduleNotices?: 'coalesced' | 'each' | 'off';
   /**
@@ -312,7 +313,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
-    const notices = options.scheduleNotices ?? 'coalesced';
+    const notices = options.scheduleNotices ?? 'each';
     if (notices !== 'coalesced' && notices !== 'each' && notices !== 'off') throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'coalesced', 'each' or 'off'");
     this.scheduleNotices = notices;
     this.notices = new NoticeCoalescer(

@@ -92,24 +92,27 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
   });
 
   it("coalesced notices: 40 concurrent autocommit schedules are all announced by fewer NOTIFYs; a tx schedule is announced at commit; 'off' announces none", async () => {
-    const sentBefore = store.notices.sent;
-    const many = await Promise.all(Array.from({ length: 40 }, (_, i) => store.schedule({ kind: 'burst', delayMs: 60_000 + i })));
+    const producer = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'coalesced' });
+    const sentBefore = producer.notices.sent;
+    const many = await Promise.all(Array.from({ length: 40 }, (_, i) => producer.schedule({ kind: 'burst', delayMs: 60_000 + i })));
     await waitFor(() => many.every((t) => noticeFor(t.id, 'scheduled') !== undefined), 'forty scheduled notices');
     for (const t of many) expect(noticeFor(t.id, 'scheduled')?.dueAt).toEqual(t.dueAt);
-    await store.notices.idle();
-    const sent = store.notices.sent - sentBefore;
+    await producer.notices.idle();
+    const sent = producer.notices.sent - sentBefore;
     expect(sent).toBeGreaterThanOrEqual(1);
     expect(sent).toBeLessThan(40);
     // In the caller's transaction the statement's own NOTIFY is used: nothing before the commit.
     let inTx = '';
     await kit.inTransaction(async (tx) => {
-      inTx = (await store.schedule({ kind: 'in-tx', delayMs: 60_000 }, { tx })).id;
-      await store.notices.idle();
-      const marker = await store.schedule({ kind: 'marker', delayMs: 60_000 });
+      inTx = (await producer.schedule({ kind: 'in-tx', delayMs: 60_000 }, { tx })).id;
+      await producer.notices.idle();
+      const marker = await producer.schedule({ kind: 'marker', delayMs: 60_000 });
       await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
       expect(noticeFor(inTx, 'scheduled')).toBeUndefined();
     }, 'commit');
     await waitFor(() => noticeFor(inTx, 'scheduled') !== undefined, 'the notice at commit');
+    await producer.close();
+    expect(store.notices.sent).toBe(0); // the default, 'each': the statement notifies
     const quiet = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'off' });
     try {
       const silent = await quiet.schedule({ kind: 'silent', delayMs: 60_000 });
