@@ -64,7 +64,7 @@ export const GATHER_TICKS = 2;
 /** A task of another worker's slice still waiting this long after its due time is claimed here. */
 export const FALLBACK_GRACE_MS = 500;
 /** A claim that took another worker's task this late (claimed at − due at) shows a backlog: help for {@link HELP_MS}. */
-export const HELP_LATE_MS = 25;
+export const HELP_LATE_MS = 50;
 /** While helping, every fired timer makes a claim owed, as without sharing. */
 export const HELP_MS = 100;
 /** Period of a worker's presence notice; a worker not heard from for {@link PEER_TTL_MS} is forgotten. */
