@@ -10,6 +10,7 @@ import type { ScheduleRateOptions, ScheduleRateRun } from './measure.js';
 const MODE_TEXT: Record<NoticeMode, string> = {
   each: '`each`: NOTIFY inside every schedule statement (default)',
   coalesced: '`coalesced`: one NOTIFY in flight per store, after commit',
+  near: '`near`: NOTIFY in the statement only for tasks due within 30 s',
   off: '`off`: no schedule notices (fallback read only)',
 };
 
@@ -38,7 +39,7 @@ export function scheduleFragment(options: Omit<ScheduleRateOptions, 'url'>, runs
     '',
   ];
   const off = rate('off');
-  for (const mode of ['coalesced', 'each'] as const) {
+  for (const mode of ['each', 'coalesced', 'near'] as const) {
     if (runs.some((r) => r.mode === mode) && Number.isFinite(off) && off > 0) lines.push(`- ${mode} / off (median schedules/s): **${(rate(mode) / off).toFixed(2)}** (target with notices on: ≥ 0.90)`);
   }
   lines.push('');

@@ -9,7 +9,8 @@
  *
  * PostgreSQL serialises the commits of transactions that sent a NOTIFY on one instance-wide lock
  * (PostgreSQL 17 NOTIFY: "the notification queue"); the modes compare a NOTIFY inside every schedule
- * statement (`each`, the default), the store's coalesced NOTIFY after commit (`coalesced`) and none (`off`).
+ * statement (`each`, the default), the store's coalesced NOTIFY after commit (`coalesced`), a NOTIFY only for tasks due within 30 s
+ * (`near`: here only the probes) and none (`off`).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +42,7 @@ export interface ScheduleRateRun {
   readonly emptyClaims: number;
 }
 
-export const SCHEDULE_RATE_DEFAULTS = Object.freeze({ producers: 8, workers: 3, durationMs: 10_000, modes: ['each', 'coalesced', 'off'] as NoticeMode[], rounds: 1, probeEvery: 50 });
+export const SCHEDULE_RATE_DEFAULTS = Object.freeze({ producers: 8, workers: 3, durationMs: 10_000, modes: ['each', 'coalesced', 'near', 'off'] as NoticeMode[], rounds: 1, probeEvery: 50 });
 
 const child = fileURLToPath(new URL('./child.js', import.meta.url));
 const SETTLE_MS = 2_500;

@@ -1,7 +1,7 @@
 /** What the scheduling-throughput run's parent and children send each other (IPC). */
 
 /** How schedule calls announce new tasks: `PostgresStoreOptions.scheduleNotices`. */
-export type NoticeMode = 'each' | 'coalesced' | 'off';
+export type NoticeMode = 'each' | 'coalesced' | 'near' | 'off';
 
 export interface ChildSettings {
   readonly role: 'producer' | 'worker';

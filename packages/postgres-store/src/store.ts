@@ -127,9 +127,12 @@ export interface PostgresStoreOptions {
    * transaction (`tx`) as `'each'`, otherwise after the insert committed a NOTIFY of its own, one in
    * flight per store, the tasks scheduled meanwhile going together in the next one (one more
    * statement per schedule when schedules are sparse: it pays only when one process schedules faster
-   * than a NOTIFY round trip); `'off'` — none (hybrid workers find new tasks by their fallback read).
+   * than a NOTIFY round trip); `'near'` — as `'each'`, but only when a task of the call is due within
+   * {@link NEAR_NOTICE_MS} (30 s; by `delayMs`, or `runAt` against this process's clock): a hybrid
+   * worker's periodic re-read (`fallbackPollMs`, 2 s by default; keep it well below 30 s) lists later
+   * tasks long before they are due; `'off'` — none (hybrid workers find new tasks by their fallback read).
    */
-  readonly scheduleNotices?: 'coalesced' | 'each' | 'off';
+  readonly scheduleNotices?: 'coalesced' | 'each' | 'near' | 'off';
   /**
    * For the connections the store creates (from `connectionString`): a connection that waited this
    * long (ms) for the server, connecting or after sending a request, is destroyed and the call
@@ -220,6 +223,9 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
   };
 }
 
+/** `scheduleNotices: 'near'`: a schedule call sends its NOTIFY only when one of its tasks is due within this many ms. */
+export const NEAR_NOTICE_MS = 30_000;
+
 /** `$1` channel, `$2` payload: the probe `listen` sends itself. */
 const NOTIFY_PROBE = 'select pg_notify($1, $2)';
 
@@ -299,7 +305,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private readonly pooler: 'none' | 'transaction';
   private closed = false;
   private closing: Promise<void> | undefined;
-  private readonly scheduleNotices: 'coalesced' | 'each' | 'off';
+  private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
   /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
   readonly notices: NoticeCoalescer;
 
@@ -314,7 +320,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
     const notices = options.scheduleNotices ?? 'each';
-    if (notices !== 'coalesced' && notices !== 'each' && notices !== 'off') throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'coalesced', 'each' or 'off'");
+    if (notices !== 'coalesced' && notices !== 'each' && notices !== 'near' && notices !== 'off') {
+      throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'each', 'coalesced', 'near' or 'off'");
+    }
     this.scheduleNotices = notices;
     this.notices = new NoticeCoalescer(
       async (payload) => {
@@ -488,7 +496,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       .join(',')}]`;
     // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
     const after = inTx === undefined && this.scheduleNotices === 'coalesced';
-    const channel = this.scheduleNotices === 'off' || after ? null : this.notifyChannel;
+    const now = this.clock?.now() ?? Date.now();
+    const far = this.scheduleNotices === 'near' && tasks.every((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) > NEAR_NOTICE_MS);
+    const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
     const run = async (query: QueryFn) => {
       const rows = await query(this.sql.taskInsertMany, params);

@@ -125,6 +125,21 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     }
   });
 
+  it("scheduleNotices 'near': a task due within 30 s is announced, one due later is not", async () => {
+    const near = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'near' });
+    try {
+      const later = await near.schedule({ kind: 'far', delayMs: 30_001 });
+      const soon = await near.schedule({ kind: 'near', delayMs: 30_000 });
+      const at = await near.schedule({ kind: 'near-at', runAt: new Date(clock.now() + 1_000) });
+      await waitFor(() => noticeFor(soon.id, 'scheduled') !== undefined && noticeFor(at.id, 'scheduled') !== undefined, 'the near notices');
+      // Notifications keep commit order: the far one, committed first, would have come before them.
+      expect(noticeFor(later.id, 'scheduled')).toBeUndefined();
+      expect(() => kit.store({ schema: admin.schema, scheduleNotices: 'sometimes' as 'near' })).toThrow(/scheduleNotices/);
+    } finally {
+      await near.close();
+    }
+  });
+
   it('announceWorker → every listener with `onWorker` gets the presence notice; task listeners without it see nothing new', async () => {
     const heard: { worker: string; group: string; hello: boolean }[] = [];
     const stop = await store.listen(() => {}, { onWorker: (n) => heard.push(n) });
