@@ -150,9 +150,10 @@ export class HybridDiscovery implements Discovery {
   async start(): Promise<void> {
     this.pauses.start();
     await this.listen();
-    if (this.unlisten !== null) await this.announce(true);
-    void this.announceEvery();
     await this.reload('start');
+    // Announced once the wheel is loaded: others prefer this worker only when it can claim.
+    if (this.unlisten !== null) void this.announce(true);
+    void this.announceEvery();
   }
 
   wantsClaim(): boolean {
