@@ -14,6 +14,7 @@ import { writeHostsSection } from '@postpone/bench-hosts';
 import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
 import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
+import { runScheduleRate, SCHEDULE_RATE_DEFAULTS, scheduleFragment, writeScheduleFragment } from '@postpone/bench-schedule';
 
 const list = (value: string): string[] =>
   value
@@ -74,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
   if (opts.list) {
-    console.log(`sections: ${SECTIONS.join(', ')}`);
+    console.log(`sections: ${SECTIONS.join(', ')}, schedule`);
     for (const [group, sections] of Object.entries(SECTION_GROUPS)) console.log(`  ${group}: ${sections.join(', ')}`);
     return 0;
   }
@@ -96,7 +97,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const base = opts.quick ? QUICK : FULL;
   const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;
-  const sections = selectSections(opts.only, opts.skip);
+  // `schedule` (@postpone/bench-schedule) writes a report fragment of its own: run unless left out.
+  const withoutSchedule = (names: string[] | undefined) => names?.filter((n) => n !== 'schedule');
+  const scheduleWanted = (opts.only === undefined || opts.only.includes('schedule')) && !opts.skip?.includes('schedule');
+  const only = withoutSchedule(opts.only);
+  const sections = only !== undefined && only.length === 0 ? [] : selectSections(only, withoutSchedule(opts.skip));
   const progress = createProgress(opts.progress);
   const db = await startBenchDatabase();
   let stopping = false;
@@ -111,6 +116,12 @@ async function main(argv: string[]): Promise<number> {
   process.once('SIGTERM', onSignal);
   try {
     const measured = await runBench({ db, mode: opts.quick ? 'quick' : 'full', sizes, sections, systems: opts.systems ?? [...SYSTEM_NAMES], progress });
+    if (scheduleWanted) {
+      progress.log('schedule: schedules/s with notices each / coalesced / off');
+      const scheduleOptions = { ...SCHEDULE_RATE_DEFAULTS, durationMs: opts.quick ? 3_000 : SCHEDULE_RATE_DEFAULTS.durationMs };
+      const runs = await runScheduleRate({ ...scheduleOptions, url: db.url });
+      writeScheduleFragment(join(out, 'fragments', 'schedule.md'), scheduleFragment(scheduleOptions, runs));
+    }
     progress.stop();
     const results = opts.merge ? mergeResults(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults, measured) : measured;
     const report = await writeReport(results, out);

@@ -2,7 +2,7 @@
  * Writes the report folder: `report.md`, `results.json` and one SVG per chart. Files are written
  * through a temporary name and renamed, so a reader never sees half a report.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchResults } from './results.js';
 import { renderSvg } from './chart.js';
@@ -22,6 +22,17 @@ export async function writeReport(results: BenchResults, dir: string): Promise<s
   for (const chart of charts) writeAtomic(join(dir, chart.file), await renderSvg(chart.spec));
   writeAtomic(join(dir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const report = join(dir, 'report.md');
-  writeAtomic(report, renderMarkdown(results, charts));
+  writeAtomic(report, renderMarkdown(results, charts) + fragments(dir));
   return report;
+}
+
+/**
+ * The Markdown fragments other bench packages wrote into `<dir>/fragments/*.md` (e.g. the
+ * scheduling-throughput section of `@postpone/bench-schedule`), in name order, appended to the report.
+ */
+function fragments(dir: string): string {
+  const folder = join(dir, 'fragments');
+  if (!existsSync(folder)) return '';
+  const files = readdirSync(folder).filter((f) => f.endsWith('.md')).sort();
+  return files.map((f) => `\n\n${readFileSync(join(folder, f), 'utf8').trim()}\n`).join('');
 }

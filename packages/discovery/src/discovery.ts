@@ -51,6 +51,14 @@ export interface DiscoveryStats {
   readonly notices: number;
   /** Whether a notification listener is registered. */
   readonly listening: boolean;
+  /** Other workers of this worker's group it knows now (hybrid sharing; 0 when polling or alone). */
+  readonly peers: number;
+  /** Timers that fired in another worker's slice and were left to it (hybrid sharing). */
+  readonly deferred: number;
+  /** Timers of another worker's slice claimed here because the task was still waiting past the grace. */
+  readonly fallbacks: number;
+  /** Timers of another worker's slice that made a claim owed here while helping (a backlog was seen there). */
+  readonly helped: number;
 }
 
 export interface Discovery {
@@ -83,6 +91,11 @@ export interface DiscoveryDeps {
    * takes nothing of it (no attempt is used).
    */
   readonly selection?: { readonly queue?: string; readonly kinds?: readonly string[] };
+  /**
+   * The worker's id (its lease owner): hybrid workers rank each other by it to share due time
+   * (docs/contract.md#discovery-sharing). Default: a random id.
+   */
+  readonly workerId?: string;
   readonly pacing: Pacing;
   readonly logger: Logger;
   /** Reports a failed store call: emitted as an `error` event and logged (a closed store stops the worker). */

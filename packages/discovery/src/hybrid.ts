@@ -19,14 +19,29 @@
  *   no slot is free, and is paid as soon as one frees. A claim that came back full leaves one owed
  *   (more may be due); a claim that came back short settles every timer fired before it was sent.
  * - **Catch-up**: a claim is owed on start, and after a load everything already due fires at once.
+ * - **Sharing** (docs/contract.md#discovery-sharing; when the store can announce workers): the workers
+ *   of one group (same queue and kinds) learn each other from notices (`hello` at start, answered by
+ *   the others; refreshed every {@link ANNOUNCE_MS}). Due time is cut into slices of
+ *   {@link SLICE_TICKS} ticks, each with one preferred worker by rendezvous hashing ({@link Peers});
+ *   a fired timer makes a claim owed only on its slice's preferred worker. Another worker claims it
+ *   only when a load shows it still waiting {@link FALLBACK_GRACE_MS} past its due time (the preferred
+ *   worker died, stalled or was full), and then prefers others over that worker until it is heard
+ *   from again. So the claims grow with the due slices, not with the workers, and a dead worker
+ *   costs lateness (up to about `fallbackPollMs`), never a task: the claim itself is unchanged.
+ * - **Helping**: a claim that took another worker's task more than {@link HELP_LATE_MS} after its due
+ *   time shows a backlog there; for {@link HELP_MS} this worker then claims at every fired timer, so
+ *   its free slots drain the backlog (work-conserving under saturation; some claims may come back empty).
+ * - **Gathering**: an owed claim waits for the worker's next timer when that fires within
+ *   {@link GATHER_TICKS} ticks of the first, so one claim takes tasks due close together.
  */
 import type { ClaimedTask, PeekResult } from '@postpone/core';
 import { anySignal, type LoadWindow, TaskWheel, type WaitingTask } from '@postpone/wheel';
 import { DatabaseClock } from './database-clock.js';
 import { type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
 import type { ResolvedHybridOptions } from './hybrid-options.js';
-import { type NoticeSource, noticeSource, readNotice, type TaskNotice } from './notices.js';
+import { type NoticeSource, noticeSource, readNotice, readWorkerNotice, type TaskNotice } from './notices.js';
 import { PauseWatch } from './pause-watch.js';
+import { hashText, Peers } from './peers.js';
 
 /** Retry of a failed load or claim (or sooner, at `fallbackPollMs`). */
 const RETRY_MS = 1_000;
@@ -41,6 +56,22 @@ const MIN_RELOAD_GAP_MS = 100;
 const DUE_RESOLUTION_MS = 1;
 /** Notifications kept while the first load is in flight. */
 const MAX_EARLY_NOTICES = 10_000;
+
+/** A slice of due time with one preferred worker, in ticks (64 ms at the default 2 ms tick). */
+export const SLICE_TICKS = 32;
+/** An owed claim waits for the next timer when it fires within this many ticks of the first one. */
+export const GATHER_TICKS = 2;
+/** A task of another worker's slice still waiting this long after its due time is claimed here. */
+export const FALLBACK_GRACE_MS = 500;
+/** A claim that took another worker's task this late (claimed at − due at) shows a backlog: help for {@link HELP_MS}. */
+export const HELP_LATE_MS = 50;
+/** While helping, every fired timer makes a claim owed, as without sharing. */
+export const HELP_MS = 100;
+/** Period of a worker's presence notice; a worker not heard from for {@link PEER_TTL_MS} is forgotten. */
+export const ANNOUNCE_MS = 15_000;
+export const PEER_TTL_MS = 3 * ANNOUNCE_MS + 5_000;
+/** Delay of the answer to a `hello` (one answer covers the hellos of a burst of starts). */
+const REPLY_DELAY_MS = 20;
 
 /** Reasons that replace a pending periodic reload (a reload due to them must not be forgotten). */
 const URGENT: ReadonlySet<RebuildReason> = new Set(['start', 'gap', 'reconnect']);
@@ -57,7 +88,30 @@ export class HybridDiscovery implements Discovery {
   private unlisten: (() => Promise<void>) | null = null;
   /** A timer fired (or the last claim came back full) since the last claim that came back short. */
   private owed = true;
+  /** Claim without gathering (start, a full claim, a fallback). */
+  private urgent = true;
+  /** Monotonic time of the first owed timer not yet covered by a claim. */
+  private owedSince = Number.NEGATIVE_INFINITY;
+  /** First owed timer since the claim in flight was sent (NaN: none). */
+  private owedSinceSent = Number.NaN;
+  /** Owed timers not yet settled by a claim: task id → whether its slice is this worker's. */
+  private readonly pending = new Map<string, boolean>();
+  /** What the claim in flight settles: the ids pending when it was sent. */
+  private sent: string[] = [];
+  private claims = 0;
+  private lastReannounceAt = Number.NEGATIVE_INFINITY;
   private fired = 0;
+  private deferred = 0;
+  private fallbacks = 0;
+  private helped = 0;
+  private readonly peers: Peers;
+  private readonly group: string;
+  private readonly gatherMs: number;
+  private replyPending = false;
+  /** Until then (monotonic) this worker claims at every fired timer: its last claim found others' tasks overdue. */
+  private helpUntil = Number.NEGATIVE_INFINITY;
+  /** Tasks the last load listed as still waiting {@link FALLBACK_GRACE_MS} past their due time. */
+  private overdue = new Set<string>();
   private claimRetryAt = Number.NEGATIVE_INFINITY;
   /** Aborted when the wheel got a timer earlier than the loop's current sleep, or a load landed. */
   private changed = new AbortController();
@@ -81,11 +135,13 @@ export class HybridDiscovery implements Discovery {
       levels: options.levels,
       slotsPerLevel: options.slotsPerLevel,
       now: () => deps.pacing.now(),
-      onFire: () => {
-        this.fired += 1;
-        this.owed = true;
-      },
+      onFire: (id, dueAtMs) => this.onFire(id, dueAtMs),
     });
+    const workerId = deps.workerId ?? `hybrid-${Math.random().toString(36).slice(2)}`;
+    this.peers = new Peers(workerId, options.tickMs * SLICE_TICKS, PEER_TTL_MS, () => deps.pacing.now());
+    const kinds = deps.selection?.kinds === undefined ? null : [...deps.selection.kinds].sort();
+    this.group = hashText(JSON.stringify([deps.selection?.queue ?? null, kinds])).toString(36);
+    this.gatherMs = options.tickMs * GATHER_TICKS;
     this.lookAheadMs = Math.floor(this.wheel.horizonMs / 2);
     this.source = noticeSource(deps.store);
     this.pauses = new PauseWatch(deps.pacing, options.pauseThresholdMs, (lateMs) => this.onPause(lateMs));
@@ -95,25 +151,95 @@ export class HybridDiscovery implements Discovery {
     this.pauses.start();
     await this.listen();
     await this.reload('start');
+    // Announced once the wheel is loaded: others prefer this worker only when it can claim.
+    if (this.unlisten !== null) void this.announce(true);
+    void this.announceEvery();
   }
 
   wantsClaim(): boolean {
     this.wheel.advance();
-    return this.owed && this.deps.pacing.now() >= this.claimRetryAt;
+    return this.ready(this.deps.pacing.now());
   }
 
   claimStarted(): number {
-    return this.fired;
+    this.urgent = false;
+    this.owed = false;
+    this.owedSinceSent = Number.NaN;
+    this.sent = [...this.pending.keys()];
+    this.claims += 1;
+    return this.claims;
   }
 
   claimFinished(token: number, asked: number, claimed: readonly ClaimedTask[] | null): void {
-    if (claimed === null) {
-      this.claimRetryAt = this.deps.pacing.now() + Math.min(RETRY_MS, this.options.fallbackPollMs);
+    const now = this.deps.pacing.now();
+    if (claimed === null || token !== this.claims) {
+      this.claimRetryAt = now + Math.min(RETRY_MS, this.options.fallbackPollMs);
+      this.owed = this.urgent = true;
       return;
     }
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
-    for (const task of claimed) this.wheel.remove(task.id);
-    this.owed = claimed.length >= asked || this.fired !== token;
+    let backlog = false;
+    for (const task of claimed) {
+      this.wheel.remove(task.id);
+      this.pending.delete(task.id);
+      const dueAtMs = task.dueAt.getTime();
+      if (task.claimedAt.getTime() - dueAtMs > HELP_LATE_MS && this.peers.ownerOf(dueAtMs) !== this.peers.self) backlog = true;
+    }
+    // Another worker's tasks were waiting: it is busy, stalled or gone. Claim at every timer for a while,
+    // so free slots here take the backlog instead of waiting for their own slices.
+    if (backlog) this.helpUntil = now + HELP_MS;
+    const full = claimed.length >= asked;
+    // A short claim settles what was owed when it was sent: a task it did not take was taken by another
+    // worker (or cancelled). One of this worker's own slices taken by another: it may think this worker gone.
+    let taken = false;
+    for (const id of this.sent) {
+      if (this.pending.get(id) === true) taken = true;
+      if (!full) this.pending.delete(id);
+    }
+    this.sent = [];
+    if (taken && !full && now - this.lastReannounceAt >= this.options.fallbackPollMs) {
+      this.lastReannounceAt = now;
+      void this.announce(false);
+    }
+    if (full) this.owed = this.urgent = true;
+    else {
+      this.owed = this.pending.size > 0;
+      if (this.owed) this.owedSince = Number.isNaN(this.owedSinceSent) ? now : this.owedSinceSent;
+    }
+  }
+
+  /** A claim is owed and may go now: at once when urgent, else when no timer fires within the gathering. */
+  private ready(now: number): boolean {
+    if (!this.owed || now < this.claimRetryAt) return false;
+    if (this.urgent || now >= this.owedSince + this.gatherMs) return true;
+    const next = this.wheel.nextFireAt();
+    return next === undefined || next > this.owedSince + this.gatherMs;
+  }
+
+  /** A timer fired: owed here when this worker is its slice's preferred one, or it is overdue past the grace. */
+  private onFire(id: string, dueAtMs: number): void {
+    this.fired += 1;
+    const now = this.deps.pacing.now();
+    const owner = Number.isNaN(dueAtMs) ? this.peers.self : this.peers.ownerOf(dueAtMs);
+    const mine = owner === this.peers.self;
+    if (!mine) {
+      // Only a load proves the task still waits (a late fire may be this worker's own stall).
+      if (this.overdue.delete(id)) {
+        // Still waiting well past its due time: its preferred worker died, stalled or is full.
+        this.peers.suspect(owner);
+        this.fallbacks += 1;
+        this.urgent = true;
+      } else if (now >= this.helpUntil) {
+        this.deferred += 1;
+        return;
+      } else this.helped += 1;
+    }
+    this.pending.set(id, mine);
+    if (Number.isNaN(this.owedSinceSent)) this.owedSinceSent = now;
+    if (!this.owed) {
+      this.owed = true;
+      this.owedSince = now;
+    }
   }
 
   async wait(maxMs: number, wake: AbortSignal, full: boolean): Promise<void> {
@@ -126,8 +252,8 @@ export class HybridDiscovery implements Discovery {
     while (!wake.aborted && !this.stopped.signal.aborted) {
       this.wheel.advance();
       const now = pacing.now();
-      if ((this.owed && now >= this.claimRetryAt) || now >= deadline) return;
-      let until = this.owed ? Math.min(deadline, this.claimRetryAt) : deadline;
+      if (this.ready(now) || now >= deadline) return;
+      let until = this.owed ? Math.min(deadline, Math.max(this.claimRetryAt, this.urgent ? now : this.owedSince + this.gatherMs)) : deadline;
       until = Math.min(until, this.wheel.nextFireAt() ?? until);
       if (this.changed.signal.aborted) this.changed = new AbortController();
       const interrupt = anySignal([wake, this.changed.signal, this.stopped.signal]);
@@ -146,6 +272,10 @@ export class HybridDiscovery implements Discovery {
       rebuilds: { ...this.rebuilds },
       notices: this.notices,
       listening: this.unlisten !== null,
+      peers: this.peers.size,
+      deferred: this.deferred,
+      fallbacks: this.fallbacks,
+      helped: this.helped,
     };
   }
 
@@ -168,12 +298,52 @@ export class HybridDiscovery implements Discovery {
   private async listen(): Promise<void> {
     if (this.source === null || this.unlisten !== null || this.stopped.signal.aborted) return;
     try {
-      const unlisten = await this.source.listen((notice) => this.onNotice(notice), { onReconnect: () => void this.reload('reconnect') });
+      const onWorker = this.source.announceWorker === undefined ? {} : { onWorker: (notice: unknown) => this.onWorker(notice) };
+      const unlisten = await this.source.listen((notice) => this.onNotice(notice), {
+        onReconnect: () => {
+          void this.announce(true);
+          void this.reload('reconnect');
+        },
+        ...onWorker,
+      });
       if (this.stopped.signal.aborted) await unlisten().catch(() => undefined);
       else this.unlisten = unlisten;
       this.deps.succeeded();
     } catch (error) {
       this.deps.report(error, 'listen');
+    }
+  }
+
+  /** A worker's presence: known from now on if it is of this worker's group; a `hello` is answered. */
+  private onWorker(value: unknown): void {
+    const presence = readWorkerNotice(value);
+    if (presence === null || presence.group !== this.group || presence.worker === this.peers.self || this.stopped.signal.aborted) return;
+    this.peers.heard(presence.worker);
+    if (!presence.hello || this.replyPending) return;
+    this.replyPending = true;
+    void this.deps.pacing.sleep(REPLY_DELAY_MS, this.stopped.signal).then(() => {
+      this.replyPending = false;
+      return this.announce(false);
+    });
+  }
+
+  /** Sends this worker's presence notice. Never throws: a lost notice costs duplicate claims, not tasks. */
+  private async announce(hello: boolean): Promise<void> {
+    const source = this.source;
+    if (source?.announceWorker === undefined || this.stopped.signal.aborted) return;
+    try {
+      await source.announceWorker({ worker: this.peers.self, group: this.group, hello });
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'announcing the worker failed; other workers claim its share meanwhile');
+    }
+  }
+
+  /** Refreshes this worker's presence every {@link ANNOUNCE_MS} until stopped. */
+  private async announceEvery(): Promise<void> {
+    if (this.source?.announceWorker === undefined) return;
+    while (!this.stopped.signal.aborted) {
+      await this.deps.pacing.sleep(ANNOUNCE_MS, this.stopped.signal);
+      if (!this.stopped.signal.aborted && this.unlisten !== null) await this.announce(false);
     }
   }
 
@@ -212,6 +382,7 @@ export class HybridDiscovery implements Discovery {
   private onPause(lateMs: number): void {
     this.deps.logger.info({ lateMs: Math.round(lateMs) }, 'the worker was paused; rebuilding the wheel');
     this.changed.abort();
+    void this.announce(false);
     void this.reload('gap');
   }
 
@@ -258,6 +429,7 @@ export class HybridDiscovery implements Discovery {
     const nowMs = answer.now.getTime();
     this.clock.sample(nowMs, sentAt, pacing.now());
     const tasks: WaitingTask[] = answer.tasks.map((t) => ({ id: t.id, dueAtMs: t.dueAt.getTime() }));
+    this.overdue = new Set(tasks.filter((t) => t.dueAtMs <= nowMs - FALLBACK_GRACE_MS).map((t) => t.id));
     const last = tasks.at(-1);
     const cut = last !== undefined && tasks.length >= this.options.loadLimit;
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };

@@ -13,11 +13,12 @@ export type {
   RebuildReason,
   WheelRebuilt,
 } from './discovery.js';
-export { HybridDiscovery } from './hybrid.js';
+export { ANNOUNCE_MS, FALLBACK_GRACE_MS, GATHER_TICKS, HybridDiscovery, PEER_TTL_MS, SLICE_TICKS } from './hybrid.js';
+export { hashText, Peers, rendezvousScore } from './peers.js';
 export { PollDiscovery, LISTEN_RETRY_MS, LISTEN_START_WAIT_MS } from './poll.js';
 export { DatabaseClock } from './database-clock.js';
 export { PauseWatch } from './pause-watch.js';
-export { noticeSource, readNotice, type NoticeSource, type TaskNotice } from './notices.js';
+export { noticeSource, readNotice, readWorkerNotice, type NoticeSource, type TaskNotice, type WorkerPresence } from './notices.js';
 export {
   HYBRID_DEFAULTS,
   resolveHybridOptions,

@@ -12,7 +12,27 @@ import type { TaskId } from '@postpone/core';
 
 /** What a store with notifications offers (e.g. `PostgresStore.listen`). */
 export interface NoticeSource {
-  listen(onNotice: (notice: unknown) => void, options?: { readonly onReconnect?: () => void }): Promise<() => Promise<void>>;
+  listen(
+    onNotice: (notice: unknown) => void,
+    options?: { readonly onReconnect?: () => void; readonly onWorker?: (notice: unknown) => void },
+  ): Promise<() => Promise<void>>;
+  /** Announces a worker to every listener (`PostgresStore.announceWorker`); without it a worker shares nothing. */
+  announceWorker?(notice: { readonly worker: string; readonly group: string; readonly hello: boolean }): Promise<void>;
+}
+
+/** A hybrid worker's presence: its id, its group (what it claims) and whether it asks others to answer. */
+export interface WorkerPresence {
+  readonly worker: string;
+  readonly group: string;
+  readonly hello: boolean;
+}
+
+/** Reads a worker notice as delivered by the store (`{ op: 'worker', worker, group, hello }`); null for anything else. */
+export function readWorkerNotice(value: unknown): WorkerPresence | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { op, worker, group, hello } = value as { op?: unknown; worker?: unknown; group?: unknown; hello?: unknown };
+  if (op !== 'worker' || typeof worker !== 'string' || worker.length === 0 || typeof group !== 'string' || typeof hello !== 'boolean') return null;
+  return { worker, group, hello };
 }
 
 /**

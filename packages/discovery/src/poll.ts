@@ -60,7 +60,7 @@ export class PollDiscovery implements Discovery {
   }
 
   stats(): DiscoveryStats {
-    return { mode: 'poll', wheelSize: 0, fired: 0, rebuilds: NO_REBUILDS, notices: this.notices, listening: this.unlisten !== null };
+    return { mode: 'poll', wheelSize: 0, fired: 0, rebuilds: NO_REBUILDS, notices: this.notices, listening: this.unlisten !== null, peers: 0, deferred: 0, fallbacks: 0, helped: 0 };
   }
 
   async stop(): Promise<void> {

@@ -36,6 +36,18 @@ export {
   TASK_COLUMN_NAMES,
 } from '@postpone/postgres-history-sql';
 export { type Migration, migrations } from './migrations.js';
-export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
+export {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_TASKS_PER_NOTICE,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  scheduledManyPayloads,
+  type TaskNotice,
+  type TaskNoticeOp,
+  type WorkerNotice,
+  workerNoticePayload,
+} from './notice.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

@@ -3,7 +3,9 @@
  * without polling (docs/contract.md#discovery). PostgreSQL delivers a notification only when the
  * sending transaction commits (PostgreSQL 17 NOTIFY): a rolled-back schedule is never announced.
  *
- * Payload: `{"op":"scheduled"|"cancelled"|"cancelRequested","id":"<task id>","dueAtMs":<epoch ms>}`.
+ * Payload: `{"op":"scheduled"|"cancelled"|"cancelRequested","id":"<task id>","dueAtMs":<epoch ms>}`, or
+ * several `scheduled` tasks in one notification, `{"op":"scheduledMany","tasks":[["<id>",<dueAtMs>],…]}`
+ * (the store's coalesced notices after an autocommit schedule: {@link scheduledManyPayloads}).
  * - `scheduled`: a task became SCHEDULED (schedule, fail with attempts left, reclaim with attempts left).
  * - `cancelled`: a SCHEDULED task was cancelled (drop its timer).
  * - `cancelRequested`: cancel was requested for a CLAIMED task (`cancel` returned REQUESTED): the
@@ -45,3 +47,71 @@ export function defaultNotifyChannel(schema: string): string {
 }
 
 export const MAX_IDENTIFIER_LENGTH = 63;
+
+/**
+ * A hybrid worker's presence on the channel (docs/contract.md#discovery-sharing): `worker` is its id,
+ * `group` names what it claims (workers of one group share the due ticks among them), `hello` asks
+ * the workers already listening to announce themselves back. Sent by `PostgresStore.announceWorker`,
+ * never by the SQL of a task.
+ *
+ * Payload: `{"op":"worker","worker":"<id>","group":"<group>","hello":true|false}`.
+ */
+export interface WorkerNotice {
+  readonly op: 'worker';
+  readonly worker: string;
+  readonly group: string;
+  readonly hello: boolean;
+}
+
+/** The payload of a {@link WorkerNotice}. */
+export function workerNoticePayload(notice: Omit<WorkerNotice, 'op'>): string {
+  return JSON.stringify({ op: 'worker', worker: notice.worker, group: notice.group, hello: notice.hello });
+}
+
+/** Parses a {@link WorkerNotice} payload; null for anything else. */
+export function parseWorkerNotice(payload: string): WorkerNotice | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { op, worker, group, hello } = value as Record<string, unknown>;
+  if (op !== 'worker' || typeof worker !== 'string' || worker.length === 0 || typeof group !== 'string' || typeof hello !== 'boolean') return null;
+  return { op, worker, group, hello };
+}
+
+/**
+ * Most tasks in one `scheduledMany` payload: ids of up to 20 digits and 13-digit due times keep it
+ * far below the 8 000-byte payload limit (PostgreSQL 17 NOTIFY).
+ */
+export const MAX_TASKS_PER_NOTICE = 150;
+
+/** `scheduledMany` payloads announcing `tasks` (id, due time in epoch ms), {@link MAX_TASKS_PER_NOTICE} per payload. */
+export function scheduledManyPayloads(tasks: readonly (readonly [id: TaskId, dueAtMs: number])[]): string[] {
+  const payloads: string[] = [];
+  for (let i = 0; i < tasks.length; i += MAX_TASKS_PER_NOTICE) {
+    payloads.push(JSON.stringify({ op: 'scheduledMany', tasks: tasks.slice(i, i + MAX_TASKS_PER_NOTICE) }));
+  }
+  return payloads;
+}
+
+/** Parses a `scheduledMany` payload into one `scheduled` notice per task; null for anything else. */
+export function parseScheduledMany(payload: string): TaskNotice[] | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { op, tasks } = value as Record<string, unknown>;
+  if (op !== 'scheduledMany' || !Array.isArray(tasks)) return null;
+  const notices: TaskNotice[] = [];
+  for (const entry of tasks as unknown[]) {
+    if (!Array.isArray(entry) || typeof entry[0] !== 'string' || entry[0].length === 0 || typeof entry[1] !== 'number' || !Number.isFinite(entry[1])) return null;
+    notices.push({ op: 'scheduled', id: entry[0], dueAt: new Date(entry[1]) });
+  }
+  return notices;
+}

@@ -251,7 +251,7 @@ export function statements(schema: string) {
     /**
      * `$1` now, `$2` tasks as JSON text (`[{kind, key, payload, delayMs, runAt, maxAttempts, traceContext, retry, queue, priority}]`,
      * `runAt` ISO text or null, `key`, `traceContext` and `retry` null for none; no two with one kind and key),
-     * `$3` notify channel, `$4` `'keep'` or `'replace'` → `{ id, dueatms, created, replaced }` rows,
+     * `$3` notify channel (null: no NOTIFY, the caller announces after commit), `$4` `'keep'` or `'replace'` → `{ id, dueatms, created, replaced }` rows,
      * one per input, in input order (new ids are drawn in input order).
      *
      * One statement for the whole batch: all rows or none. A keyed input whose (kind, key) a live task
@@ -291,7 +291,7 @@ export function statements(schema: string) {
     join upserted u on (u.kind, coalesce('k:' || u.key, 'i:' || u.id::text)) = (i.kind, coalesce('k:' || i.key, 'i:' || i.new_id::text))
 )
 select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
-       case when m.created or m.replaced then ${notice('scheduled', '$3::text', 'm')} end as notified
+       case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
   from matched m
  order by m.ord`,
     /** No parameters. Around a `'fail'` schedule in the caller's transaction, so a conflict undoes only the schedule (PostgreSQL 17 SAVEPOINT). */

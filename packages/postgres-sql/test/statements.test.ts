@@ -9,7 +9,20 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminStatements, defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, migrations, parseTaskNotice, quoteIdent, statements } from '../src/index.js';
+import {
+  adminStatements,
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_TASKS_PER_NOTICE,
+  migrations,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  quoteIdent,
+  scheduledManyPayloads,
+  statements,
+  workerNoticePayload,
+} from '../src/index.js';
 
 const schema = uniqueSchemaName('sql');
 const s = statements(schema);
@@ -134,6 +147,48 @@ describe('notices', () => {
     } finally {
       listener.release();
     }
+  });
+
+  it('taskInsertMany with a null channel sends no NOTIFY (the store announces after commit)', async () => {
+    const channel = defaultNotifyChannel(schema);
+    const listener = await pool.connect();
+    try {
+      const payloads: string[] = [];
+      listener.on('notification', (m) => payloads.push(m.payload ?? ''));
+      await listener.query(`listen ${quoteIdent(channel)}`);
+      const input = JSON.stringify([{ kind: 'quiet', key: null, payload: null, delayMs: 0, runAt: null, maxAttempts: 3, traceContext: null, retry: null, queue: 'default', priority: 0 }]);
+      const { rows } = await pool.query<{ id: string; notified: boolean | null }>(s.taskInsertMany, [null, input, null, 'keep']);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]?.notified).toBeNull();
+      // A marker NOTIFY sent afterwards arrives; notifications keep commit order, so none came before it.
+      await pool.query('select pg_notify($1, $2)', [channel, 'marker']);
+      const deadline = Date.now() + 5_000;
+      while (!payloads.includes('marker') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(payloads).toEqual(['marker']);
+      await listener.query(`unlisten ${quoteIdent(channel)}`);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('scheduledManyPayloads and parseScheduledMany round-trip, at most MAX_TASKS_PER_NOTICE tasks a payload, each under 8 000 bytes', () => {
+    const tasks = Array.from({ length: 2 * MAX_TASKS_PER_NOTICE + 1 }, (_, i) => [String(9_000_000_000_000_000_000n + BigInt(i)), 1_780_000_000_000 + i] as const);
+    const payloads = scheduledManyPayloads(tasks);
+    expect(payloads).toHaveLength(3);
+    for (const payload of payloads) expect(Buffer.byteLength(payload)).toBeLessThan(8_000);
+    const parsed = payloads.flatMap((p) => parseScheduledMany(p) ?? []);
+    expect(parsed).toEqual(tasks.map(([id, at]) => ({ op: 'scheduled', id, dueAt: new Date(at) })));
+    for (const junk of ['x', '{"op":"scheduledMany"}', '{"op":"scheduledMany","tasks":[["1","2"]]}', '{"op":"scheduledMany","tasks":[[1,2]]}', '{"op":"scheduled","id":"1","dueAtMs":1}']) {
+      expect(parseScheduledMany(junk)).toBeNull();
+    }
+    expect(parseTaskNotice(payloads[0] as string)).toBeNull();
+  });
+
+  it('workerNoticePayload and parseWorkerNotice round-trip', () => {
+    const payload = workerNoticePayload({ worker: 'w-1', group: 'g', hello: true });
+    expect(parseWorkerNotice(payload)).toEqual({ op: 'worker', worker: 'w-1', group: 'g', hello: true });
+    expect(parseTaskNotice(payload)).toBeNull();
+    for (const junk of ['x', '{"op":"worker","worker":"","group":"g","hello":true}', '{"op":"worker","worker":"w","group":"g"}']) expect(parseWorkerNotice(junk)).toBeNull();
   });
 
   it('parseTaskNotice returns null for any other payload', () => {

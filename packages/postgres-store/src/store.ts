@@ -85,14 +85,19 @@ import {
   vacuumHealthFrom,
   MAX_IDENTIFIER_LENGTH,
   migrations,
+  parseScheduledMany,
   parseTaskNotice,
+  parseWorkerNotice,
   type Statements,
   statements,
   type TaskNotice,
   type TaskRow,
   RECLAIM_LOCK_SQL,
+  type WorkerNotice,
+  workerNoticePayload,
 } from '@postpone/postgres-sql';
 import { PostgresAdmin } from './admin.js';
+import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
@@ -117,6 +122,19 @@ export interface PostgresStoreOptions {
   readonly maxPayloadBytes?: number;
   /** LISTEN/NOTIFY channel (default `postpone_<schema>`, cut to 63 bytes). */
   readonly notifyChannel?: string;
+  /**
+   * How `schedule`/`scheduleMany` announce new tasks to listening workers (docs/contract.md#schedule-notices):
+   * `'each'` (default) — a NOTIFY per task inside the schedule statement, delivered at its commit
+   * (every such commit takes PostgreSQL's notification-queue lock); `'coalesced'` — in the caller's
+   * transaction (`tx`) as `'each'`, otherwise after the insert committed a NOTIFY of its own, one in
+   * flight per store, the tasks scheduled meanwhile going together in the next one (one more
+   * statement per schedule when schedules are sparse: it pays only when one process schedules faster
+   * than a NOTIFY round trip); `'near'` — as `'each'`, but only when a task of the call is due within
+   * {@link NEAR_NOTICE_MS} (30 s; by `delayMs`, or `runAt` against this process's clock): a hybrid
+   * worker's periodic re-read (`fallbackPollMs`, 2 s by default; keep it well below 30 s) lists later
+   * tasks long before they are due; `'off'` — none (hybrid workers find new tasks by their fallback read).
+   */
+  readonly scheduleNotices?: 'coalesced' | 'each' | 'near' | 'off';
   /**
    * For the connections the store creates (from `connectionString`): a connection that waited this
    * long (ms) for the server, connecting or after sending a request, is destroyed and the call
@@ -151,6 +169,7 @@ export const STORE_OPTION_NAMES: readonly string[] = [
   'clock',
   'maxPayloadBytes',
   'notifyChannel',
+  'scheduleNotices',
   'replyTimeoutMs',
   'pooler',
   'listenConnectionString',
@@ -205,6 +224,9 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
     },
   };
 }
+
+/** `scheduleNotices: 'near'`: a schedule call sends its NOTIFY only when one of its tasks is due within this many ms. */
+export const NEAR_NOTICE_MS = 30_000;
 
 /** `$1` channel, `$2` payload: the probe `listen` sends itself. */
 const NOTIFY_PROBE = 'select pg_notify($1, $2)';
@@ -285,6 +307,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private readonly pooler: 'none' | 'transaction';
   private closed = false;
   private closing: Promise<void> | undefined;
+  private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
+  /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
+  readonly notices: NoticeCoalescer;
 
   /** @throws ValidationError INVALID_OPTION for a bad schema, channel or size limit */
   constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
@@ -296,6 +321,17 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
+    const notices = options.scheduleNotices ?? 'each';
+    if (notices !== 'coalesced' && notices !== 'each' && notices !== 'near' && notices !== 'off') {
+      throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'each', 'coalesced', 'near' or 'off'");
+    }
+    this.scheduleNotices = notices;
+    this.notices = new NoticeCoalescer(
+      async (payload) => {
+        await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, payload]));
+      },
+      () => {},
+    );
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
@@ -473,7 +509,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
       )
       .join(',')}]`;
-    const params: Param[] = [this.nowParam(), json, this.notifyChannel, onConflict === 'replace' ? 'replace' : 'keep'];
+    // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
+    const after = inTx === undefined && this.scheduleNotices === 'coalesced';
+    const now = this.clock?.now() ?? Date.now();
+    const far = this.scheduleNotices === 'near' && tasks.every((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) > NEAR_NOTICE_MS);
+    const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
+    const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
     const run = async (query: QueryFn) => {
       const rows = await query(this.sql.taskInsertMany, params);
       if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
@@ -482,6 +523,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
       return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
     };
+    if (after) {
+      const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
+      this.notices.add(scheduled.filter((t) => t.created || t.replaced));
+      return scheduled;
+    }
     return await this.call(async () => {
       if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
       const query = inTx;
@@ -820,7 +866,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    *   and no direct connection was given; StoreError when the probe never arrived;
    *   ConnectionLostError / ConnectionError when the connection failed
    */
-  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions): Promise<Unlisten> {
+  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void }): Promise<Unlisten> {
     this.assertOpen();
     if (this.pooler === 'transaction' && !this.driver.directListen) {
       throw new ValidationError(
@@ -844,6 +890,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           }
           const notice = parseTaskNotice(payload);
           if (notice) onNotice(notice);
+          else if (payload.startsWith('{"op":"scheduledMany"')) {
+            for (const each of parseScheduledMany(payload) ?? []) onNotice(each);
+          } else if (options?.onWorker) {
+            const worker = parseWorkerNotice(payload);
+            if (worker) options.onWorker(worker);
+          }
         },
         options,
       ),
@@ -871,6 +923,22 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Announces a hybrid worker on this store's channel (one NOTIFY through the pool, delivered to
+   * every listener including the sender's; docs/contract.md#discovery-sharing). Listeners get it
+   * through `listen`'s `onWorker` option.
+   * @param notice `worker` (1..200 characters) and `group` (1..200) name the worker and what it claims; `hello` asks the others to answer
+   * @throws ValidationError INVALID_OPTION for a bad `worker` or `group`; ConnectionLostError / ConnectionError / StoreError from the database
+   */
+  async announceWorker(notice: { readonly worker: string; readonly group: string; readonly hello: boolean }): Promise<void> {
+    this.assertOpen();
+    for (const field of ['worker', 'group'] as const) {
+      const value: unknown = notice?.[field];
+      if (typeof value !== 'string' || value.length === 0 || value.length > 200) throw new ValidationError('INVALID_OPTION', field, 'must be a string of 1..200 characters');
+    }
+    await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, workerNoticePayload({ worker: notice.worker, group: notice.group, hello: notice.hello === true })]));
   }
 
   /** Stops listeners and ends the pool if the store created it. Idempotent; later calls throw StoreClosedError. */

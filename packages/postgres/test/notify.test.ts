@@ -91,6 +91,70 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     expect(await store.cancel(id)).toBe('REQUESTED'); // repeated: announced again, harmless
   });
 
+  it("coalesced notices: 40 concurrent autocommit schedules are all announced by fewer NOTIFYs; a tx schedule is announced at commit; 'off' announces none", async () => {
+    const producer = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'coalesced' });
+    const sentBefore = producer.notices.sent;
+    const many = await Promise.all(Array.from({ length: 40 }, (_, i) => producer.schedule({ kind: 'burst', delayMs: 60_000 + i })));
+    await waitFor(() => many.every((t) => noticeFor(t.id, 'scheduled') !== undefined), 'forty scheduled notices');
+    for (const t of many) expect(noticeFor(t.id, 'scheduled')?.dueAt).toEqual(t.dueAt);
+    await producer.notices.idle();
+    const sent = producer.notices.sent - sentBefore;
+    expect(sent).toBeGreaterThanOrEqual(1);
+    expect(sent).toBeLessThan(40);
+    // In the caller's transaction the statement's own NOTIFY is used: nothing before the commit.
+    let inTx = '';
+    await kit.inTransaction(async (tx) => {
+      inTx = (await producer.schedule({ kind: 'in-tx', delayMs: 60_000 }, { tx })).id;
+      await producer.notices.idle();
+      const marker = await producer.schedule({ kind: 'marker', delayMs: 60_000 });
+      await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
+      expect(noticeFor(inTx, 'scheduled')).toBeUndefined();
+    }, 'commit');
+    await waitFor(() => noticeFor(inTx, 'scheduled') !== undefined, 'the notice at commit');
+    await producer.close();
+    expect(store.notices.sent).toBe(0); // the default, 'each': the statement notifies
+    const quiet = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'off' });
+    try {
+      const silent = await quiet.schedule({ kind: 'silent', delayMs: 60_000 });
+      const marker = await store.schedule({ kind: 'marker', delayMs: 60_000 });
+      await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
+      expect(noticeFor(silent.id, 'scheduled')).toBeUndefined();
+      expect(quiet.notices.sent).toBe(0);
+    } finally {
+      await quiet.close();
+    }
+  });
+
+  it("scheduleNotices 'near': a task due within 30 s is announced, one due later is not", async () => {
+    const near = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'near' });
+    try {
+      const later = await near.schedule({ kind: 'far', delayMs: 30_001 });
+      const soon = await near.schedule({ kind: 'near', delayMs: 30_000 });
+      const at = await near.schedule({ kind: 'near-at', runAt: new Date(clock.now() + 1_000) });
+      await waitFor(() => noticeFor(soon.id, 'scheduled') !== undefined && noticeFor(at.id, 'scheduled') !== undefined, 'the near notices');
+      // Notifications keep commit order: the far one, committed first, would have come before them.
+      expect(noticeFor(later.id, 'scheduled')).toBeUndefined();
+      expect(() => kit.store({ schema: admin.schema, scheduleNotices: 'sometimes' as 'near' })).toThrow(/scheduleNotices/);
+    } finally {
+      await near.close();
+    }
+  });
+
+  it('announceWorker → every listener with `onWorker` gets the presence notice; task listeners without it see nothing new', async () => {
+    const heard: { worker: string; group: string; hello: boolean }[] = [];
+    const stop = await store.listen(() => {}, { onWorker: (n) => heard.push(n) });
+    try {
+      const before = notices.length;
+      await store.announceWorker({ worker: 'worker-7', group: 'g1', hello: true });
+      await waitFor(() => heard.length === 1, 'the presence notice');
+      expect(heard[0]).toEqual({ op: 'worker', worker: 'worker-7', group: 'g1', hello: true });
+      expect(notices.length).toBe(before);
+      await expect(store.announceWorker({ worker: '', group: 'g1', hello: false })).rejects.toMatchObject({ code: 'INVALID_OPTION', field: 'worker' });
+    } finally {
+      await stop();
+    }
+  });
+
   it('after its connection is terminated the listener reconnects, listens again, and reports it', async () => {
     const pids = async () =>
       (

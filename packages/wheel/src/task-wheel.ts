@@ -19,8 +19,8 @@ export interface TaskWheelOptions {
   readonly slotsPerLevel: number;
   /** The worker's monotonic clock (ms). */
   readonly now: () => number;
-  /** Called for each timer that fires, inside {@link TaskWheel.advance}. */
-  readonly onFire: (id: TaskId) => void;
+  /** Called for each timer that fires, inside {@link TaskWheel.advance}, with the task's due time (database clock, epoch ms). */
+  readonly onFire: (id: TaskId, dueAtMs: number) => void;
 }
 
 /** One task as read from the store. */
@@ -57,9 +57,10 @@ export class TaskWheel {
       slotsPerLevel: options.slotsPerLevel,
       startMs: options.now(),
       onFire: (id, _tick, handle) => {
-        if (this.entries.get(id)?.handle === handle) this.entries.delete(id);
+        const entry = this.entries.get(id);
+        if (entry?.handle === handle) this.entries.delete(id);
         this.goneSinceLoad?.add(id);
-        options.onFire(id);
+        options.onFire(id, entry?.handle === handle ? entry.dueAtMs : Number.NaN);
       },
     });
   }

@@ -103,6 +103,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     };
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
+      workerId: this.id,
       selection: this.selection,
       pacing: this.options.pacing,
       logger: this.logger,
