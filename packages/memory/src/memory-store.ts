@@ -48,6 +48,8 @@ import {
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
+  validateExtendMany,
+  type ExtendManyParams,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -205,6 +207,21 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const id = parseTaskId(params.id);
     const command: Command = { type: 'extend', attempt: validateAttempt(params.attempt), leaseMs: validatePositiveMs(params.leaseMs, 'leaseMs') };
     return resultOf(await this.#apply(id, command), 'extend').extended;
+  }
+
+  /** Every item through `transition('extend')` in ONE write set under the row locks of all of them. @returns renewed or not, in input order */
+  async extendMany(params: ExtendManyParams): Promise<boolean[]> {
+    this.#assertOpen();
+    const { items, leaseMs } = validateExtendMany(params);
+    if (items.length === 0) return [];
+    return this.#locks.runAll(items.map((i) => i.id).sort(compareIds), () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const renewed = items.map(({ id, attempt }) => resultOf(this.#stage(ws, id, { type: 'extend', attempt, leaseMs }, nowMs), 'extend').extended);
+      this.#db.commit(ws);
+      return renewed;
+    });
   }
 
   async complete(params: CompleteParams<MemoryTx>): Promise<CompleteOutcome> {

@@ -8,6 +8,7 @@
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
+ * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`).
  */
@@ -22,5 +23,6 @@ export {
 } from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { type Migration, migrations } from './migrations.js';
+export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseTaskNotice, type TaskNotice, type TaskNoticeOp } from './notice.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
