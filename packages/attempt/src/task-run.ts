@@ -50,6 +50,8 @@ export interface RunDeps<Tx> {
 }
 
 const ABORTED = Symbol('aborted');
+/** The reason `halt` aborts with: a given reason spares the DOMException `abort()` would build per attempt. */
+const HALTED = Symbol('halted');
 
 export class TaskRun<Tx> {
   private currentPhase: RunPhase = 'running';
@@ -106,7 +108,7 @@ export class TaskRun<Tx> {
     if (this.currentPhase !== 'running') return;
     this.currentPhase = 'handedBack';
     this.freeSlot();
-    this.halt.abort();
+    this.halt.abort(HALTED);
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
     const outcome = await this.deps.reporter.release(this.task);
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
@@ -135,7 +137,7 @@ export class TaskRun<Tx> {
     }
     this.currentPhase = 'finishing';
     this.freeSlot();
-    this.halt.abort();
+    this.halt.abort(HALTED);
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
     if (outcome === TIMED_OUT) {

@@ -28,6 +28,9 @@ import { type ResolvedOptions, resolveOptions, type WorkerOptions } from './opti
 import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
 
+/** The reason the loop's `wake` aborts with (a given reason spares building a DOMException each time). */
+const WOKEN = Symbol('woken');
+
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
 export interface StopOptions {
@@ -272,7 +275,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.currentState !== 'stopped') {
       if (this.currentState !== 'stopping') this.logger.info({ timeoutMs }, 'stopping');
       this.currentState = 'stopping';
-      this.wake.abort();
+      this.wake.abort(WOKEN);
       if (timeoutMs === 0) this.deadline.abort();
       else void this.options.pacing.sleep(timeoutMs, this.stopTimers.signal).then(() => this.stopTimers.signal.aborted || this.deadline.abort());
       // The local queue is handed back at once, whatever the timeout: those handlers never started.
@@ -329,14 +332,14 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         // Not in this call stack: a run may free its slot while it is being made (no handler).
         queueMicrotask(() => {
           this.startQueued();
-          if (this.sleepingFull && this.wantsClaim()) this.wake.abort();
+          if (this.sleepingFull && this.wantsClaim()) this.wake.abort(WOKEN);
         });
       },
     });
     this.runs.add(run);
     void run.finished.then(() => {
       this.runs.delete(run);
-      if (this.sleepingFull && this.wantsClaim()) this.wake.abort();
+      if (this.sleepingFull && this.wantsClaim()) this.wake.abort(WOKEN);
     });
   }
 
