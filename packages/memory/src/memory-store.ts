@@ -296,8 +296,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   async snooze(params: SnoozeParams): Promise<SnoozeResult> {
     this.#assertOpen();
     const p = validateSnoozeParams(params);
-    const dueAt = p.dueAt ?? new Date(this.#clock.now() + p.delayMs);
-    const { result } = resultOf(await this.#apply(p.id, { type: 'snooze', attempt: p.attempt, dueAt }), 'snooze');
+    // `delayMs` counts from the same clock reading as `updatedAt`, under the row lock (as one SQL statement would).
+    const step = await this.#locks.run(p.id, () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const staged = this.#stage(ws, p.id, { type: 'snooze', attempt: p.attempt, dueAt: p.dueAt ?? new Date(nowMs + p.delayMs) }, nowMs);
+      this.#db.commit(ws);
+      return staged;
+    });
+    const { result } = resultOf(step, 'snooze');
     return result.outcome === 'SCHEDULED' ? { outcome: 'SCHEDULED', dueAt: new Date(result.dueAt) } : result;
   }
 
