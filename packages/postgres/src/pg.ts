@@ -7,7 +7,6 @@
  * await store.migrate();
  * ```
  */
-import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
 import pg from 'pg';
 import { connectionEvents, type Driver, type DriverEvents, isConnectionLoss, type ListenOptions, listenerSet, type Param, PostgresStore, type PostgresStoreOptions, type QueryFn, type Row, type Unlisten, validateDriverOptions } from '@postpone/postgres-store';
@@ -78,6 +77,18 @@ const PREPARING_POOLS = new WeakSet<pg.Pool>();
 const MAX_NAMED_STATEMENTS = 512;
 const statementNames = new Map<string, string>();
 
+/** Two 32-bit FNV-1a hashes of `text` (different offsets) as 16 hex digits: a name per text, no dependency. */
+function textHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 13);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
 /**
  * The name of `text` as a prepared statement, derived from the text itself (so one name never
  * stands for two texts, on any connection); undefined past {@link MAX_NAMED_STATEMENTS} texts.
@@ -85,7 +96,7 @@ const statementNames = new Map<string, string>();
 function statementName(text: string): string | undefined {
   let name = statementNames.get(text);
   if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
-    name = `postpone_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    name = `postpone_${textHash(text)}`;
     statementNames.set(text, name);
   }
   return name;
