@@ -19,7 +19,8 @@ export function renewStatements(schema: string) {
      * `transition('extend')`: CLAIMED, same attempt, not cancel-requested, lease not yet expired; an
      * item that fails it is left alone (docs/contract.md#transitions). Rows are locked in id order
      * first (`for no key update`, the lock the UPDATE takes anyway: PostgreSQL 17 §13.3.2), so two
-     * multi-row statements never wait on each other in a cycle. Only `lease_until` changes — no
+     * multi-row statements never wait on each other in a cycle; only rows that pass the whole guard
+     * are locked, so an expired lease is never held from reclaim (which skips locked rows). Only `lease_until` changes — no
      * indexed column, not even `updated_at` — so every renewal can be a HOT update (migration 7,
      * PostgreSQL 17 §66.7).
      */
@@ -31,7 +32,10 @@ export function renewStatements(schema: string) {
   select s.id
     from ${task} s
    where s.id = any(array(select i.id from input i))
+     and exists (select 1 from input i where i.id = s.id and i.attempt = s.attempt)
      and s.state = ${C}
+     and not s.cancel_requested
+     and s.lease_until > ${NOW}
    order by s.id
    for no key update
 )
