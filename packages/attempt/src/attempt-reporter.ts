@@ -43,10 +43,11 @@ export class AttemptReporter<Tx> {
   /**
    * Fenced complete with the handler's completion writes in the same transaction; without writes,
    * queued to the completion batcher (one `completeMany` for many tasks) unless batching is off.
+   * @param leaseUntil the lease's end as the lease keeper knows it (monotonic ms): bounds the batch wait
    * @returns the store's outcome; `{ writeError }` when a completion write threw (nothing committed);
    *          null when the store could not be reached (the lease will expire and the task be reclaimed)
    */
-  async complete(task: ClaimedTask, result: Json, writes: readonly CompletionWrite<Tx>[], startedAt: number): Promise<CompleteOutcome | WriteFailed | null> {
+  async complete(task: ClaimedTask, result: Json, writes: readonly CompletionWrite<Tx>[], startedAt: number, leaseUntil?: number): Promise<CompleteOutcome | WriteFailed | null> {
     const failure: { writeFailed: WriteFailed | null } = { writeFailed: null };
     const work =
       writes.length === 0
@@ -66,7 +67,7 @@ export class AttemptReporter<Tx> {
     try {
       outcome =
         work === undefined && this.batcher !== null
-          ? await this.batcher.complete(task, result)
+          ? await this.batcher.complete(task, result, leaseUntil)
           : await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), (error) => failure.writeFailed === null || PostponeError.isInstance(error));
     } catch (error) {
       // A write that failed because the store failed (connection lost, refused, driver error — the

@@ -3,7 +3,9 @@
  * sent together with one `store.completeMany` (one statement in the PostgreSQL store instead of a
  * four-round-trip transaction per task). Each task still gets its own fenced outcome and effect row.
  *
- * A batch is sent when it holds `completeBatchSize` items, or `completeBatchDelayMs` after its first
+ * One batcher serves every slot of the worker process, so completions of all its running tasks share
+ * batches. A batch is sent when it holds `completeBatchSize` items, when an item's lease would end
+ * before the delay is over (never held past its lease), or `completeBatchDelayMs` after its first
  * item (0: on the next macrotask, `setImmediate`, so completions that settle in the same turn of the
  * event loop share a batch). A lost connection retries the whole batch (`callStore`): safe, a retried
  * completeMany answers DONE again for the attempts it committed. When the store refuses the batch
@@ -40,13 +42,18 @@ export class CompletionBatcher<Tx> {
 
   /**
    * Queues the fenced complete of `task` with `result`.
+   * @param leaseUntil the lease's end as the worker knows it (monotonic ms, the lease keeper's
+   *   estimate): when it comes before the batch would be sent, the batch is sent at once
    * @returns the store's outcome for this task once its batch was acknowledged
    * @throws the store's error (after the retries of a lost connection); the task stays CLAIMED
    */
-  complete(task: ClaimedTask, result: Json): Promise<CompleteOutcome> {
+  complete(task: ClaimedTask, result: Json, leaseUntil?: number): Promise<CompleteOutcome> {
     return new Promise<CompleteOutcome>((resolve, reject) => {
       this.queue.push({ task, result, resolve, reject });
-      if (this.queue.length >= this.deps.batchSize) this.flush();
+      // The lease guard: a completion whose lease would end before the batch delay is over is not
+      // held back; the batch goes now (the lease is not renewed once the handler settled).
+      const { batchDelayMs, batchSize, pacing } = this.deps;
+      if (this.queue.length >= batchSize || (batchDelayMs > 0 && leaseUntil !== undefined && leaseUntil - pacing.now() <= batchDelayMs)) this.flush();
       else this.arm();
     });
   }

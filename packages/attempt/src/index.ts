@@ -11,7 +11,8 @@ export { type AbortReason, NonRetryableError, retryIntent, Snooze, type SnoozeUn
 export { type ResolvedRetry, type RetryDefaults, resolveRetry, retryDelayFor } from './retry-policy.js';
 export type { AttemptEmitter, AttemptEvents, AttemptOperation } from './events.js';
 export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './handler.js';
-export { keepLease, type LeaseKeeperDeps, type LeaseLossReason } from './lease-keeper.js';
+export { keepLease, type LeaseEstimate, type LeaseKeeperDeps, type LeaseLossReason } from './lease-keeper.js';
+export { LeaseRenewer } from './lease-renewer.js';
 export type { AttemptSettings } from './settings.js';
 export { callStore, isRetryableStoreError, STORE_CALL_TRIES, STORE_RETRY_BASE_MS, type StoreCallDeps } from './store-call.js';
 export { type RunDeps, type RunPhase, TaskRun } from './task-run.js';

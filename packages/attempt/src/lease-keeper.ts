@@ -15,6 +15,7 @@
 import { type ClaimedTask, type Store, TaskState } from '@postpone/core';
 import { type Pacing, raceTimer, settle, TIMED_OUT } from '@postpone/wheel';
 import type { AttemptEmitter } from './events.js';
+import type { LeaseRenewer } from './lease-renewer.js';
 
 export type LeaseLossReason = 'lease-lost' | 'cancel-requested';
 
@@ -24,16 +25,32 @@ export interface LeaseKeeperDeps {
   readonly events: AttemptEmitter;
   readonly leaseMs: number;
   readonly renewEveryMs: number;
+  /** Batches the renewals of the worker's leases into one `extendMany` (default: one `extend` per renewal). */
+  readonly renewer?: LeaseRenewer;
+}
+
+/** The keeper's estimate of the lease's end, on the monotonic clock (read by the completion batcher). */
+export interface LeaseEstimate {
+  confirmedUntil: number;
 }
 
 /**
  * Renews until `stop` aborts (resolves null) or the lease is gone (resolves the reason).
- * @param claimSentAt monotonic time at which the claim that returned `task` was sent
+ * @param claimSentAt monotonic time at which the claim that returned `task` was sent (for a task
+ *   that waited in the worker's local queue: at which its last renewal there was sent)
+ * @param estimate updated with the lease's end as the keeper knows it (monotonic ms)
  */
-export async function keepLease(task: ClaimedTask, claimSentAt: number, deps: LeaseKeeperDeps, stop: AbortSignal): Promise<LeaseLossReason | null> {
-  const { store, pacing, events, leaseMs, renewEveryMs } = deps;
+export async function keepLease(
+  task: ClaimedTask,
+  claimSentAt: number,
+  deps: LeaseKeeperDeps,
+  stop: AbortSignal,
+  estimate: LeaseEstimate = { confirmedUntil: 0 },
+): Promise<LeaseLossReason | null> {
+  const { store, pacing, events, leaseMs, renewEveryMs, renewer } = deps;
   const grantedMs = Number(task.leaseUntil) - Number(task.claimedAt);
   let confirmedUntil = claimSentAt + (Number.isFinite(grantedMs) && grantedMs > 0 ? grantedMs : leaseMs);
+  estimate.confirmedUntil = confirmedUntil;
   let nextAt = claimSentAt + renewEveryMs;
   while (!stop.aborted) {
     await pacing.sleep(nextAt - pacing.now(), stop);
@@ -43,7 +60,7 @@ export async function keepLease(task: ClaimedTask, claimSentAt: number, deps: Le
     const answerWithinMs = confirmedUntil > sentAt ? confirmedUntil - sentAt : leaseMs;
     const answer = await raceTimer(
       pacing,
-      settle(() => store.extend({ id: task.id, attempt: task.attempt, leaseMs })),
+      settle(() => (renewer === undefined ? store.extend({ id: task.id, attempt: task.attempt, leaseMs }) : renewer.renew({ id: task.id, attempt: task.attempt }))),
       answerWithinMs,
       stop,
     );
@@ -51,6 +68,7 @@ export async function keepLease(task: ClaimedTask, claimSentAt: number, deps: Le
     if (answer === TIMED_OUT) return 'lease-lost';
     if (answer.ok && answer.value) {
       confirmedUntil = sentAt + leaseMs;
+      estimate.confirmedUntil = confirmedUntil;
       nextAt = sentAt + renewEveryMs;
       events.emit('renewed', { task });
       continue;

@@ -26,7 +26,8 @@ import { type AbortReason, retryIntent, type SnoozeUntil, TaskAbortedError } fro
 import { resolveRetry } from './retry-policy.js';
 import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
-import { keepLease, type LeaseLossReason } from './lease-keeper.js';
+import { keepLease, type LeaseEstimate, type LeaseLossReason } from './lease-keeper.js';
+import type { LeaseRenewer } from './lease-renewer.js';
 import type { AttemptSettings } from './settings.js';
 
 export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
@@ -38,9 +39,19 @@ export interface RunDeps<Tx> {
   readonly reporter: AttemptReporter<Tx>;
   readonly logger: Logger;
   readonly telemetry: WorkerTelemetry;
+  /** Batches this worker's lease renewals into one `extendMany` (default: one `extend` each). */
+  readonly renewer?: LeaseRenewer;
+  /**
+   * Called once when the attempt stops occupying a slot: its handler settled (or was abandoned, or
+   * handed back), so only its report to the store is left. The worker runs the next task then,
+   * without waiting for the (batched) report to be acknowledged.
+   */
+  readonly onSlotFree?: () => void;
 }
 
 const ABORTED = Symbol('aborted');
+/** The reason `halt` aborts with: a given reason spares the DOMException `abort()` would build per attempt. */
+const HALTED = Symbol('halted');
 
 export class TaskRun<Tx> {
   private currentPhase: RunPhase = 'running';
@@ -50,10 +61,14 @@ export class TaskRun<Tx> {
   private readonly halt = new AbortController();
   private readonly writes: CompletionWrite<Tx>[] = [];
   private readonly startedAt: number;
-  private readonly logger: Logger;
+  /** The attempt's child logger, made on first use (most attempts never log). */
+  private childLogger: Logger | null = null;
+  /** The lease's end as the keeper knows it (monotonic ms). */
+  private readonly lease: LeaseEstimate = { confirmedUntil: 0 };
   /** The attempt's span and handler timing. */
   private readonly telemetry: AttemptTelemetry;
-  /** Resolves when the slot is free again (never rejects). */
+  private slotFreed = false;
+  /** Resolves when the attempt's end was reported and acknowledged, or handed back (never rejects). */
   readonly finished: Promise<void>;
 
   constructor(
@@ -63,14 +78,25 @@ export class TaskRun<Tx> {
     private readonly deps: RunDeps<Tx>,
   ) {
     this.startedAt = deps.options.pacing.now();
-    this.logger = deps.logger.child({ taskId: task.id, kind: task.kind, attempt: task.attempt });
     this.telemetry = deps.telemetry.attempt(task);
     this.finished = this.execute(claimSentAt)
       .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
       .finally(() => {
+        this.freeSlot();
         if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
         this.telemetry.end();
       });
+  }
+
+  private get logger(): Logger {
+    this.childLogger ??= this.deps.logger.child({ taskId: this.task.id, kind: this.task.kind, attempt: this.task.attempt });
+    return this.childLogger;
+  }
+
+  private freeSlot(): void {
+    if (this.slotFreed) return;
+    this.slotFreed = true;
+    this.deps.onSlotFree?.();
   }
 
   get phase(): RunPhase {
@@ -81,7 +107,8 @@ export class TaskRun<Tx> {
   async handBack(): Promise<void> {
     if (this.currentPhase !== 'running') return;
     this.currentPhase = 'handedBack';
-    this.halt.abort();
+    this.freeSlot();
+    this.halt.abort(HALTED);
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
     const outcome = await this.deps.reporter.release(this.task);
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
@@ -91,6 +118,7 @@ export class TaskRun<Tx> {
     const { handler, task } = this;
     if (handler === undefined) {
       this.currentPhase = 'finishing';
+      this.freeSlot();
       await this.fail(describeThrown(new UnknownKindError(task.kind)));
       return;
     }
@@ -108,7 +136,8 @@ export class TaskRun<Tx> {
       if (this.currentPhase !== 'running') return; // handed back while waiting
     }
     this.currentPhase = 'finishing';
-    this.halt.abort();
+    this.freeSlot();
+    this.halt.abort(HALTED);
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
     if (outcome === TIMED_OUT) {
@@ -150,7 +179,7 @@ export class TaskRun<Tx> {
       await this.fail(describeThrown(error));
       return;
     }
-    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt);
+    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt, this.lease.confirmedUntil);
     if (outcome !== null && typeof outcome === 'object') await this.fail(describeThrown(outcome.writeError));
     else this.telemetry.finished(outcome ?? 'UNKNOWN');
   }
@@ -173,9 +202,9 @@ export class TaskRun<Tx> {
   }
 
   private watchLease(claimSentAt: number): void {
-    const { store, options, events } = this.deps;
-    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs };
-    void keepLease(this.task, claimSentAt, deps, this.halt.signal).then((reason) => reason !== null && this.lose(reason));
+    const { store, options, events, renewer } = this.deps;
+    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs, ...(renewer ? { renewer } : {}) };
+    void keepLease(this.task, claimSentAt, deps, this.halt.signal, this.lease).then((reason) => reason !== null && this.lose(reason));
   }
 
   private watchTimeout(): void {
@@ -190,6 +219,7 @@ export class TaskRun<Tx> {
 
   private context(): HandlerContext<Tx> {
     const { task, deps } = this;
+    const run = this;
     return {
       signal: this.abort.signal,
       attempt: task.attempt,
@@ -197,7 +227,9 @@ export class TaskRun<Tx> {
       maxAttempts: resolveRetry(task, deps.options).maxAttempts,
       idempotencyKey: idempotencyKey(task.id),
       workerId: deps.options.id,
-      logger: this.logger,
+      get logger() {
+        return run.logger;
+      },
       onCompleteTx: (write) => {
         if (typeof write !== 'function') throw new ValidationError('INVALID_OPTION', 'onCompleteTx', 'expects a function (tx) => Promise');
         if (this.currentPhase !== 'running') {

@@ -26,4 +26,5 @@ export * from './store.js';
 export * from './admin.js';
 export * from './params.js';
 export * from './complete-many.js';
+export * from './extend-many.js';
 export * from './override-store.js';

@@ -8,6 +8,7 @@
  */
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from './admin.js';
 import type { CompleteManyItem } from './complete-many.js';
+import type { ExtendManyParams } from './extend-many.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, SnoozeResult, TaskState } from './states.js';
 import type { Json, OnConflict, ScheduleInput, TaskId } from '@postpone/input';
 import type { ClaimedTask, Effect, Task } from './task.js';
@@ -201,6 +202,16 @@ export interface Store<Tx = unknown> {
 
   /** Renews the lease of the current attempt; false when stale, lost, expired or cancel-requested. */
   extend(params: ExtendParams): Promise<boolean>;
+
+  /**
+   * Renews many leases at once, each exactly as {@link extend}: only an attempt still CLAIMED with that
+   * attempt, not cancel-requested and not expired gets `lease_until = now + leaseMs` (one statement in
+   * the PostgreSQL store, a HOT update like extend). Every item is validated first
+   * (`validateExtendMany`); an empty batch returns [] without I/O.
+   * @returns one boolean per item, in input order: true when that lease was renewed
+   * @throws ValidationError naming `items[i].field` or `leaseMs` (nothing changed), StoreClosedError, ConnectionLostError, StoreError
+   */
+  extendMany(params: ExtendManyParams): Promise<boolean[]>;
 
   /** Completes the current attempt, fenced; writes the effect row and `work` in the same transaction. */
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;

@@ -18,7 +18,7 @@ export interface WorkerRun {
   readonly variant?: VariantPlan;
 }
 
-/** `store` with every extend answer sent to the test as an `extended` event, and every claim's duration as `claimTimed`. */
+/** `store` with every extend answer (of `extend` and of each `extendMany` item) sent to the test as an `extended` event, and every claim's duration as `claimTimed`. */
 function observeExtend<Tx>(store: Store<Tx>, channel: ParentChannel): Store<Tx> {
   return overrideStore(store, {
     claim: async (params) => {
@@ -36,6 +36,12 @@ function observeExtend<Tx>(store: Store<Tx>, channel: ParentChannel): Store<Tx> 
       const ok = await store.extend(params);
       void channel.emit({ type: 'extended', id: params.id, attempt: params.attempt, ok });
       return ok;
+    },
+    // The worker renews its leases in batches: one `extended` event per item, as for extend.
+    extendMany: async (params) => {
+      const renewed = await store.extendMany(params);
+      for (const [i, item] of params.items.entries()) void channel.emit({ type: 'extended', id: item.id, attempt: item.attempt, ok: renewed[i] === true });
+      return renewed;
     },
   });
 }

@@ -48,6 +48,8 @@ import {
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
+  validateExtendMany,
+  type ExtendManyParams,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -207,6 +209,21 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     return resultOf(await this.#apply(id, command), 'extend').extended;
   }
 
+  /** Every item through `transition('extend')` in ONE write set under the row locks of all of them. @returns renewed or not, in input order */
+  async extendMany(params: ExtendManyParams): Promise<boolean[]> {
+    this.#assertOpen();
+    const { items, leaseMs } = validateExtendMany(params);
+    if (items.length === 0) return [];
+    return this.#locks.runAll(items.map((i) => i.id).sort(compareIds), () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const renewed = items.map(({ id, attempt }) => resultOf(this.#stage(ws, id, { type: 'extend', attempt, leaseMs }, nowMs), 'extend').extended);
+      this.#db.commit(ws);
+      return renewed;
+    });
+  }
+
   async complete(params: CompleteParams<MemoryTx>): Promise<CompleteOutcome> {
     this.#assertOpen();
     checkCallParams('complete', params);
@@ -279,8 +296,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   async snooze(params: SnoozeParams): Promise<SnoozeResult> {
     this.#assertOpen();
     const p = validateSnoozeParams(params);
-    const dueAt = p.dueAt ?? new Date(this.#clock.now() + p.delayMs);
-    const { result } = resultOf(await this.#apply(p.id, { type: 'snooze', attempt: p.attempt, dueAt }), 'snooze');
+    // `delayMs` counts from the same clock reading as `updatedAt`, under the row lock (as one SQL statement would).
+    const step = await this.#locks.run(p.id, () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const staged = this.#stage(ws, p.id, { type: 'snooze', attempt: p.attempt, dueAt: p.dueAt ?? new Date(nowMs + p.delayMs) }, nowMs);
+      this.#db.commit(ws);
+      return staged;
+    });
+    const { result } = resultOf(step, 'snooze');
     return result.outcome === 'SCHEDULED' ? { outcome: 'SCHEDULED', dueAt: new Date(result.dueAt) } : result;
   }
 

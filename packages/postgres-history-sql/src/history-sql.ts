@@ -15,16 +15,7 @@
  * §5.12.2.2: an UPDATE that moves a row to another partition).
  */
 import { TaskState } from '@postpone/core';
-
-/** Quotes an SQL identifier (PostgreSQL 17 §4.1.1), as `quoteIdent` of `@postpone/postgres-sql`. */
-function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-/** An SQL string literal (PostgreSQL 17 §4.1.2.1), as `literal` of `@postpone/postgres-sql`. Only for constants and schema names. */
-function literal(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
+import { literal, quoteIdent } from './quote.js';
 
 /** `$1` (the store's clock, or null) else the transaction's `now()`, as `NOW` of `@postpone/postgres-sql`. */
 const NOW = 'coalesce($1::timestamptz, now())';

@@ -3,7 +3,9 @@
  * for any driver (docs/contract.md#live-and-history, #retention): migration 11's `task_history`
  * (partitioned by state, then UTC day), the move of a finished row in the finishing statement
  * (`historyInsert`, used by the statements of `@postpone/postgres-sql`), and the partition and
- * retention statements. `@postpone/postgres-sql` re-exports all of it.
+ * retention statements; the vacuum health read of `vacuumHealth()` (`health-sql.ts`, dead rows and the
+ * oldest snapshot holding back cleanup: docs/contract.md#vacuum); and the SQL quoting both SQL packages
+ * share (`quote.ts`). `@postpone/postgres-sql` re-exports all of it.
  */
 export {
   HISTORY_DAYS_AHEAD,
@@ -17,3 +19,12 @@ export {
   historyStateTable,
   TASK_COLUMN_NAMES,
 } from './history-sql.js';
+export {
+  HEALTH_STATEMENTS,
+  type HealthStatements,
+  type OldestSnapshot,
+  type TableVacuumHealth,
+  type VacuumHealth,
+  vacuumHealthFrom,
+} from './health-sql.js';
+export { literal, quoteIdent } from './quote.js';

@@ -6,9 +6,10 @@
  *
  * - `statements(schema)`: the task, effect, clock and migration statements (`./sql.ts`);
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
- * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`./health-sql.ts`);
+ * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres-history-sql`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres-history-sql`);
+ * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
  * - `RECLAIM_LOCK_SQL`: one reclaimer at a time per schema (`./reclaim-lock-sql.ts`).
@@ -21,7 +22,7 @@ export {
   type TableVacuumHealth,
   type VacuumHealth,
   vacuumHealthFrom,
-} from './health-sql.js';
+} from '@postpone/postgres-history-sql';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export {
   HISTORY_DAYS_AHEAD,
@@ -50,4 +51,5 @@ export {
   workerNoticePayload,
 } from './notice.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
+export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

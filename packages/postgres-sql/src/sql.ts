@@ -17,17 +17,9 @@
  */
 import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
-import { historyInsert } from '@postpone/postgres-history-sql';
+import { historyInsert, literal, quoteIdent } from '@postpone/postgres-history-sql';
 
-/** Quotes an SQL identifier (PostgreSQL 17 §4.1.1): doubles embedded quotes. */
-export function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-/** An SQL string literal (PostgreSQL 17 §4.1.2.1). Only for constants of this package. */
-export function literal(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
+export { literal, quoteIdent };
 
 /** Epoch milliseconds of a `timestamptz` expression, floored, as `float8` (a JS number in both drivers). */
 export function ms(expr: string): string {

@@ -59,6 +59,8 @@ import {
   validateAttempt,
   validateCancelOptions,
   validateCompleteMany,
+  validateExtendMany,
+  type ExtendManyParams,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -88,6 +90,8 @@ import {
   parseScheduledMany,
   parseTaskNotice,
   parseWorkerNotice,
+  type RenewStatements,
+  renewStatements,
   type Statements,
   statements,
   type TaskNotice,
@@ -631,6 +635,25 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
     const rows = await this.call(() => this.driver.query(this.sql.taskExtend, [this.nowParam(), id, attempt, leaseMs]));
     return rows.length === 1;
+  }
+
+  /** The `extendMany` statement, built on first use. */
+  private renewSql: RenewStatements | undefined;
+
+  /**
+   * ONE statement (`renewStatements().taskExtendMany`): renews to `clock_timestamp() + leaseMs` every
+   * item still CLAIMED with its attempt, not cancel-requested, not expired. @returns renewed or not, in input order
+   */
+  async extendMany(params: ExtendManyParams): Promise<boolean[]> {
+    this.assertOpen();
+    const { items, leaseMs } = validateExtendMany(params);
+    if (items.length === 0) return [];
+    this.renewSql ??= renewStatements(this.schema);
+    const json = `[${items.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt}}`).join(',')}]`;
+    const rows = await this.call(() => this.driver.query((this.renewSql as RenewStatements).taskExtendMany, [this.nowParam(), json, leaseMs]));
+    const renewed = items.map(() => false);
+    for (const r of rows) renewed[Number(r.ord) - 1] = true;
+    return renewed;
   }
 
   /**

@@ -63,8 +63,50 @@ function rowsOf(result: QueryResults): Row[] {
   return Array.isArray(result) ? (result.at(-1)?.rows ?? []) : result.rows;
 }
 
-async function run(client: pg.Pool | pg.ClientBase, text: string, params?: readonly Param[]): Promise<Row[]> {
-  const result = (await client.query(text, params === undefined ? undefined : [...params])) as unknown as QueryResults;
+/**
+ * Pools whose statements run as named prepared statements (`createPgStore` without
+ * `pooler: 'transaction'`): a transaction pooler hands each transaction any server connection, where
+ * the statement was never prepared (SQLSTATE 26000), so those pools stay unnamed.
+ */
+const PREPARING_POOLS = new WeakSet<pg.Pool>();
+
+/** At most this many distinct statement texts get a name (the store's own are far fewer). */
+const MAX_NAMED_STATEMENTS = 512;
+const statementNames = new Map<string, string>();
+
+/** Two 32-bit FNV-1a hashes of `text` (different offsets) as 16 hex digits: a name per text, no dependency. */
+function textHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 13);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * The name of `text` as a prepared statement, derived from the text itself (so one name never
+ * stands for two texts, on any connection); undefined past {@link MAX_NAMED_STATEMENTS} texts.
+ */
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text);
+  if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `postpone_${textHash(text)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Runs `text`; with `prepare` and parameters as a named prepared statement (node-postgres parses
+ * it once per connection and then sends only Bind/Execute: PostgreSQL 17 §55.2.3, "Extended Query").
+ */
+async function run(client: pg.Pool | pg.ClientBase, text: string, params?: readonly Param[], prepare = false): Promise<Row[]> {
+  const values = params === undefined ? undefined : [...params];
+  const name = prepare && values !== undefined ? statementName(text) : undefined;
+  const result = (await (name === undefined ? client.query(text, values) : client.query({ name, text, values }))) as unknown as QueryResults;
   return rowsOf(result);
 }
 
@@ -101,11 +143,12 @@ function checkout(pool: pg.Pool, onError: (error: Error) => void): Promise<pg.Po
 
 /** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
 async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
+  const prepare = PREPARING_POOLS.has(pool);
   try {
-    return await run(pool, text, params);
+    return await run(pool, text, params, prepare);
   } catch (error) {
     if (!neverSent(error)) throw error;
-    return await run(pool, text, params);
+    return await run(pool, text, params, prepare);
   }
 }
 
@@ -300,7 +343,8 @@ export function createPgDriver(
         try {
           await client.query('begin');
           begun = true;
-          const result = await fn((text, params) => run(client, text, params), client);
+          const prepare = PREPARING_POOLS.has(pool);
+          const result = await fn((text, params) => run(client, text, params, prepare), client);
           await client.query('commit');
           return result;
         } catch (error) {
@@ -347,7 +391,9 @@ export function createPgDriver(
  * `migrate()` before use.
  *
  * Behind a transaction pooler (`pooler: 'transaction'`), LISTEN goes over a pool of its own on
- * `listenConnectionString` (a direct connection), created with the same `poolConfig`.
+ * `listenConnectionString` (a direct connection), created with the same `poolConfig`. Otherwise the
+ * store's statements run as named prepared statements on the pool's connections (parsed and planned
+ * once per connection; PostgreSQL 17 PREPARE); behind a transaction pooler they run unnamed.
  *
  * @throws ValidationError INVALID_OPTION unless exactly one of `pool` and `connectionString` is
  *   given, or for a bad `replyTimeoutMs`, `pooler` or `listenConnectionString`
@@ -358,6 +404,7 @@ export function createPgStore(options: PgStoreOptions): PostgresStore<PgTx> {
   // Every socket of the pools created here, for the driver's close() (see createPgDriver).
   const sockets = new Set<Socket>();
   const pool = options.pool ?? new pg.Pool(pgPoolConfig(options.connectionString as string, replyTimeoutMs, options.poolConfig, sockets));
+  if (options.pooler !== 'transaction') PREPARING_POOLS.add(pool);
   const listenPool =
     listenConnectionString === undefined
       ? undefined

@@ -42,6 +42,8 @@ type Cmd =
   /** `kindLimits` null: omitted (no per-kind caps, docs/contract.md#kind-concurrency). */
   | ({ readonly op: 'claim'; readonly limit: number; readonly leaseMs: number; readonly owner: string; readonly kindLimits: Readonly<Record<string, number>> | null } & Selection)
   | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
+  /** Items naming the same task twice keep the first (extendMany refuses a repeated id). */
+  | { readonly op: 'extendMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec }[]; readonly leaseMs: number }
   | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
   /** Items naming the same task twice keep the first (completeMany refuses a repeated id). */
   | { readonly op: 'completeMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec; result: Json }[]; readonly owner: string }
@@ -126,6 +128,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('extendMany' as const), items: fc.array(fc.record({ ref, attempt }), { minLength: 1, maxLength: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
   {
@@ -192,9 +195,9 @@ async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Reso
   const id = 'ref' in cmd ? idOf(cmd.ref, count) : '';
   const at = await resolveAttempt(model, id, 'attempt' in cmd ? cmd.attempt : 1);
   const batch: { id: string; at: number; result: Json }[] = [];
-  for (const item of cmd.op === 'completeMany' ? cmd.items : []) {
+  for (const item of cmd.op === 'completeMany' || cmd.op === 'extendMany' ? cmd.items : []) {
     const itemId = idOf(item.ref, count);
-    if (!batch.some((b) => b.id === itemId)) batch.push({ id: itemId, at: await resolveAttempt(model, itemId, item.attempt), result: item.result });
+    if (!batch.some((b) => b.id === itemId)) batch.push({ id: itemId, at: await resolveAttempt(model, itemId, item.attempt), result: 'result' in item ? (item.result as Json) : null });
   }
   return { ...cmd, id, at, batch };
 }
@@ -240,6 +243,8 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
       return await store.claim({ owner: cmd.owner, limit: cmd.limit, leaseMs: cmd.leaseMs, ...selectionOf(cmd), ...(cmd.kindLimits === null ? {} : { kindLimits: cmd.kindLimits }) });
     case 'extend':
       return await store.extend({ id: cmd.id, attempt: cmd.at, leaseMs: cmd.leaseMs });
+    case 'extendMany':
+      return await store.extendMany({ items: cmd.batch.map((b) => ({ id: b.id, attempt: b.at })), leaseMs: cmd.leaseMs });
     case 'complete':
       return await store.complete({ id: cmd.id, attempt: cmd.at, owner: cmd.owner, result: cmd.result });
     case 'completeMany':
@@ -295,6 +300,7 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
 /** A label of what a command did, for the coverage line printed at the end. */
 function describeOutcome(cmd: Cmd, outcome: unknown): string {
   if (cmd.op === 'completeMany') return `completeMany:${[...new Set(outcome as string[])].sort().join('+')}`;
+  if (cmd.op === 'extendMany') return `extendMany:${[...new Set(outcome as boolean[])].sort().join('+')}`;
   if (cmd.op === 'schedule' && Array.isArray(outcome)) {
     return `schedule:${[...new Set((outcome as { created: boolean; replaced: boolean }[]).map((s) => (s.created ? 'created' : s.replaced ? 'replaced' : 'kept')))].sort().join('+')}`;
   }

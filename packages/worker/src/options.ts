@@ -49,6 +49,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   maxAbandonGraceMs: 5_000,
   completeBatchSize: 50,
   completeBatchDelayMs: 0,
+  prefetch: 0,
 });
 
 /** The worker's scheduled prune of history (see {@link WorkerOptions.prune}). */
@@ -175,6 +176,19 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    */
   readonly completeBatchDelayMs?: number;
   /**
+   * The local queue: how many tasks the worker may claim AHEAD of its free slots, 0..10 000 (default
+   * 0: off, each claim asks only for the free slots). With `prefetch` n a claim asks for up to
+   * `concurrency + n − running − queued` tasks, and the loop claims again once the queue is down to
+   * half of that room, so one claim (one statement) serves many tasks. Queued tasks are CLAIMED in
+   * the store with their attempt counted: the worker renews all their leases in one `extendMany`
+   * every `renewEveryMs`, never starts one whose lease could have run out (it hands it back with a
+   * fenced `release`), and hands every queued task back at once on `stop()` (no failure counted;
+   * docs/contract.md#local-queue). Off by default because queued tasks are held from other workers
+   * (and count against `kindConcurrency` caps) while they wait; a good value for short handlers is
+   * `2 × concurrency` to `4 × concurrency`.
+   */
+  readonly prefetch?: number;
+  /**
    * Prune history on a schedule while the worker runs: `store.prune({ olderThanMs, batchSize })` at
    * start, then `everyMs` after each prune ended; stopped with the worker. Results are `pruned`
    * events, failures `error` events (operation `prune`). Default: no pruning. The store must have
@@ -212,13 +226,15 @@ export interface ResolvedOptions {
   readonly abandonGraceMs: number;
   readonly completeBatchSize: number;
   readonly completeBatchDelayMs: number;
+  /** Tasks claimed ahead of free slots (the local queue); 0: off. */
+  readonly prefetch: number;
   /** Null: no scheduled prune. */
   readonly prune: ResolvedPruneOptions | null;
   readonly logLevel: LevelWithSilent | undefined;
   readonly pacing: Pacing;
 }
 
-const STORE_METHODS = ['claim', 'extend', 'complete', 'fail', 'release', 'reclaimExpired', 'getTask'] as const;
+const STORE_METHODS = ['claim', 'extend', 'extendMany', 'complete', 'fail', 'release', 'reclaimExpired', 'getTask'] as const;
 const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function invalid(field: string, message: string): ValidationError {
@@ -277,6 +293,7 @@ const RULES: readonly Rule[] = [
   rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
   rule('completeBatchSize', () => defaults.completeBatchSize, count(MAX_COMPLETE_MANY)),
   rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('prefetch', () => defaults.prefetch, (value, field) => (value === 0 ? 0 : validatePositiveInt(value, field, MAX_CONCURRENCY))),
   rule('prune', () => null, resolvePrune),
   rule('logLevel', () => undefined, validateLogLevel),
   rule('pacing', () => systemPacing, validatePacing),

@@ -16,16 +16,20 @@ import {
   validateNonNegativeMs,
 } from '@postpone/core';
 import type { Logger } from 'pino';
-import { type AttemptEmitter, AttemptReporter, type Handler, type PayloadMap, TaskRun } from '@postpone/attempt';
+import { type AttemptEmitter, AttemptReporter, type Handler, LeaseRenewer, type PayloadMap, TaskRun } from '@postpone/attempt';
 import { createDiscovery, type Discovery, type DiscoveryStats } from '@postpone/discovery';
 import { WorkerTelemetry } from '@postpone/telemetry';
 import { MAX_TIMER_MS, settle, whenAborted } from '@postpone/wheel';
 import { WorkerStoppedError } from './errors.js';
 import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEvents, type WorkerEventSource, type WorkerListener } from './events.js';
+import { LocalQueue } from './local-queue.js';
 import { workerLogger } from './logger.js';
 import { type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
+
+/** The reason the loop's `wake` aborts with (a given reason spares building a DOMException each time). */
+const WOKEN = Symbol('woken');
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -69,6 +73,14 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   /** Removes the listener of lost idle connections (stores that report them, e.g. `pg`). */
   private offConnectionError: () => void = () => {};
   private readonly runs = new Set<TaskRun<Tx>>();
+  /** Runs whose handler occupies a slot (the others only wait for their report to be acknowledged). */
+  private busy = 0;
+  /** One `extendMany` for the renewals due together (running tasks' keepers and the local queue). */
+  private readonly renewer: LeaseRenewer;
+  /** Tasks claimed ahead of free slots (`prefetch`), their leases renewed while they wait. */
+  private readonly queue: LocalQueue;
+  /** Releases of queued tasks (dropped or handed back at shutdown) not answered yet. */
+  private readonly handBacks = new Set<Promise<unknown>>();
   private readonly claims = new Set<Promise<unknown>>();
   private reserved = 0;
   private currentState: WorkerState = 'idle';
@@ -93,6 +105,19 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.attemptEvents = { emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]) };
     this.reporter = new AttemptReporter(this.store, this.options, this.attemptEvents, this.logger);
     this.health = new StoreHealth(this.options.pacing, this.events, this.logger);
+    const { pacing, leaseMs, renewEveryMs } = this.options;
+    this.renewer = new LeaseRenewer(this.store as Store<unknown>, leaseMs);
+    this.queue = new LocalQueue({
+      renewer: this.renewer,
+      pacing,
+      leaseMs,
+      renewEveryMs,
+      onDropped: (task, reason) => {
+        if (reason === 'lease-lost') this.logger.warn({ taskId: task.id, attempt: task.attempt }, 'a queued task lost its lease before a slot freed; handing it back');
+        this.trackHandBack(this.reporter.release(task));
+      },
+      onError: (error) => this.events.emit('error', { error, operation: 'extend' }),
+    });
     const store = this.store as Store<unknown>;
     this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
     const prune = this.options.prune;
@@ -111,6 +136,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       succeeded: () => this.health.succeeded(),
       onCancelRequested: (id) => {
         for (const run of this.runs) if (run.task.id === id) run.cancelRequested();
+        this.queue.remove(id);
       },
       onRebuilt: (rebuilt) => this.events.emit('wheelRebuilt', rebuilt),
     });
@@ -130,9 +156,20 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     return this.discoverer.stats();
   }
 
-  /** Slots a claim may fill now. */
+  /** Tasks claimed ahead of free slots and waiting in the local queue (`prefetch`). */
+  get queued(): number {
+    return this.queue.size;
+  }
+
+  /**
+   * Tasks a claim may take now: free slots plus the room left in the local queue (`prefetch`). A
+   * slot frees when its handler settled; the attempts whose report is still unacknowledged count
+   * too, so the worker never holds more than twice `concurrency + prefetch` tasks at once.
+   */
   get freeSlots(): number {
-    return Math.max(0, this.options.concurrency - this.runs.size - this.reserved);
+    const capacity = this.options.concurrency + this.options.prefetch;
+    const held = this.queue.size + this.reserved;
+    return Math.max(0, Math.min(capacity - this.busy - held, 2 * capacity - this.runs.size - held));
   }
 
   on<E extends WorkerEventName>(event: E, listener: WorkerListener<E>): () => void {
@@ -172,16 +209,19 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     } finally {
       this.claims.delete(tracked);
     }
+    const debug = this.logger.isLevelEnabled('debug');
     for (const task of tasks) {
       this.events.emit('claimed', { task });
-      this.logger.debug({ taskId: task.id, kind: task.kind, attempt: task.attempt, latenessMs: task.claimedAt.getTime() - task.dueAt.getTime() }, 'claimed');
+      if (debug) this.logger.debug({ taskId: task.id, kind: task.kind, attempt: task.attempt, latenessMs: task.claimedAt.getTime() - task.dueAt.getTime() }, 'claimed');
     }
     if (this.isStopping()) {
       this.handedBackUnstarted += tasks.length;
       await Promise.all(tasks.map((task) => this.reporter.release(task)));
       return tasks;
     }
-    for (const task of tasks) this.startRun(task, sentAt);
+    let started = 0;
+    while (started < tasks.length && this.busy < this.options.concurrency) this.startRun(tasks[started++] as ClaimedTask, sentAt);
+    if (started < tasks.length) this.queue.push(tasks.slice(started), sentAt);
     return tasks;
   }
 
@@ -203,7 +243,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   /** Resolves once nothing is in flight (no running handler, no claim awaiting its answer). */
   async idle(): Promise<void> {
     for (;;) {
-      const pending: Promise<unknown>[] = [...this.claims, ...[...this.runs].map((run) => run.finished)];
+      const pending: Promise<unknown>[] = [...this.claims, ...this.handBacks, ...[...this.runs].map((run) => run.finished)];
       if (pending.length === 0) return;
       await Promise.race(pending);
     }
@@ -236,9 +276,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.currentState !== 'stopped') {
       if (this.currentState !== 'stopping') this.logger.info({ timeoutMs }, 'stopping');
       this.currentState = 'stopping';
-      this.wake.abort();
+      this.wake.abort(WOKEN);
       if (timeoutMs === 0) this.deadline.abort();
       else void this.options.pacing.sleep(timeoutMs, this.stopTimers.signal).then(() => this.stopTimers.signal.aborted || this.deadline.abort());
+      // The local queue is handed back at once, whatever the timeout: those handlers never started.
+      const queued = this.queue.drain();
+      this.handedBackUnstarted += queued.length;
+      for (const task of queued) this.trackHandBack(this.reporter.release(task));
     }
     this.stopping ??= this.shutdown();
     return this.stopping;
@@ -274,6 +318,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   private startRun(task: ClaimedTask, claimSentAt: number): void {
+    this.busy += 1;
     const handler = Object.hasOwn(this.handlers, task.kind) ? this.handlers[task.kind] : undefined;
     const run = new TaskRun<Tx>(task, claimSentAt, handler, {
       store: this.store,
@@ -282,12 +327,47 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       reporter: this.reporter,
       logger: this.logger,
       telemetry: this.telemetry,
+      renewer: this.renewer,
+      onSlotFree: () => {
+        this.busy -= 1;
+        // Not in this call stack: a run may free its slot while it is being made (no handler).
+        queueMicrotask(() => {
+          this.startQueued();
+          if (this.sleepingFull && this.wantsClaim()) this.wake.abort(WOKEN);
+        });
+      },
     });
     this.runs.add(run);
     void run.finished.then(() => {
       this.runs.delete(run);
-      if (this.sleepingFull) this.wake.abort();
+      if (this.sleepingFull && this.wantsClaim()) this.wake.abort(WOKEN);
     });
+  }
+
+  /** Fills free slots from the local queue (nothing once stopping: `stop()` hands the queue back). */
+  private startQueued(): void {
+    while (this.queue.size > 0 && this.busy < this.options.concurrency && !this.isStopping()) {
+      const next = this.queue.take();
+      if (next === null) return;
+      this.startRun(next.task, next.confirmedAt);
+    }
+  }
+
+  /**
+   * Whether a claim is worth sending: a slot would otherwise sit idle, or (with `prefetch`) the room
+   * left is at least half of `concurrency + prefetch`, so one claim serves many tasks.
+   */
+  private wantsClaim(): boolean {
+    const room = this.freeSlots;
+    if (room === 0) return false;
+    const { concurrency, prefetch } = this.options;
+    return this.busy + this.queue.size + this.reserved < concurrency || room >= Math.ceil((concurrency + prefetch) / 2);
+  }
+
+  private trackHandBack(release: Promise<unknown>): void {
+    const tracked = settle(() => release);
+    this.handBacks.add(tracked);
+    void tracked.then(() => this.handBacks.delete(tracked));
   }
 
   private async loop(): Promise<void> {
@@ -300,14 +380,14 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         nextReclaimAt = pacing.now() + reclaimEveryMs;
       }
       if (this.isStopping()) break;
-      if (this.freeSlots > 0 && this.discoverer.wantsClaim()) {
+      if (this.wantsClaim() && this.discoverer.wantsClaim()) {
         const asked = this.freeSlots;
         const token = this.discoverer.claimStarted();
         const claimed = await this.guard('claim', () => this.runOnce());
         this.discoverer.claimFinished(token, asked, claimed);
         if (this.isStopping()) break;
         // A full batch means more may be due: claim again at once while slots are free.
-        if (claimed !== null && claimed.length === asked && this.freeSlots > 0) continue;
+        if (claimed !== null && claimed.length === asked && this.wantsClaim()) continue;
       }
       if (this.retryInMs > 0) {
         // The store is failing: back off (only stop interrupts this wait, not a freed slot).
@@ -317,7 +397,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         await pacing.sleep(ms, this.wake.signal);
         continue;
       }
-      this.sleepingFull = this.freeSlots === 0;
+      this.sleepingFull = !this.wantsClaim();
       if (this.wake.signal.aborted) this.wake = new AbortController();
       await this.discoverer.wait(Math.max(0, nextReclaimAt - pacing.now()), this.wake.signal, this.sleepingFull);
       this.sleepingFull = false;

@@ -1,6 +1,6 @@
 import { overrideStore, type Store } from '@postpone/core';
 
-type Method = 'claim' | 'extend' | 'complete' | 'completeMany' | 'fail' | 'release' | 'reclaimExpired' | 'getTask';
+type Method = 'claim' | 'extend' | 'extendMany' | 'complete' | 'completeMany' | 'fail' | 'release' | 'reclaimExpired' | 'getTask';
 
 /**
  * Wraps a real store; `before[method]` runs before each call of that method and may throw (a fault)

@@ -93,8 +93,9 @@ describe('worker against a faulty store', () => {
     const store = createMemoryStore({ clock });
     const pacing = new ManualPacing();
     const worker = createWorker({
+      // The worker renews through extendMany (one statement for the renewals due together).
       store: faultyStore(store, {
-        extend: () => {
+        extendMany: () => {
           throw new ConnectionLostError('database unreachable (injected)');
         },
       }),

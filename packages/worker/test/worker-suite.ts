@@ -345,9 +345,13 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
     it('renews the lease, and aborts the signal when the lease is lost; the late fail is rejected by the store', async () => {
       const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 } });
       let reason: unknown;
+      // Renewals go at the test's pace, so the worker's own next renewal cannot notice the expired
+      // lease (and fail the attempt) before the test's reclaim: the race this test once lost under load.
+      const pacing = new ManualPacing();
       const w = worker({
         leaseMs: 5_000,
         renewEveryMs: 30,
+        pacing,
         handlers: {
           book: async (_task: Book, ctx) => {
             await whenAborted(ctx.signal);
@@ -360,9 +364,13 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       const lost = waitForEvent(w, 'leaseLost');
       const failed = waitForEvent(w, 'failed');
       await w.runOnce();
+      await until(() => pacing.pendingCount > 0, 'the renewal timer');
+      pacing.advance(30);
       await renewed;
       await h.expireLease(id);
       expect((await h.store.reclaimExpired()).map((t) => t.id)).toEqual([id]);
+      await until(() => pacing.pendingCount > 0, 'the next renewal timer');
+      pacing.advance(30);
       expect((await lost)[0]?.reason).toBe('lease-lost');
       expect(reason).toBeInstanceOf(TaskAbortedError);
       expect((reason as TaskAbortedError).reason).toBe('lease-lost');

@@ -16,11 +16,11 @@ export const POSTPONE_SCHEMA = 'postpone';
 /** Rows per `scheduleMany` call when enqueuing (one statement each). */
 const ENQUEUE_CHUNK = 10_000;
 
-type WorkerSettings = Pick<WorkerOptions<unknown>, 'discovery' | 'pollIntervalMs' | 'hybrid'>;
+type WorkerSettings = Pick<WorkerOptions<unknown>, 'discovery' | 'pollIntervalMs' | 'hybrid' | 'prefetch'>;
 
 const SETTINGS: Record<string, WorkerSettings> = {
   default: {},
-  tuned: { discovery: 'poll', pollIntervalMs: 50 },
+  tuned: { discovery: 'poll', pollIntervalMs: 50, prefetch: 90 },
   hybrid: { discovery: 'hybrid' },
 };
 
@@ -33,7 +33,7 @@ export const postponeAdmin: SystemAdmin = {
   system: 'postpone',
   settings: [
     { name: 'default', description: `\`createWorker\` with \`concurrency\` 10 and the defaults: ${defaults}, \`leaseMs\` ${WORKER_DEFAULTS.leaseMs}` },
-    { name: 'tuned', description: '`concurrency` 10, `discovery` `poll`, polling every `pollIntervalMs` 50 ms' },
+    { name: 'tuned', description: '`concurrency` 10, `prefetch` 90 (a local queue: claims of up to 100 tasks), `discovery` `poll`, polling every `pollIntervalMs` 50 ms' },
     {
       name: 'hybrid',
       description: `\`concurrency\` 10, \`discovery\` \`hybrid\` with its defaults: a timing wheel (${HYBRID_DEFAULTS.tickMs} ms tick, ${HYBRID_DEFAULTS.levels} × ${HYBRID_DEFAULTS.slotsPerLevel} slots) loaded from the store, woken by LISTEN/NOTIFY, fallback re-read every \`hybrid.fallbackPollMs\` ${HYBRID_DEFAULTS.fallbackPollMs} ms`,

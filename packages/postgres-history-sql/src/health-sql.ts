@@ -4,7 +4,7 @@
  * `./sql.ts` (times as epoch ms, aliases without underscores). Reads statistics views only; takes no
  * lock on the tables. `vacuumHealthFrom` turns their rows into the answer (`VacuumHealth`).
  */
-import { literal } from './sql.js';
+import { literal } from './quote.js';
 
 
 /** `$1` schema name → one row per store table (`task`, `effect`) that has statistics. */
