@@ -39,7 +39,11 @@ function throughputTarget(r: BenchResults): TargetStatus {
   }
   if (Number.isFinite(ceiling)) {
     parts.push(
-      `the SQL-only ceiling of the schema (claim + \`completeMany\` with effect rows, batches of ${CEILING_REFERENCE_BATCH}, ${r.meta.sizes.ceiling.processes} processes) is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer), so the schema is not the limit: Postpone reaches ${times(ratio(self.tasksPerSecond.median, ceiling))} of it and the rest is the worker's own cost per task`,
+      `the SQL-only ceiling of the schema (claim + \`completeMany\` with effect rows, batches of ${CEILING_REFERENCE_BATCH}, ${r.meta.sizes.ceiling.processes} processes) is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer); Postpone reaches ${times(ratio(self.tasksPerSecond.median, ceiling))} of it, and the rest is the worker's own cost per task${
+        ceiling < 1.5 * peer.tasksPerSecond.median
+          ? `. In this run the ceiling itself is below 1.5 × the best peer: its loop keeps one statement in flight per connection (claim, then complete, in series), so on a loaded machine (load average ${num(r.meta.loadAverage.start, 1)} at the start) each round trip's wait sets its pace; 1.5 × the peer needs several batches in flight per process (claim ahead while completions are in flight)`
+          : ''
+      }`,
     );
   }
   return { target, state: 'missed', measured, limits: parts.join('; ') };
