@@ -34,6 +34,8 @@ export interface CeilingPoint {
   readonly statementsPerTask: number;
   /** CPU of the loops per completed task, ms. */
   readonly cpuMsPerTask: number;
+  /** Server execution time per completed task, ms (`pg_stat_statements`; NaN without it). */
+  readonly serverMsPerTask: number;
 }
 
 export interface CeilingResult {
@@ -43,7 +45,7 @@ export interface CeilingResult {
 /** The batch size the report compares the worker against. */
 export const CEILING_REFERENCE_BATCH = 50;
 
-async function measure(url: string, params: CeilingParams, batch: number): Promise<CeilingPoint> {
+async function measure(ctx: RunContext, url: string, database: string, params: CeilingParams, batch: number): Promise<CeilingPoint> {
   const config: CeilingChildConfig = { url, schema: POSTPONE_SCHEMA, kind: BENCH_TASK, batch, owner: 'bench-ceiling', leaseMs: 600_000 };
   const procs: ChildProcess[] = [];
   const state = { ready: 0, done: 0, completed: 0, statements: 0, cpuMs: 0, error: '' };
@@ -74,10 +76,12 @@ async function measure(url: string, params: CeilingParams, batch: number): Promi
       return n() >= params.processes;
     };
     await waitFor(check(() => state.ready), { timeoutMs: 60_000, intervalMs: 5, what: 'ceiling processes ready' });
+    const before = await ctx.counter.snapshot(database);
     const t0 = performance.now();
     for (const p of procs) p.send({ type: 'go' });
     await waitFor(check(() => state.done), { timeoutMs: 300_000, intervalMs: 2, what: 'ceiling processes done' });
     const seconds = (performance.now() - t0) / 1000;
+    const after = await ctx.counter.snapshot(database);
     if (state.completed !== params.tasks) throw new Error(`ceiling completed ${state.completed} of ${params.tasks} tasks`);
     return {
       batch,
@@ -88,6 +92,7 @@ async function measure(url: string, params: CeilingParams, batch: number): Promi
       tasksPerSecond: state.completed / seconds,
       statementsPerTask: state.statements / state.completed,
       cpuMsPerTask: state.cpuMs / state.completed,
+      serverMsPerTask: (after.execMs - before.execMs) / state.completed,
     };
   } finally {
     for (const p of procs) if (p.connected) p.disconnect();
@@ -102,9 +107,9 @@ export async function runSqlCeiling(ctx: RunContext, params: CeilingParams): Pro
   const points: CeilingPoint[] = [];
   for (const batch of params.batches) {
     points.push(
-      await ctx.databases.withFresh(postponeAdmin, `ceil${batch}`, async (url) => {
+      await ctx.databases.withFresh(postponeAdmin, `ceil${batch}`, async (url, database) => {
         await postponeAdmin.enqueue(url, Array.from({ length: params.tasks }, () => ({})));
-        return await measure(url, params, batch);
+        return await measure(ctx, url, database, params, batch);
       }),
     );
   }

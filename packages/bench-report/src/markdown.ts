@@ -306,11 +306,13 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
     out.push(
       `### The ceiling of the schema (SQL only)\n\nPostpone's own claim (\`taskClaim\`, limit = batch) and batched fenced completion with its effect rows (\`taskCompleteManyFenced\`, one statement) — statements imported from \`@postpone/postgres\` — as named prepared statements in a tight loop: ${c.processes} processes on the workers' Node.js, one \`pg\` connection each, ${num(c.tasks)} due tasks per batch size on a fresh database, until a claim comes back empty. No handler, no lease renewal, no worker logic; fork start-up outside the clock. At batches of ${CEILING_REFERENCE_BATCH}: **${medianRange(ref)} tasks/s**${self ? `; ${self.label} reaches **${num((100 * self.tasksPerSecond.median) / ref.median)} %** of it (target ≥ 70 %)` : ''}.\n`,
       table(
-        ['round', ...batches.map((b) => `batch ${b}: tasks/s`), ...batches.map((b) => `batch ${b}: statements/task`), ...batches.map((b) => `batch ${b}: CPU ms/task`)],
+        ['round', ...batches.map((b) => `batch ${b}: tasks/s`), ...batches.map((b) => `batch ${b}: statements/task`), ...batches.map((b) => `batch ${b}: server ms/task`), ...batches.map((b) => `batch ${b}: CPU ms/task`)],
         r.ceiling.map((x, i) => [
           String(i + 1),
           ...x.points.map((p) => num(p.tasksPerSecond)),
           ...x.points.map((p) => num(p.statementsPerTask, 3)),
+          // Absent in results saved before the column existed.
+          ...x.points.map((p) => num(p.serverMsPerTask ?? Number.NaN, 3)),
           ...x.points.map((p) => num(p.cpuMsPerTask, 3)),
         ]),
       ),

@@ -135,7 +135,7 @@ const results: BenchResults = {
   ],
   ceiling: [
     {
-      points: [10, 50, 200].map((batch) => ({ batch, processes: 3, tasks: 10_000, completed: 10_000, seconds: 1, tasksPerSecond: batch * 40, statementsPerTask: 2 / batch, cpuMsPerTask: 0.01 })),
+      points: [10, 50, 200].map((batch) => ({ batch, processes: 3, tasks: 10_000, completed: 10_000, seconds: 1, tasksPerSecond: batch * 40, statementsPerTask: 2 / batch, serverMsPerTask: 0.02, cpuMsPerTask: 0.01 })),
     },
   ],
   network: {
