@@ -5,6 +5,7 @@
 import type { BenchResults } from './results.js';
 import { num, times } from './format.js';
 import { CEILING_REFERENCE_BATCH } from '@postpone/bench-ceiling';
+import { summarizeRounds } from '@postpone/bench-peers';
 import { bestPeer, bestSelf, ceilingSummary, idleRows, latenessRows, onWorkerNode, ratio, SELF, throughputRows } from './summary.js';
 
 export type TargetState = 'met' | 'missed' | 'not measured';
@@ -30,6 +31,7 @@ function throughputTarget(r: BenchResults): TargetStatus {
   const measured = `${section.processes} processes: ${self.label} ${num(self.tasksPerSecond.median)} tasks/s vs ${peer.label} ${num(peer.tasksPerSecond.median)} tasks/s = ${times(x)}`;
   if (x >= 1.5) return { target, state: 'met', measured, limits: '' };
   const ceiling = r.ceiling ? ceilingSummary(r.ceiling).median : Number.NaN;
+  const ceilingServerMs = summarizeRounds((r.ceiling ?? []).map((c) => c.points.find((p) => p.batch === CEILING_REFERENCE_BATCH)?.serverMsPerTask ?? Number.NaN)).median;
   const parts = [
     `missed by ${times(1.5 / x)} (needs ${num(1.5 * peer.tasksPerSecond.median)} tasks/s)`,
     `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (its share of one claim and of one batched fenced completion, \`completeMany\`: the fenced UPDATE and the effect rows in one statement), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
@@ -41,7 +43,11 @@ function throughputTarget(r: BenchResults): TargetStatus {
     parts.push(
       `the SQL-only ceiling of the schema (claim + \`completeMany\` with effect rows, batches of ${CEILING_REFERENCE_BATCH}, ${r.meta.sizes.ceiling.processes} processes) is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer); Postpone reaches ${times(ratio(self.tasksPerSecond.median, ceiling))} of it, and the rest is the worker's own cost per task${
         ceiling < 1.5 * peer.tasksPerSecond.median
-          ? `. In this run the ceiling itself is below 1.5 × the best peer: its loop keeps one statement in flight per connection (claim, then complete, in series), so on a loaded machine (load average ${num(r.meta.loadAverage.start, 1)} at the start) each round trip's wait sets its pace; 1.5 × the peer needs several batches in flight per process (claim ahead while completions are in flight)`
+          ? `. In this run the ceiling itself is below 1.5 × the best peer: its loop keeps one statement in flight per connection (claim, then complete, in series), so on a loaded machine (load average ${num(r.meta.loadAverage.start, 1)} at the start) each round trip's wait sets its pace${
+              Number.isFinite(ceilingServerMs)
+                ? `; and its statements cost ${num(ceilingServerMs, 3)} ms of server time per task against ${num(peer.serverMsPerTask, 3)} ms for ${peer.label}, so on ${r.meta.cores} cores server time alone caps the schema near ${num((1000 * r.meta.cores) / ceilingServerMs)} tasks/s: the claim and \`completeMany\` statements themselves must get cheaper per task, not only the worker`
+                : ''
+            }`
           : ''
       }`,
     );

@@ -154,6 +154,7 @@ describe('report', () => {
     expect(throughput?.state).toBe('missed');
     expect(throughput?.measured).toContain('0.25×');
     expect(throughput?.limits).toContain('missed by 6.00×');
+    expect(throughput?.limits).toContain('server time alone caps the schema near 100\u202f000 tasks/s');
     expect(network?.state).toBe('met');
     expect(network?.measured).toContain('2.00×');
     expect(network?.measured).toContain('0.300 round trips/task');
