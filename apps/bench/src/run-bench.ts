@@ -4,11 +4,14 @@
  * a fresh database (`RunDatabases` of `@postpone/bench-peers`). A section that fails is noted and
  * the bench goes on with the next one.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
+import { dirname, join } from 'node:path';
 import type { RunningDatabase } from '@postpone/embedded';
 import { measureBacklogCurve, measureClaimWhilePruning, measureHistoryCurve, measurePartialDueIndex, measurePollTradeoff, measureProcessesCurve, runHeap, runWheel, timerQueueInput } from '@postpone/bench-curves';
+import { runSqlCeiling } from '@postpone/bench-ceiling';
+import { runNetwork } from '@postpone/bench-net';
 import {
   alternate,
   type Contender,
@@ -16,8 +19,8 @@ import {
   dropDatabase,
   freshDatabaseName,
   loadAdmin,
+  nodeVersionOf,
   openStatementCounter,
-  runCeiling,
   type RunContext,
   RunDatabases,
   runIdle,
@@ -25,6 +28,7 @@ import {
   runThroughput,
   type SystemName,
   withClient,
+  workerNode,
 } from '@postpone/bench-peers';
 import type { BenchResults, BenchSizes, Section } from '@postpone/bench-report';
 import type { Progress } from './progress.js';
@@ -44,8 +48,15 @@ const MEASURED_LIBRARIES = { 'pg-boss': '@postpone/bench-peers', 'graphile-worke
 /** The installed version of `name`, resolved from the package `from`; `unknown` when it cannot be read. */
 function versionOf(name: string, from: string): string {
   try {
-    const require = createRequire(import.meta.resolve(from));
-    return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
+    // The entry point, then up to its package.json (not every package exports `./package.json`).
+    let dir = dirname(createRequire(import.meta.resolve(from)).resolve(name));
+    for (let up = 0; up < 6; up++, dir = dirname(dir)) {
+      const file = join(dir, 'package.json');
+      if (!existsSync(file)) continue;
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version: string };
+      if (pkg.name === name) return pkg.version;
+    }
+    return 'unknown';
   } catch {
     return 'unknown';
   }
@@ -72,6 +83,8 @@ function stepsOf(section: Section, s: BenchSizes, contenders: number): number {
       return s.throughput.processes.length * contenders * s.rounds;
     case 'ceiling':
       return s.rounds;
+    case 'network':
+      return 2 * contenders * s.rounds;
     case 'lateness':
     case 'idle':
       return contenders * s.rounds;
@@ -97,6 +110,9 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
   const postgres = await withClient(adminUrl, async (c) => (await c.query<{ v: string }>('select version() as v')).rows[0]?.v ?? 'unknown');
   const admins = await Promise.all(options.systems.map((name) => loadAdmin(name)));
   const contenders: Contender[] = admins.flatMap((admin) => admin.settings.map((setting) => ({ admin, setting: setting.name })));
+  // Worker processes run on Node.js 24 (fetched by scripts/node24.sh); Postpone tuned also on the bench's own Node.js as a second row.
+  const workerNodeVersion = nodeVersionOf(workerNode());
+  const parentRow: Contender[] = process.version === workerNodeVersion ? [] : contenders.filter((c) => c.admin.system === 'postpone' && c.setting === 'tuned').map((c) => ({ ...c, runtime: 'parent' }));
   const cpus = os.cpus();
   const results: BenchResults = {
     meta: {
@@ -107,6 +123,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       sections: options.sections,
       sizes: s,
       node: process.version,
+      workerNode: workerNodeVersion,
       postgres,
       cpu: cpus[0]?.model ?? 'unknown',
       cores: cpus.length,
@@ -122,6 +139,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
   const databases = new RunDatabases(adminUrl);
   const ctx: RunContext = { adminUrl, databases, counter };
   progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length), 0));
+  if (options.sections.includes('throughput')) progress.addSteps(s.throughput.processes.length * parentRow.length * s.rounds);
   const label = (what: string) => progress.label(what);
   const step = (what: string) => progress.step(what);
   const peerHooks = (what: string) => ({
@@ -186,7 +204,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       results.throughput = [];
       for (const processes of s.throughput.processes) {
         const rows = await alternate(
-          contenders,
+          [...contenders, ...parentRow],
           s.rounds,
           (c) => runThroughput(ctx, c, { tasks: s.throughput.tasks, processes, concurrency: s.throughput.concurrency, capMs: s.throughput.capMs }),
           peerHooks(`throughput ${processes} process${processes === 1 ? '' : 'es'}`),
@@ -198,12 +216,21 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       results.ceiling = [];
       for (let round = 1; round <= s.rounds; round++) {
         label(`peers: ceiling round ${round}`);
-        results.ceiling.push(await runCeiling(ctx, s.ceiling));
+        results.ceiling.push(await runSqlCeiling(ctx, s.ceiling));
         step(`peers: ceiling round ${round} done`);
       }
     },
     lateness: async () => {
       results.lateness = await alternate(contenders, s.rounds, (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }), peerHooks('lateness'));
+    },
+    network: async () => {
+      const n = s.network;
+      results.network = await runNetwork(
+        ctx,
+        contenders,
+        { latencyMs: n.latencyMs, rounds: s.rounds, throughput: { tasks: n.tasks, processes: n.processes, concurrency: s.throughput.concurrency, capMs: n.capMs }, lateness: s.lateness },
+        { before: (l, round) => label(`network: ${l}, round ${round}`), after: (l, round) => step(`network: ${l}, round ${round} done`) },
+      );
     },
     idle: async () => {
       results.idle = await alternate(contenders, s.rounds, (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }), peerHooks('idle'));

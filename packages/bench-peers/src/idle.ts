@@ -4,7 +4,7 @@
  */
 import { ratePerSecond } from './db/statements.js';
 import { delay } from './util/wait.js';
-import { type Contender, contenderLabel, type RunContext } from './contender.js';
+import { type Contender, contenderLabel, execPathOf, type RunContext } from './contender.js';
 import { WorkerProcesses } from './processes.js';
 
 export interface IdleParams {
@@ -24,7 +24,7 @@ export interface IdleResult {
 export async function runIdle(ctx: RunContext, contender: Contender, params: IdleParams): Promise<IdleResult> {
   const { admin, setting } = contender;
   return await ctx.databases.withFresh(admin, 'idle', async (url, database) => {
-    const workers = await WorkerProcesses.spawn(params.processes, { system: admin.system, setting, connectionString: url, concurrency: params.concurrency });
+    const workers = await WorkerProcesses.spawn(params.processes, { system: admin.system, setting, connectionString: url, concurrency: params.concurrency }, {}, execPathOf(contender));
     try {
       await workers.go();
       await delay(params.settleMs);

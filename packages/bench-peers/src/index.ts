@@ -5,14 +5,15 @@
  * server helpers (databases, statement counts) and the statistics the whole bench shares.
  */
 export { alternate, type RoundsOf } from './alternate.js';
-export { type CeilingParams, type CeilingResult, runCeiling } from './ceiling.js';
-export { type Contender, contenderLabel, type RunContext } from './contender.js';
+export { type Contender, contenderLabel, execPathOf, type Route, type RunContext } from './contender.js';
+export { nodeVersionOf, workerNode } from './node24.js';
+export { WorkerProcesses } from './processes.js';
 export { withClient } from './db/admin.js';
 export { createDatabase, dropDatabase, freshDatabaseName } from './db/databases.js';
 export { openStatementCounter, type StatementCounter, type StatementSource, type StatementStat } from './db/statements.js';
 export { type IdleParams, type IdleResult, runIdle } from './idle.js';
 export { type LatenessParams, type LatenessResult, runLateness } from './lateness.js';
-export { SYSTEM_NAMES, type SystemName } from './protocol.js';
+export { BENCH_TASK, SYSTEM_NAMES, type SystemName } from './protocol.js';
 export { RunDatabases } from './run-databases.js';
 export { POSTPONE_SCHEMA, postponeAdmin } from './systems/postpone.js';
 export { loadAdmin } from './systems/registry.js';

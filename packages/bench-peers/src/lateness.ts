@@ -6,7 +6,7 @@
  */
 import { distribution, type Distribution } from './util/stats.js';
 import { delay, waitUntil } from './util/wait.js';
-import { type Contender, contenderLabel, type RunContext } from './contender.js';
+import { type Contender, contenderLabel, execPathOf, type RunContext } from './contender.js';
 import { WorkerProcesses } from './processes.js';
 
 export interface LatenessParams {
@@ -37,7 +37,19 @@ const SETTLE_MS = 500;
 export async function runLateness(ctx: RunContext, contender: Contender, params: LatenessParams): Promise<LatenessResult> {
   const { admin, setting } = contender;
   return await ctx.databases.withFresh(admin, 'late', async (url) => {
-    const workers = await WorkerProcesses.spawn(params.processes, { system: admin.system, setting, connectionString: url, concurrency: params.concurrency });
+    const route = await ctx.route?.(url);
+    let workers: WorkerProcesses;
+    try {
+      workers = await WorkerProcesses.spawn(
+        params.processes,
+        { system: admin.system, setting, connectionString: route?.url ?? url, concurrency: params.concurrency },
+        {},
+        execPathOf(contender),
+      );
+    } catch (error) {
+      await route?.close();
+      throw error;
+    }
     try {
       await workers.go();
       await delay(SETTLE_MS);
@@ -66,6 +78,7 @@ export async function runLateness(ctx: RunContext, contender: Contender, params:
       };
     } finally {
       await workers.stop();
+      await route?.close();
     }
   });
 }

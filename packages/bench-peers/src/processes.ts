@@ -43,15 +43,17 @@ export class WorkerProcesses {
   /**
    * Forks `count` processes with `config` (each gets its own `workerId`) and waits until each has
    * loaded its system and connected.
+   * @param execPath the `node` binary the processes run on (default: this process's)
    * @throws Error when a process reports an error or is not ready in time (all are killed)
    */
-  static async spawn(count: number, config: Omit<ChildConfig, 'workerId'>, timeouts: ProcessTimeouts = {}): Promise<WorkerProcesses> {
+  static async spawn(count: number, config: Omit<ChildConfig, 'workerId'>, timeouts: ProcessTimeouts = {}, execPath = process.execPath): Promise<WorkerProcesses> {
     const children: Child[] = [];
     const pool = new WorkerProcesses(children, { readyMs: 60_000, startMs: 30_000, stopMs: 15_000, ...timeouts });
     for (let i = 0; i < count; i++) {
       const workerId = `${config.system}-${config.setting}-w${i + 1}`;
       const proc = fork(CHILD_SCRIPT, [], {
         env: { ...process.env, POSTPONE_BENCH_CHILD: JSON.stringify({ ...config, workerId }) },
+        execPath,
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
         serialization: 'advanced',
       });

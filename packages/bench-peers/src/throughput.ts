@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { type StatementStat, type StatementTotals, topBetween } from './db/statements.js';
 import { delay, waitUntil } from './util/wait.js';
-import { type Contender, contenderLabel, type RunContext } from './contender.js';
+import { type Contender, contenderLabel, execPathOf, type RunContext } from './contender.js';
 import { WorkerProcesses } from './processes.js';
 
 export interface ThroughputParams {
@@ -33,6 +33,8 @@ export interface ThroughputResult {
   readonly serverMsPerTask: number;
   /** CPU time of the worker processes per completed task, ms (from `go` to the end of their stop). */
   readonly workerCpuMsPerTask: number;
+  /** Request/response turns on the workers' connections per completed task (only through a {@link RunContext.route}). */
+  readonly roundTripsPerTask?: number;
   /** The system's statements during the timed window, by server time (pg_stat_statements; the bench's own reads included). */
   readonly topStatements: readonly StatementStat[];
   /** True when the cap stopped the clock before every task completed. */
@@ -59,16 +61,30 @@ export async function runThroughput(
   return await ctx.databases.withFresh(admin, `tp${params.processes}`, async (url, database) => {
     await admin.enqueue(url, Array.from({ length: params.tasks }, () => ({})));
     await afterEnqueue?.(url);
-    const workers = await WorkerProcesses.spawn(params.processes, { system: admin.system, setting, connectionString: url, concurrency: params.concurrency });
+    const route = await ctx.route?.(url);
+    let workers: WorkerProcesses;
+    try {
+      workers = await WorkerProcesses.spawn(
+        params.processes,
+        { system: admin.system, setting, connectionString: route?.url ?? url, concurrency: params.concurrency },
+        {},
+        execPathOf(contender),
+      );
+    } catch (error) {
+      await route?.close();
+      throw error;
+    }
     const client = new pg.Client({ connectionString: url, application_name: 'postpone-bench-progress' });
     await client.connect();
     let ownReads = 0;
     let left = params.tasks;
     let measured: Omit<ThroughputResult, 'workerCpuMsPerTask' | 'topStatements'>;
+    let turns = Number.NaN;
     let totals: [StatementTotals, StatementTotals];
     try {
       const totalsBefore = await ctx.counter.statements(database);
       const before = await ctx.counter.snapshot(database);
+      const turns0 = route?.turns() ?? Number.NaN;
       const t0 = performance.now();
       const deadline = t0 + params.capMs;
       await workers.go();
@@ -88,6 +104,7 @@ export async function runThroughput(
         await delay(POLL_MS);
       }
       const t1 = performance.now();
+      turns = (route?.turns() ?? Number.NaN) - turns0;
       const after = await ctx.counter.snapshot(database);
       totals = [totalsBefore, await ctx.counter.statements(database)];
       const completed = params.tasks - left;
@@ -107,9 +124,11 @@ export async function runThroughput(
     } finally {
       await client.end();
       await workers.stop();
+      await route?.close();
     }
     return {
       ...measured,
+      ...(route ? { roundTripsPerTask: measured.completed > 0 ? turns / measured.completed : Number.NaN } : {}),
       workerCpuMsPerTask: measured.completed > 0 ? workers.cpuMs / measured.completed : Number.NaN,
       topStatements: topBetween(totals[0], totals[1], TOP_STATEMENTS),
     };

@@ -83,7 +83,7 @@ export function buildCharts(r: BenchResults): ChartFile[] {
     for (const section of r.throughput) {
       const group = plural(section.processes, 'process');
       for (const row of throughputRows(section.contenders)) data.push({ group, series: row.label, value: row.tasksPerSecond.median });
-      if (Number.isFinite(ceiling)) data.push({ group, series: 'ceiling (1 fenced completion per transaction)', value: ceiling });
+      if (Number.isFinite(ceiling)) data.push({ group, series: 'SQL-only ceiling (claim + completeMany, batches of 50)', value: ceiling });
     }
     charts.push({ file: 'throughput.svg', spec: barSpec({ title: 'Throughput, no-op tasks due now (median of rounds, log scale)', yTitle: 'tasks/s', data, logY: true }) });
   }

@@ -4,7 +4,7 @@
  */
 import type { PruneUnderLoadOptions } from '@postpone/bench-curves';
 
-export const SECTIONS = ['partial-index', 'poll', 'history', 'prune', 'backlog', 'processes', 'timers', 'throughput', 'ceiling', 'lateness', 'idle'] as const;
+export const SECTIONS = ['partial-index', 'poll', 'history', 'prune', 'backlog', 'processes', 'timers', 'throughput', 'ceiling', 'lateness', 'idle', 'network'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 /** The key of `BenchResults` each section fills. */
@@ -20,13 +20,14 @@ export const RESULT_KEYS = {
   ceiling: 'ceiling',
   lateness: 'lateness',
   idle: 'idle',
+  network: 'network',
 } as const satisfies Record<Section, string>;
 
 /** Section groups accepted by `--only` / `--skip`. */
 export const SECTION_GROUPS: Readonly<Record<string, readonly Section[]>> = {
   seed: ['partial-index', 'poll'],
   curves: ['history', 'prune', 'backlog', 'processes', 'timers'],
-  peers: ['throughput', 'ceiling', 'lateness', 'idle'],
+  peers: ['throughput', 'ceiling', 'lateness', 'idle', 'network'],
 };
 
 export interface BenchSizes {
@@ -43,7 +44,10 @@ export interface BenchSizes {
   readonly processes: { readonly counts: readonly number[]; readonly tasks: number; readonly capMs: number };
   readonly timers: { readonly sizes: readonly number[]; readonly spanTicks: number };
   readonly throughput: { readonly tasks: number; readonly processes: readonly number[]; readonly concurrency: number; readonly capMs: number };
-  readonly ceiling: { readonly tasks: number; readonly clients: readonly number[] };
+  /** The SQL-only ceiling: `tasks` due tasks per batch size, `processes` loops of one connection each. */
+  readonly ceiling: { readonly tasks: number; readonly processes: number; readonly batches: readonly number[] };
+  /** Throughput and lateness through a TCP proxy adding `latencyMs` each way (lateness sizes as `lateness`). */
+  readonly network: { readonly latencyMs: number; readonly tasks: number; readonly processes: number; readonly capMs: number };
   readonly lateness: { readonly tasks: number; readonly spreadMs: number; readonly processes: number; readonly leadMs: number; readonly graceMs: number };
   readonly idle: { readonly processes: number; readonly windowMs: number; readonly settleMs: number };
 }
@@ -58,7 +62,8 @@ export const FULL: BenchSizes = {
   processes: { counts: [1, 2, 3, 6], tasks: 10_000, capMs: 15_000 },
   timers: { sizes: [10_000, 100_000, 1_000_000], spanTicks: 200_000 },
   throughput: { tasks: 10_000, processes: [1, 3], concurrency: 10, capMs: 20_000 },
-  ceiling: { tasks: 10_000, clients: [1, 10, 30] },
+  ceiling: { tasks: 30_000, processes: 3, batches: [10, 50, 200] },
+  network: { latencyMs: 0.5, tasks: 10_000, processes: 3, capMs: 20_000 },
   lateness: { tasks: 300, spreadMs: 3_000, processes: 3, leadMs: 1_500, graceMs: 25_000 },
   idle: { processes: 3, windowMs: 10_000, settleMs: 1_500 },
 };
@@ -73,7 +78,8 @@ export const QUICK: BenchSizes = {
   processes: { counts: [1, 3], tasks: 3_000, capMs: 8_000 },
   timers: { sizes: [10_000, 100_000], spanTicks: 200_000 },
   throughput: { tasks: 3_000, processes: [1, 3], concurrency: 10, capMs: 8_000 },
-  ceiling: { tasks: 3_000, clients: [1, 10] },
+  ceiling: { tasks: 10_000, processes: 3, batches: [10, 50, 200] },
+  network: { latencyMs: 0.5, tasks: 3_000, processes: 3, capMs: 8_000 },
   lateness: { tasks: 300, spreadMs: 3_000, processes: 3, leadMs: 1_500, graceMs: 10_000 },
   idle: { processes: 3, windowMs: 3_000, settleMs: 1_000 },
 };

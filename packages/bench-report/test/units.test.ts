@@ -11,7 +11,7 @@ describe('sections', () => {
   it('expands groups, keeps the canonical order, applies --skip, rejects unknown names', () => {
     expect(selectSections(undefined, undefined)).toEqual([...SECTIONS]);
     expect(selectSections(['idle', 'seed'], undefined)).toEqual(['partial-index', 'poll', 'idle']);
-    expect(selectSections(['peers'], ['ceiling'])).toEqual(['throughput', 'lateness', 'idle']);
+    expect(selectSections(['peers'], ['ceiling'])).toEqual(['throughput', 'lateness', 'idle', 'network']);
     expect(() => selectSections(['nope'], undefined)).toThrow(/unknown section/);
   });
 });

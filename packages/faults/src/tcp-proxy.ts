@@ -10,6 +10,14 @@
  *   peer); new connections are accepted and never reach the server.
  *
  * Give each worker process its own proxy to fault "one process's connections".
+ *
+ * A steady added latency (`latencyMs`, each way, for a simulated network between client and server)
+ * holds every chunk that long on top of any fault, order kept. Node's timers fire on whole
+ * milliseconds, so the last part of a hold below 1 ms is slept with `Atomics.wait` on the proxy's
+ * thread (it blocks the thread's event loop for that long, so run a latency proxy where nothing else
+ * is timed); a loaded machine still stretches holds, and the proxy reports the mean hold it really
+ * applied ({@link TcpProxy.meanHoldMs}). The proxy also counts request/response turns
+ * ({@link TcpProxy.turns}): a turn begins when client bytes arrive after server bytes (or first).
  */
 import { createServer, Socket, type Server } from 'node:net';
 
@@ -37,25 +45,45 @@ export interface TcpProxyOptions {
   readonly port?: number;
   /** Listening address (default 127.0.0.1); e.g. the bridge address of `NetnsHosts`, never a public one. */
   readonly listenHost?: string;
+  /**
+   * Added one-way latency, ms, applied to every chunk in both directions (default 0; at most
+   * {@link MAX_LATENCY_MS}; fractions allowed, see the module note on timer resolution).
+   */
+  readonly latencyMs?: number;
 }
+
+/** Largest `latencyMs` a proxy accepts (a simulated network, not a fault). */
+export const MAX_LATENCY_MS = 1_000;
+
+/** Totals of the holds applied by a proxy's pipes: chunks held and the ms they were held. */
+interface HoldStats {
+  chunks: number;
+  heldMs: number;
+}
+
+/** Never notified: `Atomics.wait` on it is a precise sleep of less than a millisecond. */
+const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 
 /** A one-way pump that forwards chunks after the connection's current delay, in order. */
 class DelayedPipe {
-  private queue: { chunk: Buffer; releaseAt: number }[] = [];
+  private queue: { chunk: Buffer; releaseAt: number; arrivedAt: number }[] = [];
   private timer: NodeJS.Timeout | undefined;
   bytes = 0;
 
   constructor(
     private readonly to: Socket,
     private readonly fault: () => ProxyFault,
+    private readonly latencyMs = 0,
+    private readonly holds: HoldStats = { chunks: 0, heldMs: 0 },
   ) {}
 
   push(chunk: Buffer): void {
     const fault = this.fault();
     if (fault.mode === 'blackhole' || fault.mode === 'drop') return;
-    const delayMs = fault.mode === 'delay' ? Math.max(0, fault.delayMs ?? 100) : 0;
+    const delayMs = this.latencyMs + (fault.mode === 'delay' ? Math.max(0, fault.delayMs ?? 100) : 0);
     const last = this.queue.at(-1)?.releaseAt ?? 0;
-    this.queue.push({ chunk, releaseAt: Math.max(performance.now() + delayMs, last) });
+    const now = performance.now();
+    this.queue.push({ chunk, releaseAt: Math.max(now + delayMs, last), arrivedAt: now });
     this.pump();
   }
 
@@ -67,21 +95,31 @@ class DelayedPipe {
 
   private pump(): void {
     if (this.timer) return;
-    const now = performance.now();
-    while (this.queue.length > 0 && this.queue[0]!.releaseAt <= now) {
-      const { chunk } = this.queue.shift()!;
-      if (this.fault().mode === 'blackhole') continue;
-      if (!this.to.destroyed) {
-        this.to.write(chunk);
-        this.bytes += chunk.length;
+    for (;;) {
+      const now = performance.now();
+      while (this.queue.length > 0 && this.queue[0]!.releaseAt <= now) {
+        const { chunk, arrivedAt } = this.queue.shift()!;
+        if (this.fault().mode === 'blackhole') continue;
+        if (!this.to.destroyed) {
+          this.to.write(chunk);
+          this.bytes += chunk.length;
+          this.holds.chunks++;
+          this.holds.heldMs += now - arrivedAt;
+        }
       }
-    }
-    const head = this.queue[0];
-    if (head) {
+      const head = this.queue[0];
+      if (!head) return;
+      const waitMs = head.releaseAt - now;
+      // A timer cannot wait less than 1 ms: a sub-millisecond latency hold sleeps (no spin) instead.
+      if (this.latencyMs > 0 && waitMs < 1) {
+        Atomics.wait(SLEEPER, 0, 0, waitMs);
+        continue;
+      }
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.pump();
-      }, Math.max(0, head.releaseAt - now));
+      }, waitMs);
+      return;
     }
   }
 }
@@ -101,6 +139,7 @@ class ProxyConnection {
     fault: ProxyFault,
     target: TcpProxyOptions,
     onClose: () => void,
+    counters: { turns: number; holds: HoldStats } = { turns: 0, holds: { chunks: 0, heldMs: 0 } },
   ) {
     this.fault = fault;
     client.setNoDelay(true);
@@ -129,15 +168,24 @@ class ProxyConnection {
     const upstream = new Socket();
     this.upstream = upstream;
     upstream.setNoDelay(true);
-    this.up = new DelayedPipe(upstream, () => this.fault);
-    this.down = new DelayedPipe(client, () => this.fault);
+    this.up = new DelayedPipe(upstream, () => this.fault, target.latencyMs, counters.holds);
+    this.down = new DelayedPipe(client, () => this.fault, target.latencyMs, counters.holds);
     upstream.on('error', () => this.close());
     upstream.on('close', () => {
       this.close();
       this.forgetWhenClosed();
     });
-    upstream.on('data', (chunk: Buffer) => this.down?.push(chunk));
-    client.on('data', (chunk: Buffer) => this.up?.push(chunk));
+    // A turn: client bytes after server bytes (or the first client bytes).
+    let serverSpokeLast = true;
+    upstream.on('data', (chunk: Buffer) => {
+      serverSpokeLast = true;
+      this.down?.push(chunk);
+    });
+    client.on('data', (chunk: Buffer) => {
+      if (serverSpokeLast) counters.turns++;
+      serverSpokeLast = false;
+      this.up?.push(chunk);
+    });
     upstream.connect(target.targetPort, target.targetHost);
   }
 
@@ -183,6 +231,7 @@ export class TcpProxy {
   private nextId = 1;
   private defaultFault: ProxyFault = { mode: 'pass' };
   private acceptedCount = 0;
+  private readonly counters = { turns: 0, holds: { chunks: 0, heldMs: 0 } };
 
   private constructor(
     private readonly server: Server,
@@ -196,6 +245,8 @@ export class TcpProxy {
    * @throws Error when the port cannot be bound
    */
   static async start(options: TcpProxyOptions): Promise<TcpProxy> {
+    const latency = options.latencyMs ?? 0;
+    if (!Number.isFinite(latency) || latency < 0 || latency > MAX_LATENCY_MS) throw new RangeError(`latencyMs must be within 0..${MAX_LATENCY_MS}, got ${latency}`);
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -208,10 +259,29 @@ export class TcpProxy {
     return proxy;
   }
 
-  /** Starts a proxy in front of the server of a `postgres://` URL. */
-  static async forUrl(url: string, listenHost?: string): Promise<TcpProxy> {
+  /**
+   * Starts a proxy in front of the server of a `postgres://` URL.
+   * @param options `listenHost` (see {@link TcpProxyOptions.listenHost}) and `latencyMs` (see {@link TcpProxyOptions.latencyMs})
+   */
+  static async forUrl(url: string, options: { readonly listenHost?: string; readonly latencyMs?: number } = {}): Promise<TcpProxy> {
     const u = new URL(url);
-    return await TcpProxy.start({ targetHost: u.hostname, targetPort: Number(u.port || 5432), ...(listenHost === undefined ? {} : { listenHost }) });
+    return await TcpProxy.start({
+      targetHost: u.hostname,
+      targetPort: Number(u.port || 5432),
+      ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
+      ...(options.latencyMs === undefined ? {} : { latencyMs: options.latencyMs }),
+    });
+  }
+
+  /** Request/response turns on all connections since start (a turn: client bytes after server bytes, or first). */
+  get turns(): number {
+    return this.counters.turns;
+  }
+
+  /** Mean time a forwarded chunk was held in the proxy, ms (NaN before the first). */
+  get meanHoldMs(): number {
+    const { chunks, heldMs } = this.counters.holds;
+    return chunks > 0 ? heldMs / chunks : Number.NaN;
   }
 
   /** `url` with host and port replaced by the proxy's. */
@@ -259,7 +329,7 @@ export class TcpProxy {
   private accept(socket: Socket): void {
     this.acceptedCount++;
     const id = this.nextId++;
-    const connection = new ProxyConnection(id, socket, this.defaultFault, this.options, () => this.connections.delete(id));
+    const connection = new ProxyConnection(id, socket, this.defaultFault, this.options, () => this.connections.delete(id), this.counters);
     if (connection.open) this.connections.set(id, connection);
   }
 }

@@ -1,7 +1,7 @@
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TcpProxy } from '../src/tcp-proxy.js';
+import { MAX_LATENCY_MS, TcpProxy } from '../src/tcp-proxy.js';
 
 /** A pg client through the proxy; it never waits longer than `timeoutMs` for a query. */
 async function connect(url: string, timeoutMs = 3_000): Promise<pg.Client> {
@@ -52,6 +52,25 @@ describe('TcpProxy in front of PostgreSQL', () => {
     expect(slow.ms).toBeGreaterThanOrEqual(250);
     const fast = await timed(() => client.query('select 1'));
     expect(fast.ms).toBeLessThan(slow.ms);
+  });
+
+  it('adds a steady latency each way and counts one turn per query', async () => {
+    proxy = await TcpProxy.forUrl(testDatabaseUrl(), { latencyMs: 20 });
+    const client = await open();
+    const before = proxy.turns;
+    const queries = 5;
+    const { ms } = await timed(async () => {
+      for (let i = 0; i < queries; i++) await client.query('select 1');
+    });
+    expect(proxy.turns - before).toBe(queries);
+    // Each query waits for the request's hold and the reply's hold.
+    expect(ms).toBeGreaterThanOrEqual(queries * 2 * 20);
+    expect(proxy.meanHoldMs).toBeGreaterThanOrEqual(20);
+  });
+
+  it('rejects a latency outside 0..MAX_LATENCY_MS', async () => {
+    await expect(TcpProxy.forUrl(testDatabaseUrl(), { latencyMs: -1 })).rejects.toThrow(RangeError);
+    await expect(TcpProxy.forUrl(testDatabaseUrl(), { latencyMs: MAX_LATENCY_MS + 1 })).rejects.toThrow(RangeError);
   });
 
   it('blackholes: a query on an open connection times out, a new connection never completes', async () => {

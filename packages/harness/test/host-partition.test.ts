@@ -38,7 +38,7 @@ describe('evidence: a worker host cut off mid-lease', () => {
     }
     await runCase(CASE, async (v, ctx) => {
       const hosts = NetnsHosts.create(HOSTS);
-      const proxy = await TcpProxy.forUrl(ctx.databaseUrl, hosts.gateway);
+      const proxy = await TcpProxy.forUrl(ctx.databaseUrl, { listenHost: hosts.gateway });
       try {
         // A session cut inside a transaction keeps its row locks until the server notices: the
         // README's remedy for half-open connections, as half_open_connections sets it.

@@ -1,5 +1,6 @@
 /**
- * graphile-worker 0.17.3 in the bench.
+ * graphile-worker 0.18 in the bench (Node.js ≥ 22: imported only inside the bench's Node.js 24
+ * processes; the library is loaded lazily, so this module's settings and `remaining` load anywhere).
  *
  * One `run()` per process with `concurrency` 10. Documented defaults: `pollInterval` 2000 ms (for
  * jobs due in the future; new due jobs arrive by LISTEN/NOTIFY), no local queue, no batching of
@@ -7,12 +8,14 @@
  * (https://worker.graphile.org/docs/performance#batching): `localQueue.size` 50,
  * `completeJobBatchDelay` 0, `failJobBatchDelay` 0, plus `pollInterval` 100 ms for jobs due later.
  */
-import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
+import type { Logger } from 'graphile-worker';
 import pg from 'pg';
 import { BENCH_TASK, type ChildConfig } from '../protocol.js';
 import { latenessOf, type BenchTaskSpec, type PreparedWorker, type SystemAdmin } from './system.js';
 
-const silent = new Logger(() => () => {});
+const lib = async () => await import('graphile-worker');
+let silentLogger: Logger | undefined;
+const silent = async (): Promise<Logger> => (silentLogger ??= new (await lib()).Logger(() => () => {}));
 
 /** The `preset.worker` and `pollInterval` of each setting. */
 const SETTINGS: Record<string, { pollInterval?: number; worker?: Record<string, unknown> }> = {
@@ -30,10 +33,10 @@ export const graphileAdmin: SystemAdmin = {
     },
   ],
   async migrate(url) {
-    await runMigrations({ connectionString: url, logger: silent });
+    await (await lib()).runMigrations({ connectionString: url, logger: await silent() });
   },
   async enqueue(url, tasks: readonly BenchTaskSpec[]) {
-    const utils = await makeWorkerUtils({ connectionString: url, logger: silent });
+    const utils = await (await lib()).makeWorkerUtils({ connectionString: url, logger: await silent() });
     try {
       await utils.addJobs(
         tasks.map((t) =>
@@ -60,11 +63,11 @@ export async function prepareGraphileWorker(config: ChildConfig): Promise<Prepar
   warm.release();
   return {
     async start(onRan) {
-      const runner = await run({
+      const runner = await (await lib()).run({
         pgPool,
         concurrency: config.concurrency,
         noHandleSignals: true,
-        logger: silent,
+        logger: await silent(),
         ...(setting.pollInterval === undefined ? {} : { pollInterval: setting.pollInterval }),
         ...(setting.worker ? { preset: { worker: setting.worker } } : {}),
         taskList: {

@@ -1,56 +1,64 @@
 /**
- * pg-boss 10.4.2 in the bench.
+ * pg-boss 12 in the bench (Node.js ≥ 22: imported only inside the bench's Node.js 24 processes; the
+ * library is loaded lazily, so this module's settings and `remaining` load anywhere).
  *
- * In pg-boss 10 a worker is one `work()` call: a loop that fetches up to `batchSize` jobs, runs the
- * handler once on the batch, and then waits `pollingIntervalSeconds` minus the time spent before the
- * next fetch (src/worker.js), with or without jobs. Concurrency 10 is therefore ten `work()` calls.
- * Documented defaults: `batchSize` 1, `pollingIntervalSeconds` 2; the documented minimum interval is
- * 0.5 s (src/attorney.js `MIN_POLLING_INTERVAL_MS`).
+ * In pg-boss 12 a queue must exist before jobs are sent (`createQueue`), and one `work()` call runs
+ * `localConcurrency` independent fetch loops, each fetching up to `batchSize` jobs and calling the
+ * handler once with the batch. Between fetches a loop waits `pollingIntervalSeconds` (default 2,
+ * documented minimum 0.5) — except with `burstWhenBatchFull` (new in 12): while a fetch comes back
+ * full, the loop fetches again at once (types.d.ts `JobPollingOptions`, src/manager.js `work`).
  */
-import PgBoss from 'pg-boss';
+import type { PgBoss as PgBossClass } from 'pg-boss';
 import type pg from 'pg';
 import { BENCH_TASK, type BenchPayload, type ChildConfig } from '../protocol.js';
 import { latenessOf, type BenchTaskSpec, type PreparedWorker, type SystemAdmin } from './system.js';
 
-/** `batchSize` of the tuned setting. */
+/** `batchSize` of the tuned settings. */
 export const PG_BOSS_TUNED_BATCH = 50;
 
 interface WorkSettings {
   readonly batchSize?: number;
   readonly pollingIntervalSeconds?: number;
+  readonly burstWhenBatchFull?: boolean;
 }
 
 const WORK: Record<string, WorkSettings> = {
   default: {},
-  tuned: { batchSize: PG_BOSS_TUNED_BATCH, pollingIntervalSeconds: 0.5 },
+  tuned: { batchSize: PG_BOSS_TUNED_BATCH, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
 };
 
-const quiet = (boss: PgBoss) => boss.on('error', () => {});
+async function newBoss(options: ConstructorParameters<typeof PgBossClass>[0]): Promise<PgBossClass> {
+  const { PgBoss } = await import('pg-boss');
+  const boss = new PgBoss(options);
+  boss.on('error', () => {});
+  return boss;
+}
 
 export const pgBossAdmin: SystemAdmin = {
   system: 'pg-boss',
   settings: [
-    { name: 'default', description: '10 × `work()` per process with the defaults: `batchSize` 1, `pollingIntervalSeconds` 2' },
+    { name: 'default', description: 'one `work()` per process with `localConcurrency` 10 and the defaults: `batchSize` 1, `pollingIntervalSeconds` 2' },
     {
       name: 'tuned',
-      description: `10 × \`work()\` per process, \`batchSize\` ${PG_BOSS_TUNED_BATCH}, \`pollingIntervalSeconds\` 0.5 (the documented minimum). A worker waits the interval after every fetch, so one process tops out at 10 × ${PG_BOSS_TUNED_BATCH} / 0.5 s = ${(10 * PG_BOSS_TUNED_BATCH) / 0.5} tasks/s; a larger \`batchSize\` raises that bound`,
+      description: `one \`work()\` per process, \`localConcurrency\` 10, \`batchSize\` ${PG_BOSS_TUNED_BATCH}, \`pollingIntervalSeconds\` 0.5 (the documented minimum), \`burstWhenBatchFull\` true (a loop whose fetch came back full fetches again at once)`,
     },
   ],
   async migrate(url) {
-    const boss = quiet(new PgBoss({ connectionString: url, supervise: false, schedule: false, max: 2 }));
+    const boss = await newBoss({ connectionString: url, supervise: false, schedule: false, max: 2 });
     await boss.start();
     await boss.createQueue(BENCH_TASK);
-    await boss.stop({ graceful: false, wait: true });
+    await boss.stop({ graceful: false });
   },
   async enqueue(url, tasks: readonly BenchTaskSpec[]) {
-    const boss = quiet(new PgBoss({ connectionString: url, supervise: false, schedule: false, migrate: false, max: 2 }));
+    const boss = await newBoss({ connectionString: url, supervise: false, schedule: false, migrate: false, max: 2 });
     await boss.start();
     try {
       await boss.insert(
-        tasks.map((t) => ({ name: BENCH_TASK, data: t.dueMs === undefined ? {} : { dueMs: t.dueMs }, ...(t.dueMs === undefined ? {} : { startAfter: new Date(t.dueMs) }) })),
+        BENCH_TASK,
+        tasks.map((t) => (t.dueMs === undefined ? { data: {} } : { data: { dueMs: t.dueMs }, startAfter: new Date(t.dueMs) })),
       );
     } finally {
-      await boss.stop({ graceful: false, wait: true });
+      await boss.stop({ graceful: false });
     }
   },
   async remaining(client: pg.Client) {
@@ -59,22 +67,20 @@ export const pgBossAdmin: SystemAdmin = {
   },
 };
 
-/** Starts pg-boss (connections, supervision) in `prepare`; adds the ten `work()` loops on `start`. */
+/** Starts pg-boss (connections, supervision) in `prepare`; adds the `work()` on `start`. */
 export async function preparePgBossWorker(config: ChildConfig): Promise<PreparedWorker> {
   const work = WORK[config.setting];
   if (!work) throw new Error(`unknown pg-boss setting ${config.setting}`);
-  const boss = quiet(new PgBoss({ connectionString: config.connectionString, migrate: false }));
+  const boss = await newBoss({ connectionString: config.connectionString, migrate: false });
   await boss.start();
   return {
     async start(onRan) {
-      for (let i = 0; i < config.concurrency; i++) {
-        await boss.work<BenchPayload>(BENCH_TASK, { ...work }, async (jobs) => {
-          for (const job of jobs) onRan(latenessOf(job.data));
-        });
-      }
+      await boss.work<BenchPayload>(BENCH_TASK, { ...work, localConcurrency: config.concurrency }, async (jobs) => {
+        for (const job of jobs) onRan(latenessOf(job.data));
+      });
       return {
         async stop() {
-          await boss.stop({ graceful: true, wait: true, timeout: 5_000 });
+          await boss.stop({ graceful: true, timeout: 5_000 });
         },
       };
     },
