@@ -13,3 +13,4 @@ export * from './driver.js';
 export * from '@postpone/postgres-errors';
 export * from './store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from '@postpone/postgres-sql';
+export { NoticeCoalescer } from './notice-coalescer.js';
