@@ -1,3 +1,4 @@
+import { HISTORY_CASES } from '@postpone/conformance-history';
 import { OPERATIONS_CASES } from '@postpone/conformance-ops';
 import { QUEUE_CASES } from '@postpone/conformance-queues';
 import { describe, expect, it } from 'vitest';
@@ -26,14 +27,17 @@ describe('conformance suite', () => {
       'traceContextCases',
       'cancelTxCases',
       'retryCases',
+      'extendManyCases',
       'queueCases',
       'kindLimitCases',
+      'historyCases',
+      'retentionCases',
       'cronCases',
     ]);
   });
 
-  it('registers the reads and operations of @postpone/conformance-ops, then @postpone/conformance-queues, in their order, then the cron cases', () => {
-    const tail = OPERATIONS_CASES.length + QUEUE_CASES.length;
-    expect(CONFORMANCE_CASES.slice(-tail - 1, -1)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES]);
+  it('registers the reads and operations of @postpone/conformance-ops, then @postpone/conformance-queues, then @postpone/conformance-history, in their order, then the cron cases', () => {
+    const tail = OPERATIONS_CASES.length + QUEUE_CASES.length + HISTORY_CASES.length;
+    expect(CONFORMANCE_CASES.slice(-tail - 1, -1)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
   });
 });

@@ -102,10 +102,10 @@ describe('evidence: a worker host cut off mid-lease', () => {
           const beatTheCut = outcomes.filter((e) => e.outcome === 'DONE' && !stranded.has(`${e.id}:${e.attempt}`)).length;
           const strandedDone = outcomes.filter((e) => e.outcome === 'DONE' && stranded.has(`${e.id}:${e.attempt}`)).length;
           const lateRejected = child.eventsOf('rejectedStale').filter((e) => e.receivedAt >= upAt && stranded.has(`${e.id}:${e.attempt}`)).length;
-          // Every stranded task was redone by another host: DONE at a later attempt.
+          // Every stranded task was redone by another host: DONE at a later attempt (a finished task is in task_history).
           const strandedIds = [...stranded].map((key) => key.split(':')[0]!);
           const { rows } = await ctx.pool.query<{ id: string; state: string; attempt: number }>(
-            `select id::text as id, state, attempt from "${ctx.schema}".task where id = any($1::bigint[])`,
+            `select id::text as id, state, attempt from "${ctx.schema}".task where id = any($1::bigint[]) union all select id::text, state, attempt from "${ctx.schema}".task_history where id = any($1::bigint[])`,
             [strandedIds],
           );
           const cutAttempt = new Map(cut.map((c) => [c.id, c.attempt]));
