@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveDatabase } from '@postpone/embedded';
 import { Command, InvalidArgumentError } from 'commander';
+import { measureHotRenewals } from './hot.js';
 import { writeScaleReport } from './report.js';
 import { runScale, type ScaleRun } from './run.js';
 
@@ -28,6 +29,7 @@ interface ScaleCli {
   readonly snapshotSeconds?: number;
   readonly out: string;
   readonly render?: boolean;
+  readonly hot?: boolean;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function scaleMain(args: readonly string[], repoRoot: string): Prom
     .option('--snapshot-seconds <n>', 'how long the long snapshot is held (default 600)', count)
     .option('--out <dir>', 'report folder', join(repoRoot, 'evidence', 'bench'))
     .option('--render', "write scale.md again from the folder's scale-results.json (no measuring)")
+    .option('--hot', 'only the HOT renewal comparison (seconds): saved in scale-hot.json, then scale.md is written again')
     .exitOverride();
   program.parse(['node', 'scale', ...args]);
   const o = program.opts<ScaleCli>();
@@ -60,7 +63,14 @@ export async function scaleMain(args: readonly string[], repoRoot: string): Prom
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
   } catch {}
+  const savedRuns = (): ScaleRun[] => (existsSync(saved) ? (JSON.parse(readFileSync(saved, 'utf8')) as ScaleRun[]) : []);
   try {
+    if (o.hot) {
+      const hot = await measureHotRenewals(db.url, commit);
+      mkdirSync(o.out, { recursive: true });
+      writeFileSync(join(o.out, 'scale-hot.json'), `${JSON.stringify(hot, null, 1)}\n`);
+      return await writeScaleReport(o.out, savedRuns());
+    }
     const run = await runScale(
       {
         url: db.url,
@@ -75,7 +85,7 @@ export async function scaleMain(args: readonly string[], repoRoot: string): Prom
       commit,
     );
     mkdirSync(o.out, { recursive: true });
-    const runs: ScaleRun[] = existsSync(saved) ? (JSON.parse(readFileSync(saved, 'utf8')) as ScaleRun[]).filter((r) => r.layout !== run.layout) : [];
+    const runs = savedRuns().filter((r) => r.layout !== run.layout);
     runs.push(run);
     runs.sort((a, b) => a.layout.localeCompare(b.layout));
     writeFileSync(saved, `${JSON.stringify(runs, null, 1)}\n`);

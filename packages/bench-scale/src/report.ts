@@ -2,9 +2,11 @@
  * Writes `evidence/bench/scale.md` and its charts from the saved runs (`scale-results.json`: one run
  * per table layout, so the single-table run and the split run sit side by side).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type HostsBenchResult, hostsMarkdown } from '@postpone/bench-hosts';
 import { type LineDatum, lineSpec, renderSvg } from '@postpone/bench-report';
+import type { HotResult } from './hot.js';
 import type { ScaleRun } from './run.js';
 import type { SteadyResult } from './steady.js';
 
@@ -33,6 +35,31 @@ async function timeline(result: SteadyResult, title: string, yTitle: string, pic
   const spec = lineSpec({ title, xTitle: 's since the load began (snapshot held between the marks in the text)', yTitle, data }) as { axes: { values?: unknown }[] };
   if (spec.axes[0]) delete spec.axes[0].values;
   return await renderSvg(spec as Parameters<typeof renderSvg>[0]);
+}
+
+/** The HOT renewal comparison saved by `--hot` (`scale-hot.json`), when there is one. */
+function hotSection(dir: string): string[] {
+  const saved = join(dir, 'scale-hot.json');
+  if (!existsSync(saved)) return [];
+  const hot = JSON.parse(readFileSync(saved, 'utf8')) as HotResult;
+  const out = [
+    '## HOT renewals before and after migration 7',
+    '',
+    `Measured ${hot.at} on commit \`${hot.commit}\` by \`pnpm bench --scale --hot\`: ${n(hot.tasks)} claimed tasks, each renewed ${hot.rounds} times through the store's \`extendMany\` (batches of 100, one transaction each). "before" puts back the index of migrations 1–6, \`task_lease_idx (lease_until) where state = 'CLAIMED'\`; "after" is the schema as migrated today, where no index reads \`lease_until\` (docs/contract.md#vacuum). Counts from \`pg_stat_user_tables\`.`,
+    '',
+    '| layout | renewals | row updates | HOT updates | HOT ratio | index size after |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const l of hot.layouts) out.push(`| ${l.layout} | ${n(l.renewals)} | ${n(l.updates)} | ${n(l.hotUpdates)} | ${n((100 * l.hotUpdates) / Math.max(l.updates, 1), 1)} % | ${mb(l.indexBytes)} |`);
+  return [...out, ''];
+}
+
+/** The hosts table of `pnpm bench --hosts` (`hosts.json`, also in hosts.md), when it was run. */
+function hostsSection(dir: string): string[] {
+  const saved = join(dir, 'hosts.json');
+  if (!existsSync(saved)) return [];
+  const md = hostsMarkdown(JSON.parse(readFileSync(saved, 'utf8')) as HostsBenchResult).replace(/^# /, '## ');
+  return [md.replace(/\n+$/, ''), '', 'Written by `pnpm bench --hosts`; also in [hosts.md](hosts.md).', ''];
 }
 
 export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): Promise<string> {
@@ -86,6 +113,7 @@ export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): 
       out.push('');
     }
   }
+  out.push(...hotSection(dir), ...hostsSection(dir));
   const file = join(dir, 'scale.md');
   writeFileSync(file, `${out.join('\n')}\n`);
   return file;
