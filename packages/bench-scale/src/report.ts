@@ -79,11 +79,11 @@ export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): 
     const buf = flat(run, (p) => p.buffers);
     out.push(`## ${run.layout}`, '', `Measured ${run.at} on commit \`${run.commit}\`, Node.js ${run.node}, embedded PostgreSQL 17 (fsync off), 2 cores${run.load ? `; 1-minute load average ${n(run.load.start, 1)} at the start, ${n(run.load.end, 1)} at the end (above 2, other work shared the cores and the figures carry that noise)` : ''}.`, '');
     if (run.note) out.push(`Note: ${run.note}`, '');
-    out.push('### Claim as finished tasks grow', '', 'The store\'s claim of up to 10 tasks with 50 due, at each size: client round trip (each claimed task handed back) and `EXPLAIN (ANALYZE, BUFFERS)` rolled back.', '');
-    out.push('| finished tasks | claim p50 ms | claim p99 ms | buffers | due-scan buffers | server ms | load + vacuum s | tables (heap / indexes) |', '| --- | --- | --- | --- | --- | --- | --- | --- |');
+    out.push('### Claim as finished tasks grow', '', 'The store\'s claim of up to 10 tasks with 50 due, at each size: client round trip (each claimed task handed back) and `EXPLAIN (ANALYZE, BUFFERS)` rolled back. Each size is measured after its load settled: a CHECKPOINT, then until the kernel holds at most 256 MB of dirty pages ("settle s"; "—" in runs from before that step).', '');
+    out.push('| finished tasks | claim p50 ms | claim p99 ms | buffers | due-scan buffers | server ms | load + vacuum s | settle s | tables (heap / indexes) |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const p of run.points) {
       const rel = p.relations.filter((r) => r.table.startsWith('task') || r.table === 'effect').map((r) => `${r.table} ${mb(r.heapBytes)} / ${mb(r.indexBytes)}`).join('; ');
-      out.push(`| ${n(p.finished)} | ${n(p.claimP50Ms, 2)} | ${n(p.claimP99Ms, 2)} | ${p.buffers} | ${p.scanBuffers} | ${n(p.executionMs, 3)} | ${n(p.loadMs / 1000, 1)} | ${rel} |`);
+      out.push(`| ${n(p.finished)} | ${n(p.claimP50Ms, 2)} | ${n(p.claimP99Ms, 2)} | ${p.buffers} | ${p.scanBuffers} | ${n(p.executionMs, 3)} | ${n(p.loadMs / 1000, 1)} | ${p.settleMs === undefined ? '—' : n(p.settleMs / 1000, 1)} | ${rel} |`);
     }
     out.push('', `Largest size against the smallest: claim p99 ${n(p99.ratio, 2)}× (${p99.ok ? 'within' : 'outside'} 20 %), buffers ${n(buf.ratio, 2)}× (${buf.ok ? 'within' : 'outside'} 20 %).`, '');
     const r = run.retention;
