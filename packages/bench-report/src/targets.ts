@@ -36,6 +36,18 @@ function throughputTarget(r: BenchResults): TargetStatus {
     `missed by ${times(1.5 / x)} (needs ${num(1.5 * peer.tasksPerSecond.median)} tasks/s)`,
     `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (its share of one claim and of one batched fenced completion, \`completeMany\`: the fenced UPDATE and the effect rows in one statement), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
   ];
+  const selfCost = self.serverMsPerTask + self.workerCpuMsPerTask;
+  const peerCost = peer.serverMsPerTask + peer.workerCpuMsPerTask;
+  if (Number.isFinite(selfCost) && Number.isFinite(peerCost) && peerCost > 0) {
+    const need = peerCost / 1.5;
+    parts.push(
+      `on ${r.meta.cores} cores the database and the worker processes share the CPU, so the rate follows the CPU each task costs, server and worker together: ${self.label} ${num(selfCost, 3)} ms, ${peer.label} ${num(peerCost, 3)} ms; 1.5 × the peer's rate leaves at most two thirds of the peer's cost per task, ${num(need, 3)} ms${
+        need < self.serverMsPerTask
+          ? `, less than Postpone's server time alone (${num(self.serverMsPerTask, 3)} ms): per task the server writes the claim (the row to CLAIMED, a new row version with its index entries), the move to history (the DELETE from \`task\` and the INSERT into \`task_history\` with its index entries) and the effect row with its primary key — writes a peer without a history table or effect rows does not make, and which the guarantees need (one effect per task enforced by the database; DONE-again, cancel's outcomes and \`getTask\` reading finished tasks from history)`
+          : ''
+      }`,
+    );
+  }
   if (r.backlog?.some((p) => p.explain.sorts)) {
     parts.push('each claim also sorts every due task that shares the batch\'s due time (see the backlog curve), so claims get slower as the backlog grows');
   }
