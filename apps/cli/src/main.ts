@@ -253,7 +253,7 @@ export function buildProgram(out: Out): Command {
 
   program
     .command('health')
-    .description('dead rows and autovacuum per table (task, effect), and the oldest transaction holding back their cleanup')
+    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), and the oldest transaction holding back their cleanup')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const health = await withStore(g, (store) => store.vacuumHealth());

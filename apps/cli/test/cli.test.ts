@@ -118,11 +118,14 @@ describe('postpone', () => {
     expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(0);
 
     const health = await json<{ tables: { table: string; liveRows: number; deadRows: number }[]; oldestSnapshot: unknown }>(['health']);
-    expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+    expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task', 'task_history']);
     for (const t of health.tables) expect(t.deadRows).toBeGreaterThanOrEqual(0);
+    // History: one entry summed over its partitions (each state's DEFAULT, _legacy and 8 days at least).
+    expect((health.tables[2] as { partitions?: number }).partitions).toBeGreaterThanOrEqual(3 * 10);
     const healthText = await postpone(['health']);
     expect(healthText.code).toBe(0);
     expect(healthText.stdout).toMatch(/^TABLE\s+LIVE\s+DEAD\s+HOT\/UPDATES/m);
+    expect(healthText.stdout).toMatch(/^task_history \(\d+ partitions\)\s+\d+\s+\d+\s+\d+\/\d+/m);
     expect(healthText.stdout).toMatch(/^oldest snapshot\s+\S/m);
 
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `CANCELLED task ${later.id}\n`, stderr: '' });

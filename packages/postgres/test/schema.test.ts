@@ -320,7 +320,7 @@ describe('vacuumHealth', () => {
         await new Promise((r) => setTimeout(r, 100));
         health = await store.vacuumHealth();
       }
-      expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+      expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task', 'task_history']);
       const task = health.tables.find((t) => t.table === 'task');
       expect(task?.deadRows).toBeGreaterThanOrEqual(150);
       expect(health.oldestSnapshot).not.toBeNull();
