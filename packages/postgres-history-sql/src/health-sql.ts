@@ -10,7 +10,7 @@ import { literal } from './quote.js';
 /**
  * `$1` schema name → one row per store table that has statistics: `task` and `effect` as
  * `pg_stat_user_tables` gives them (`partitions` null), and `task_history` (migration 11) as ONE row
- * summed over its leaf partitions (`pg_partition_tree`, PostgreSQL 17 §9.27.10): rows, updates and
+ * summed over its leaf partitions (`pg_partition_tree`, PostgreSQL 17 System Administration Functions, "Partitioning Information Functions"): rows, updates and
  * vacuum counts added up, the latest vacuum and analyze times, and `partitions` the number of leaves.
  * A schema before migration 11 has no `task_history` row.
  */
