@@ -40,3 +40,28 @@ export function parseInteger(text: string, field: string): number {
   if (!/^-?\d+$/.test(text.trim())) throw new UsageError('INVALID_OPTION', `${field}: expected an integer, got ${JSON.stringify(text)}`);
   return Number(text);
 }
+
+/** The terminal states `--retention` names, as the store's `prune({ retention })` takes them. */
+export const RETENTION_STATES = ['DONE', 'DEAD', 'CANCELLED'] as const;
+export type RetentionState = (typeof RETENTION_STATES)[number];
+
+/**
+ * `DONE=1d,DEAD=7d,CANCELLED=7d` (any of the three states, each once, in any case; durations as
+ * {@link parseDuration}) → `{ DONE: 86400000, … }` for `store.prune({ retention })`
+ * (docs/contract.md#retention).
+ * @throws UsageError INVALID_OPTION for an empty list, a part without `=`, an unknown or repeated state, a bad duration
+ */
+export function parseRetention(text: string, field: string): Partial<Record<RetentionState, number>> {
+  const retention: Partial<Record<RetentionState, number>> = {};
+  for (const part of text.split(',')) {
+    const m = /^\s*([A-Za-z]+)\s*=(.*)$/.exec(part);
+    if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected STATE=duration[,STATE=duration…] such as DONE=1d,DEAD=7d, got ${JSON.stringify(text)}`);
+    const state = (m[1] as string).toUpperCase() as RetentionState;
+    if (!RETENTION_STATES.includes(state)) {
+      throw new UsageError('INVALID_OPTION', `${field}: unknown state ${JSON.stringify(m[1])}; expected ${RETENTION_STATES.join(', ')}`);
+    }
+    if (retention[state] !== undefined) throw new UsageError('INVALID_OPTION', `${field}: ${state} given twice`);
+    retention[state] = parseDuration(m[2] as string, `${field} ${state}`);
+  }
+  return retention;
+}

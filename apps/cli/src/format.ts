@@ -75,12 +75,12 @@ export function statsText(stats: StoreStats): string {
   )}`;
 }
 
-/** `postpone health`: one row per table, then the oldest snapshot (docs/contract.md#vacuum). */
+/** `postpone health`: one row per table (`task_history` summed over its partitions, their number shown), then the oldest snapshot (docs/contract.md#vacuum). */
 export function healthText(health: VacuumHealth): string {
   const when = (d: Date | null) => (d === null ? 'never' : iso(d));
   const tables = table(
     ['TABLE', 'LIVE', 'DEAD', 'HOT/UPDATES', 'AUTOVACUUMS', 'LAST AUTOVACUUM'],
-    health.tables.map((t) => [t.table, String(t.liveRows), String(t.deadRows), `${t.hotUpdates}/${t.updates}`, String(t.autovacuums), when(t.lastAutovacuum)]),
+    health.tables.map((t) => [t.partitions === undefined ? t.table : `${t.table} (${t.partitions} partitions)`, String(t.liveRows), String(t.deadRows), `${t.hotUpdates}/${t.updates}`, String(t.autovacuums), when(t.lastAutovacuum)]),
   );
   const s = health.oldestSnapshot;
   const oldest =

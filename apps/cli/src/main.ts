@@ -1,6 +1,6 @@
 /**
  * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
- * show, list, stats, retry, prune, and serve a web dashboard (`dashboard`, see ./dashboard/).
+ * show, list, stats, retry, prune (by cut-off or by retention per state), and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
@@ -22,7 +22,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_SCHEMA, type PostgresStore, SqlState } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
-import { OutcomeError, parseDuration, parseInteger, UsageError } from './args.js';
+import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { healthText, statsText, taskDetail, taskTable } from './format.js';
 
@@ -253,7 +253,7 @@ export function buildProgram(out: Out): Command {
 
   program
     .command('health')
-    .description('dead rows and autovacuum per table (task, effect), and the oldest transaction holding back their cleanup')
+    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), and the oldest transaction holding back their cleanup')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
       const health = await withStore(g, (store) => store.vacuumHealth());
@@ -281,20 +281,28 @@ export function buildProgram(out: Out): Command {
 
   program
     .command('prune')
-    .description('delete DONE, CANCELLED and DEAD tasks (and their effects) finished before a cut-off, in batches')
+    .description('delete DONE, CANCELLED and DEAD tasks (and their effects): finished before a cut-off, in batches; or past a retention per state, dropping whole history partitions')
     .option('--older-than <duration>', 'finished more than this long ago: 30s, 15m, 2h, 7d')
     .option('--before <time>', 'finished before this time, ISO 8601')
+    .option('--retention <state=duration,...>', 'keep each terminal state this long after it finished: DONE=1d,DEAD=7d,CANCELLED=7d (any of the three; a state left out is kept)')
     .option('--batch-size <n>', 'rows per batch (1..10000)', '1000')
-    .action(async (opts: { olderThan?: string; before?: string; batchSize: string }, cmd: Command) => {
+    .action(async (opts: { olderThan?: string; before?: string; retention?: string; batchSize: string }, cmd: Command) => {
       const g = globals(cmd);
-      if ((opts.olderThan === undefined) === (opts.before === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --older-than and --before');
+      if (opts.retention !== undefined && (opts.olderThan !== undefined || opts.before !== undefined)) {
+        throw new UsageError('INVALID_OPTION', 'give --retention alone: it replaces the cut-off of --older-than and --before');
+      }
+      if (opts.retention === undefined && (opts.olderThan === undefined) === (opts.before === undefined)) {
+        throw new UsageError('INVALID_OPTION', 'give exactly one of --older-than, --before and --retention');
+      }
       const params = {
         ...(opts.olderThan !== undefined ? { olderThanMs: parseDuration(opts.olderThan, '--older-than') } : {}),
         ...(opts.before !== undefined ? { before: parseDate(opts.before, '--before') } : {}),
+        ...(opts.retention !== undefined ? { retention: parseRetention(opts.retention, '--retention') } : {}),
         batchSize: parseInteger(opts.batchSize, '--batch-size'),
       };
       const result = await withStore(g, (store) => store.prune(params));
-      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}`);
+      const dropped = result.partitionsDropped === undefined ? '' : `, ${plural(result.partitionsDropped, 'partition')} dropped`;
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
     });
 
   registerDashboard(program, async (options, cmd) => {
@@ -332,6 +340,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   dueBefore: '--due-before',
   batchSize: '--batch-size',
   olderThanMs: '--older-than',
+  retention: '--retention',
   before: '--before',
   payload: '--payload',
 };

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { migrations } from '@postpone/postgres';
+import { TestClock } from '@postpone/core';
 import { createPgStore } from '@postpone/postgres/pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -62,7 +63,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
   const store = createPgStore({ connectionString: url, schema });
   try {
     const { id } = await store.schedule({ kind, payload, maxAttempts: 1 });
-    const [claimed] = await store.claim({ owner: 'test-worker', limit: 1, leaseMs: 10_000 });
+    const [claimed] = await store.claim({ owner: 'test-worker', limit: 1, leaseMs: 10_000, kinds: [kind] });
     expect(claimed?.id).toBe(id);
     expect(await store.fail({ id, attempt: 1, error: 'smtp said 550', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
     return id;
@@ -117,11 +118,14 @@ describe('postpone', () => {
     expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(0);
 
     const health = await json<{ tables: { table: string; liveRows: number; deadRows: number }[]; oldestSnapshot: unknown }>(['health']);
-    expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+    expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task', 'task_history']);
     for (const t of health.tables) expect(t.deadRows).toBeGreaterThanOrEqual(0);
+    // History: one entry summed over its partitions (each state's DEFAULT, _legacy and 8 days at least).
+    expect((health.tables[2] as { partitions?: number }).partitions).toBeGreaterThanOrEqual(3 * 10);
     const healthText = await postpone(['health']);
     expect(healthText.code).toBe(0);
     expect(healthText.stdout).toMatch(/^TABLE\s+LIVE\s+DEAD\s+HOT\/UPDATES/m);
+    expect(healthText.stdout).toMatch(/^task_history \(\d+ partitions\)\s+\d+\s+\d+\s+\d+\/\d+/m);
     expect(healthText.stdout).toMatch(/^oldest snapshot\s+\S/m);
 
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `CANCELLED task ${later.id}\n`, stderr: '' });
@@ -132,6 +136,42 @@ describe('postpone', () => {
 
     expect(await json(['prune', '--older-than', '0'])).toEqual({ deleted: 2, effectsDeleted: 0, batches: 1 });
     expect((await json<{ tasks: { id: string }[] }>(['list'])).tasks.map((t) => t.id)).toEqual([newId]);
+  });
+
+  it('prune --retention drops the history partitions past each named state\'s retention, text and --json', async () => {
+    // Three tasks finished three days ago (a store on a clock set back; they land in the `_legacy`
+    // partitions, which end at the migration's UTC day), one DEAD task finished now.
+    const clock = new TestClock(Date.now() - 3 * 86_400_000);
+    const store = createPgStore({ connectionString: url, schema, clock });
+    let old: { dead: string; done: string; cancelled: string };
+    try {
+      const dead = await store.schedule({ kind: 'ret', maxAttempts: 1 });
+      const done = await store.schedule({ kind: 'ret' });
+      const cancelled = await store.schedule({ kind: 'ret' });
+      const claimed = await store.claim({ owner: 'w', limit: 2, leaseMs: 60_000, kinds: ['ret'] });
+      expect(claimed.map((c) => c.id)).toEqual([dead.id, done.id]);
+      expect(await store.fail({ id: dead.id, attempt: 1, error: 'gone', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+      expect(await store.complete({ id: done.id, attempt: 1, owner: 'w' })).toBe('DONE');
+      expect(await store.cancel(cancelled.id)).toBe('CANCELLED');
+      old = { dead: dead.id, done: done.id, cancelled: cancelled.id };
+    } finally {
+      await store.close();
+    }
+    const deadNow = await makeDead('ret-now', null);
+
+    // DEAD kept 0 ms: its partitions that ended before now go (the legacy one); today's stays. DONE
+    // kept 2 days: its legacy partition ends today, less than 2 days ago, so it stays. CANCELLED is not named.
+    // One statement per dropped partition and per DEFAULT partition of a named state.
+    expect(await json(['prune', '--retention', 'DEAD=0,DONE=2d'])).toEqual({ deleted: 1, effectsDeleted: 0, batches: 3, partitionsDropped: 1 });
+    expect((await postpone(['show', old.dead])).code).toBe(1);
+    expect((await json<{ task: { state: string } }>(['show', deadNow])).task.state).toBe('DEAD');
+    expect((await json<{ task: { state: string }; effect: unknown }>(['show', old.done])).effect).not.toBeNull();
+
+    // States in any case; the DONE row goes with its effect row.
+    expect(await postpone(['prune', '--retention', 'done=0'])).toEqual({ code: 0, stdout: 'pruned 1 task and 1 effect in 2 batches, 1 partition dropped\n', stderr: '' });
+    expect((await postpone(['show', old.done])).code).toBe(1);
+    expect((await json<{ task: { state: string } }>(['show', old.cancelled])).task.state).toBe('CANCELLED');
+    expect(await json(['prune', '--retention', 'DEAD=0,DONE=0'])).toEqual({ deleted: 0, effectsDeleted: 0, batches: 2, partitionsDropped: 0 });
   });
 
   it('pages with --limit and the printed cursor', async () => {
@@ -199,7 +239,14 @@ describe('postpone', () => {
       [['list', '--limit', '5000'], 2, /^postpone: error INVALID_OPTION: --limit: must be an integer 1\.\.1000/],
       [['list', '--cursor', 'nope'], 2, /^postpone: error INVALID_OPTION: --cursor: /],
       [['show', 'abc'], 2, /^postpone: error INVALID_TASK_ID: id: /],
-      [['prune'], 2, /^postpone: error INVALID_OPTION: give exactly one of --older-than and --before/],
+      [['prune'], 2, /^postpone: error INVALID_OPTION: give exactly one of --older-than, --before and --retention\n/],
+      [['prune', '--retention', 'DONE=1d', '--older-than', '1d'], 2, /^postpone: error INVALID_OPTION: give --retention alone: it replaces the cut-off of --older-than and --before\n/],
+      [['prune', '--retention', 'DEAD=7d', '--before', '2030-01-01T00:00:00Z'], 2, /^postpone: error INVALID_OPTION: give --retention alone/],
+      [['prune', '--retention', 'DONE=1d,RUNNING=2d'], 2, /^postpone: error INVALID_OPTION: --retention: unknown state "RUNNING"; expected DONE, DEAD, CANCELLED\n/],
+      [['prune', '--retention', 'DONE=soon'], 2, /^postpone: error INVALID_OPTION: --retention DONE: expected a duration such as 500, 30s, 15m, 2h or 7d, got "soon"\n/],
+      [['prune', '--retention', 'DONE'], 2, /^postpone: error INVALID_OPTION: --retention: expected STATE=duration/],
+      [['prune', '--retention', ''], 2, /^postpone: error INVALID_OPTION: --retention: expected STATE=duration/],
+      [['prune', '--retention', 'DONE=1d,done=2d'], 2, /^postpone: error INVALID_OPTION: --retention: DONE given twice\n/],
       [['show', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
       [['cancel', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],
       [['retry', '999999'], 1, /^postpone: error NOT_FOUND: no task 999999\n$/],

@@ -1,13 +1,19 @@
 /**
  * The SQL of `PostgresStore.vacuumHealth()` (docs/contract.md#vacuum): what autovacuum has done to
- * the store's tables, and the oldest snapshot that holds back its cleanup. Conventions as in
+ * the store's tables (`task_history` summed over its partitions), and the oldest snapshot that holds back its cleanup. Conventions as in
  * `./sql.ts` (times as epoch ms, aliases without underscores). Reads statistics views only; takes no
  * lock on the tables. `vacuumHealthFrom` turns their rows into the answer (`VacuumHealth`).
  */
 import { literal } from './quote.js';
 
 
-/** `$1` schema name → one row per store table (`task`, `effect`) that has statistics. */
+/**
+ * `$1` schema name → one row per store table that has statistics: `task` and `effect` as
+ * `pg_stat_user_tables` gives them (`partitions` null), and `task_history` (migration 11) as ONE row
+ * summed over its leaf partitions (`pg_partition_tree`, PostgreSQL 17 System Administration Functions, "Partitioning Information Functions"): rows, updates and
+ * vacuum counts added up, the latest vacuum and analyze times, and `partitions` the number of leaves.
+ * A schema before migration 11 has no `task_history` row.
+ */
 const tables = `select s.relname::text as tablename,
        s.n_live_tup::float8 as live, s.n_dead_tup::float8 as dead,
        s.n_tup_upd::float8 as updates, s.n_tup_hot_upd::float8 as hotupdates,
@@ -15,10 +21,25 @@ const tables = `select s.relname::text as tablename,
        (extract(epoch from s.last_autovacuum) * 1000)::float8 as lastautovacuumms,
        (extract(epoch from s.last_vacuum) * 1000)::float8 as lastvacuumms,
        (extract(epoch from s.last_autoanalyze) * 1000)::float8 as lastautoanalyzems,
+       null::float8 as partitions,
        (extract(epoch from now()) * 1000)::float8 as nowms
   from pg_stat_user_tables s
  where s.schemaname = $1::text and s.relname in (${literal('task')}, ${literal('effect')})
- order by s.relname`;
+union all
+select ${literal('task_history')},
+       sum(s.n_live_tup)::float8, sum(s.n_dead_tup)::float8,
+       sum(s.n_tup_upd)::float8, sum(s.n_tup_hot_upd)::float8,
+       sum(s.autovacuum_count)::float8, sum(s.vacuum_count)::float8,
+       (extract(epoch from max(s.last_autovacuum)) * 1000)::float8,
+       (extract(epoch from max(s.last_vacuum)) * 1000)::float8,
+       (extract(epoch from max(s.last_autoanalyze)) * 1000)::float8,
+       count(*)::float8,
+       (extract(epoch from now()) * 1000)::float8
+  from pg_partition_tree(to_regclass(format('%I.%I', $1::text, ${literal('task_history')}))) p
+  join pg_stat_user_tables s on s.relid = p.relid
+ where p.isleaf
+having count(*) > 0
+ order by 1`;
 
 /**
  * → at most one row: of everything that keeps an old transaction id visible in this database — an
@@ -51,9 +72,13 @@ export interface HealthStatements {
 /** The statements of `vacuumHealth()`; they take the schema as a parameter, so one set serves every schema. */
 export const HEALTH_STATEMENTS: HealthStatements = Object.freeze({ tables, oldestSnapshot });
 
-/** What autovacuum has done to one table of the store (from `pg_stat_user_tables`, PostgreSQL 17 §27.2.21). */
+/**
+ * What autovacuum has done to one table of the store (from `pg_stat_user_tables`, PostgreSQL 17
+ * §27.2.21). For the partitioned `task_history` every figure is summed over its leaf partitions and
+ * every time is the latest of theirs.
+ */
 export interface TableVacuumHealth {
-  /** `task` or `effect`. */
+  /** `task`, `effect` or `task_history`. */
   readonly table: string;
   /** Estimated live and dead rows. */
   readonly liveRows: number;
@@ -68,6 +93,8 @@ export interface TableVacuumHealth {
   readonly lastAutovacuum: Date | null;
   readonly lastVacuum: Date | null;
   readonly lastAutoanalyze: Date | null;
+  /** `task_history` only: the leaf partitions summed (one per state and UTC day, plus each state's DEFAULT and `_legacy`); absent for a plain table. */
+  readonly partitions?: number;
 }
 
 /** The oldest thing that keeps old row versions visible, so VACUUM may not remove them (§24.1.5). */
@@ -89,7 +116,7 @@ export interface OldestSnapshot {
 export interface VacuumHealth {
   /** The database's time at the read. */
   readonly now: Date;
-  /** One entry per store table that has statistics (`task`, `effect`), by name. */
+  /** One entry per store table that has statistics (`effect`, `task`, and `task_history` summed over its partitions), by name. */
   readonly tables: readonly TableVacuumHealth[];
   /** Null when nothing in this database holds back cleanup. */
   readonly oldestSnapshot: OldestSnapshot | null;
@@ -112,6 +139,7 @@ export function vacuumHealthFrom(tableRows: readonly Record<string, unknown>[], 
       lastAutovacuum: dateOrNull(r.lastautovacuumms),
       lastVacuum: dateOrNull(r.lastvacuumms),
       lastAutoanalyze: dateOrNull(r.lastautoanalyzems),
+      ...(r.partitions === null || r.partitions === undefined ? {} : { partitions: num(r.partitions) }),
     }),
   );
   const s = snapshotRows[0];

@@ -34,6 +34,8 @@ export {
   historyStatements,
   historyStateTable,
   historyInsert,
+  LIVE_STATE_CONSTRAINT,
+  LIVE_STATE_MIGRATION_VERSION,
   TASK_COLUMN_NAMES,
 } from '@postpone/postgres-history-sql';
 export { type Migration, migrations } from './migrations.js';

@@ -7,7 +7,7 @@
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
-import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from '@postpone/postgres-history-sql';
+import { HISTORY_MIGRATION_VERSION, historyMigrationSql, LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from '@postpone/postgres-history-sql';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -116,6 +116,15 @@ export interface Migration {
  * partitions; existing DONE, CANCELLED and DEAD rows move in the migration; see `./history-sql.ts`.
  * Re-runnable (`if not exists`, `create or replace`, a move that finds nothing the second time).
  *
+ * Version 12 — the live table holds live states only: the CHECK `task_live_state` `(state in
+ * ('SCHEDULED', 'CLAIMED'))` on `task`, added NOT VALID when the catalog does not list it (no scan;
+ * ACCESS EXCLUSIVE for an instant), then VALIDATE CONSTRAINT, which scans the live rows holding only
+ * SHARE UPDATE EXCLUSIVE (PostgreSQL 17 ALTER TABLE, Notes) — inside `migrate()`'s one transaction
+ * the ADD's lock is kept until commit, so run both by hand first on a large backlog. A finished row
+ * still in `task` (written by a process older than version 11) moves to history first. See
+ * `live-state-sql.ts` of `@postpone/postgres-history-sql`. Re-runnable (a catalog check, a VALIDATE
+ * of a valid constraint does nothing, a move that finds nothing).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -201,5 +210,7 @@ drop index if exists ${q}.task_due_idx;`,
     }),
     // Version 11 — live and history apart: see ./history-sql.ts.
     Object.freeze({ version: HISTORY_MIGRATION_VERSION, name: 'live and history apart', sql: historyMigrationSql(schema) }),
+    // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres-history-sql.
+    Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema) }),
   ]);
 }

@@ -2,13 +2,14 @@
  * Migration 11 (live and history apart) against a real PostgreSQL, with no store in between: it
  * moves every finished row of a version-10 schema to `task_history` (ids, effects and retry links
  * kept, `finished_at` = `updated_at`), it is re-runnable, partitions are made ahead and listed with
- * their bounds, and the claim still reads only the live table through `task_claim_idx`.
+ * their bounds, and the claim still reads only the live table through `task_claim_idx`. Then
+ * migration 12: the CHECK `task_live_state` that keeps finished rows out of the live table.
  */
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, historyStatements, migrations, quoteIdent, statements } from '../src/index.js';
+import { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, historyStatements, LIVE_STATE_MIGRATION_VERSION, migrations, quoteIdent, statements } from '../src/index.js';
 
 const schema = uniqueSchemaName('hist');
 const q = quoteIdent(schema);
@@ -135,5 +136,52 @@ describe('migration 11: live and history apart', () => {
     const complete = await plan(s.taskCompleteFenced);
     expect(complete).toMatch(/"Index Name":"task_(pkey|claimed_idx)"/);
     expect(complete).not.toContain('Seq Scan');
+  });
+});
+
+describe('migration 12: the live table holds live states only', () => {
+  const constraint = async () =>
+    (
+      await pool.query<{ validated: boolean }>(
+        `select convalidated as validated from pg_constraint where conrelid = to_regclass($1) and conname = 'task_live_state'`,
+        [`${q}.task`],
+      )
+    ).rows;
+  const insertInto = (state: string) =>
+    pool.query<{ id: string }>(`insert into ${q}.task (kind, state, due_at, attempt, max_attempts) values ('k12', $1, now(), 1, 3) returning id::text as id`, [state]);
+
+  it('moves a finished row a pre-11 process left in task, then refuses every terminal state in task with 23514; re-runnable', async () => {
+    expect(await constraint()).toEqual([]);
+    // Before version 12 nothing refuses it: a process of a version before 11 completing in place.
+    const [stray] = (await insertInto('DONE')).rows;
+    const live = await counts();
+    await apply((v) => v === LIVE_STATE_MIGRATION_VERSION);
+    expect(await constraint()).toEqual([{ validated: true }]);
+    const after = await counts();
+    expect(after.live).toEqual({ ...live.live, DONE: undefined });
+    expect(after.history.DONE).toBe((live.history.DONE ?? 0) + 1);
+    const [moved] = (await pool.query<{ state: string }>(`select state from ${q}.task_history where id = $1`, [stray!.id])).rows;
+    expect(moved?.state).toBe('DONE');
+    for (const state of ['DONE', 'DEAD', 'CANCELLED']) {
+      const refused = await insertInto(state).then(
+        () => undefined,
+        (e: { code?: string; constraint?: string }) => [e.code, e.constraint],
+      );
+      expect(refused, state).toEqual(['23514', 'task_live_state']);
+    }
+    // An UPDATE into a terminal state in place is refused too: a finished task must move.
+    const [scheduled] = (await insertInto('SCHEDULED')).rows;
+    const updated = await pool.query(`update ${q}.task set state = 'CANCELLED' where id = $1`, [scheduled!.id]).then(
+      () => 'updated',
+      (e: { code?: string }) => e.code,
+    );
+    expect(updated).toBe('23514');
+    await pool.query(`delete from ${q}.task where id = $1`, [scheduled!.id]);
+    // The migration's SQL again (as migrate_concurrently runs the last one before migrate() does): nothing changes.
+    const migration = migrations(schema).find((m) => m.version === LIVE_STATE_MIGRATION_VERSION)!;
+    await pool.query(migration.sql);
+    await pool.query(migration.sql);
+    expect(await constraint()).toEqual([{ validated: true }]);
+    expect(await counts()).toEqual(after);
   });
 });

@@ -90,21 +90,33 @@ describe('migrations', () => {
     expect(rows).toEqual(migrations(schema).map((m) => ({ version: m.version, name: m.name })));
   });
 
-  it('the state CHECK takes exactly the core states', async () => {
+  it('the state CHECK takes exactly the core states: the live ones in task, the terminal ones in task_history only (migration 12)', async () => {
+    const refusal = (text: string, params: unknown[]) =>
+      pool.query(text, params).then(
+        () => undefined,
+        (error: { code?: string; constraint?: string }) => [error.code, error.constraint],
+      );
     for (const state of TASK_STATES) {
+      const live = state === TaskState.SCHEDULED || state === TaskState.CLAIMED;
       await rolledBack(async (client) => {
         const claimed = state === TaskState.CLAIMED;
-        await client.query(`insert into ${task} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, $2, $3)`, [
-          state,
-          claimed ? 'w' : null,
-          claimed ? new Date() : null,
-        ]);
+        if (live) {
+          await client.query(`insert into ${task} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, $2, $3)`, [
+            state,
+            claimed ? 'w' : null,
+            claimed ? new Date() : null,
+          ]);
+        } else {
+          await client.query(`insert into ${task}_history (id, kind, state, due_at, max_attempts, finished_at) values (900000001, 'k', $1, now(), 1, now())`, [state]);
+        }
       });
+      if (!live) {
+        expect(await refusal(`insert into ${task} (kind, state, due_at, max_attempts) values ('k', $1, now(), 1)`, [state]), state).toEqual(['23514', 'task_live_state']);
+      }
     }
-    const refused = await pool
-      .query(`insert into ${task} (kind, state, due_at, max_attempts) values ('k', 'RUNNING', now(), 1)`)
-      .then(() => undefined, (error: unknown) => (error as { code?: string }).code);
-    expect(refused).toBe('23514');
+    const refused = await refusal(`insert into ${task} (kind, state, due_at, max_attempts) values ('k', 'RUNNING', now(), 1)`, []);
+    expect(refused?.[0]).toBe('23514');
+    expect((await pool.query<{ n: number }>(`select count(*)::int as n from ${task}`)).rows[0]?.n).toBe(0);
   });
 });
 

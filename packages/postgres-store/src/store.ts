@@ -388,7 +388,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return this.admin.ensureHistoryPartitions(daysAhead === undefined ? undefined : validatePositiveInt(daysAhead, 'daysAhead', 366));
   }
   /**
-   * Dead rows and autovacuum's record for the `task` and `effect` tables, and the oldest snapshot in
+   * Dead rows and autovacuum's record for the `task` and `effect` tables and `task_history` (one entry summed over its partitions), and the oldest snapshot in
    * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
    * @throws StoreError with SQLSTATE 42P01 when the schema is not migrated, ConnectionLostError, StoreClosedError, StoreError
    */

@@ -53,6 +53,16 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     expect(await admin.count()).toBe(0);
   });
 
+  it('23514 a finished state written into the live table (migration 12, task_live_state) → StoreError with sqlState', async () => {
+    for (const state of ['DONE', 'DEAD', 'CANCELLED']) {
+      const error = translateError(await RAW[driver](`insert into ${admin.t('task')} (kind, state, due_at, max_attempts) values ('k', $1, now(), 1)`, [state]));
+      expect(error, state).toBeInstanceOf(StoreError);
+      expect((error as StoreError).sqlState, state).toBe(SqlState.CHECK_VIOLATION);
+      expect((error as StoreError).message, state).toContain('task_live_state');
+    }
+    expect(await admin.count()).toBe(0);
+  });
+
   it('a syntax error → StoreError 42601', async () => {
     const error = translateError(await RAW[driver]('selec 1', []));
     expect(error).toBeInstanceOf(StoreError);

@@ -55,14 +55,24 @@ describe('task table', () => {
     await admin.truncate();
   });
 
-  it('the state CHECK lists exactly the core states', async () => {
+  it('the state CHECK lists exactly the core states: the live ones in task, the terminal ones only in task_history (migration 12)', async () => {
     const error = await rawError(`insert into ${admin.t('task')} (kind, state, due_at, max_attempts) values ('k', 'RUNNING', now(), 1)`);
     expect((translateError(error) as StoreError).sqlState).toBe(SqlState.CHECK_VIOLATION);
-    for (const state of TASK_STATES) {
+    const live = ['SCHEDULED', 'CLAIMED'];
+    for (const [i, state] of TASK_STATES.entries()) {
       const lease = state === 'CLAIMED' ? `'w', now()` : 'null, null';
-      await admin.query(`insert into ${admin.t('task')} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, ${lease})`, [state]);
+      const intoTask = `insert into ${admin.t('task')} (kind, state, due_at, max_attempts, lease_owner, lease_until) values ('k', $1, now(), 1, ${lease})`;
+      if (live.includes(state)) {
+        await admin.query(intoTask, [state]);
+        continue;
+      }
+      const refused = translateError(await rawError(intoTask, [state]));
+      expect(refused, state).toBeInstanceOf(StoreError);
+      expect((refused as StoreError).sqlState, state).toBe(SqlState.CHECK_VIOLATION);
+      expect((refused as StoreError).message, state).toContain('task_live_state');
+      await admin.query(`insert into ${admin.t('task_history')} (id, kind, state, due_at, max_attempts, finished_at) values ($2, 'k', $1, now(), 1, now())`, [state, 900_000_000 + i]);
     }
-    expect(await admin.count()).toBe(TASK_STATES.length);
+    expect([await admin.count(), await admin.count('task_history')]).toEqual([live.length, TASK_STATES.length - live.length]);
     await admin.truncate();
   });
 
@@ -310,7 +320,7 @@ describe('vacuumHealth', () => {
         await new Promise((r) => setTimeout(r, 100));
         health = await store.vacuumHealth();
       }
-      expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task']);
+      expect(health.tables.map((t) => t.table)).toEqual(['effect', 'task', 'task_history']);
       const task = health.tables.find((t) => t.table === 'task');
       expect(task?.deadRows).toBeGreaterThanOrEqual(150);
       expect(health.oldestSnapshot).not.toBeNull();

@@ -64,10 +64,12 @@ export class NegativeControls {
     if (params.pauseMs > 0) await sleep(params.pauseMs);
     const claims: NaiveClaim[] = [];
     for (const { id } of rows) {
-      const result = await this.pool.query<{ id: string; attempt: number; dueatms: number; leaseuntilms: number; claimedatms: number }>(
-        this.sql.naiveClaimById,
-        [id, params.owner, params.leaseMs],
-      );
+      const claimById = () =>
+        this.pool.query<{ id: string; attempt: number; dueatms: number; leaseuntilms: number; claimedatms: number }>(this.sql.naiveClaimById, [id, params.owner, params.leaseMs]);
+      // A row moving to history meanwhile is missed by both halves of the statement (its snapshot
+      // predates the move): once more, with a new snapshot, as the UPDATE in place once found it.
+      let result = await claimById();
+      if (result.rows.length === 0) result = await claimById();
       const row = result.rows[0];
       if (row) claims.push({ id: row.id, attempt: row.attempt, dueAtMs: row.dueatms, leaseUntilMs: row.leaseuntilms, claimedAtMs: row.claimedatms });
     }
@@ -83,7 +85,11 @@ export class NegativeControls {
     const client = await this.pool.connect();
     try {
       await client.query('begin');
-      const { rowCount } = await client.query(this.sql.unfencedComplete, [params.id, JSON.stringify(params.result ?? null)]);
+      const complete = () => client.query(this.sql.unfencedComplete, [params.id, JSON.stringify(params.result ?? null)]);
+      // A row another complete moved to history meanwhile is missed by both halves of the statement
+      // (its snapshot predates the move): once more, with a new snapshot (READ COMMITTED, §13.2.1).
+      let { rowCount } = await complete();
+      if (rowCount === 0) ({ rowCount } = await complete());
       if (rowCount === 1) await this.insertEffectNoUnique(params.id, params.attempt, params.owner, client);
       await client.query('commit');
       return rowCount === 1 ? 'DONE' : 'REJECTED_STALE';

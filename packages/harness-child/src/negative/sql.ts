@@ -11,10 +11,20 @@ function ms(expr: string): string {
   return `floor(extract(epoch from ${expr}) * 1000)::float8`;
 }
 
+/**
+ * The columns a row keeps when it moves between `task` and `task_history` (migration 11; `history`
+ * has these and `finished_at`). `state`, the lease, `attempt`, `result` and `updated_at` are set by
+ * the statement that moves it.
+ */
+const KEPT = ['id', 'kind', 'key', 'queue', 'priority', 'payload', 'due_at', 'failures', 'max_attempts', 'cancel_requested', 'last_error', 'created_at', 'trace_context', 'retry', 'retry_of', 'retried_as'];
+
 /** The broken statements of one schema. */
 export function negativeStatements(schema: string) {
   const q = pg.escapeIdentifier(schema);
   const task = `${q}.task`;
+  const history = `${q}.task_history`;
+  const kept = KEPT.join(', ');
+  const lease = `clock_timestamp() + ($3::float8 * interval '1 millisecond')`;
   const effectNoUnique = `${q}.effect_nounique`;
   return Object.freeze({
     /** An effect table without a primary or unique key: duplicates are stored, not refused. */
@@ -42,22 +52,42 @@ export function negativeStatements(schema: string) {
 
     /**
      * Naive claim, step 2: `$1` id, `$2` owner, `$3` lease ms → the claimed row. UPDATE by id with no
-     * state guard: a row another worker claimed (or even completed) in between is claimed again.
+     * state guard: a row another worker claimed (or even completed) in between is claimed again —
+     * since the live/history split (migration 11) a completed row is in `task_history`, so the
+     * naive claim moves it back into `task` as CLAIMED, as its UPDATE once did in place.
      */
-    naiveClaimById: `update ${task}
-   set state = 'CLAIMED', attempt = attempt + 1, lease_owner = $2::text,
-       lease_until = clock_timestamp() + ($3::float8 * interval '1 millisecond'), updated_at = now()
- where id = $1::bigint
-returning id::text as id, attempt, ${ms('due_at')} as dueatms, ${ms('lease_until')} as leaseuntilms, ${ms('now()')} as claimedatms`,
+    naiveClaimById: `with upd as (
+  update ${task}
+     set state = 'CLAIMED', attempt = attempt + 1, lease_owner = $2::text, lease_until = ${lease}, updated_at = now()
+   where id = $1::bigint
+  returning id, attempt, due_at, lease_until
+), back as (
+  delete from ${history} h where h.id = $1::bigint returning h.*
+), ins as (
+  insert into ${task} (${kept}, state, attempt, lease_owner, lease_until, result, updated_at) overriding system value
+  select ${kept}, 'CLAIMED', attempt + 1, $2::text, ${lease}, result, now() from back
+  returning id, attempt, due_at, lease_until
+)
+select id::text as id, attempt, ${ms('due_at')} as dueatms, ${ms('lease_until')} as leaseuntilms, ${ms('now()')} as claimedatms
+  from (select * from upd union all select * from ins) r`,
 
     /**
      * Unfenced complete: `$1` id, `$2` result JSON text → `{ id }` when the row exists. No attempt
-     * guard and no state guard: a late worker overwrites the result of the current attempt.
+     * guard and no state guard: a late worker overwrites the result of the current attempt. A live
+     * row moves to `task_history` as DONE (since migration 12 `task` refuses a DONE row); a row
+     * already there gets the result written over.
      */
-    unfencedComplete: `update ${task}
-   set state = 'DONE', result = $2::text::jsonb, lease_owner = null, lease_until = null, updated_at = now()
- where id = $1::bigint
-returning id::text as id`,
+    unfencedComplete: `with moved as (
+  delete from ${task} t where t.id = $1::bigint returning t.*
+), ins as (
+  insert into ${history} (${kept}, state, attempt, lease_owner, lease_until, result, updated_at, finished_at)
+  select ${kept}, 'DONE', attempt, null, null, $2::text::jsonb, now(), now() from moved
+  returning id
+), upd as (
+  update ${history} h set state = 'DONE', result = $2::text::jsonb, updated_at = now() where h.id = $1::bigint
+  returning id
+)
+select id::text as id from ins union all select id::text as id from upd`,
   });
 }
 
