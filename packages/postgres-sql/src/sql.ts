@@ -18,6 +18,7 @@
 import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
 import { historyInsert, literal, quoteIdent } from '@postpone/postgres-history-sql';
+import { reclaimLockKey } from './reclaim-lock-sql.js';
 
 export { literal, quoteIdent };
 
@@ -578,11 +579,21 @@ select c.state as state,
      * `transition('reclaim')`: an expired lease (a crash or a stall) is one more failure; cancel
      * requested → CANCELLED, that failure brings `failures` to `max_attempts` → DEAD, else SCHEDULED
      * with `due_at` unchanged.
+     *
+     * One reclaimer per schema (docs/contract.md#connection-budget): `gate` tries the schema's reclaim
+     * lock (`./reclaim-lock-sql.ts`). `pg_try_advisory_xact_lock` never waits, and the lock lasts
+     * until the statement's implicit transaction ends (§9.28.10, §13.3.5). The pick reads `gate`
+     * through an uncorrelated sub-select: an InitPlan, so the planner gates the scan with a
+     * `One-Time Filter` (§14.1) that is evaluated before the scan returns — and FOR UPDATE locks — any
+     * row. A caller that finds the lock held scans nothing and returns no row.
      */
-    taskReclaimExpired: `with picked as materialized (
+    taskReclaimExpired: `with gate as materialized (
+  select pg_try_advisory_xact_lock(${reclaimLockKey(literal(schema))}) as got
+), picked as materialized (
   select s.id, not s.cancel_requested and s.failures + 1 < s.max_attempts as stays
     from ${task} s
-   where s.state = ${C}
+   where (select g.got from gate g)
+     and s.state = ${C}
      and s.lease_until < ${NOW}
    order by s.lease_until, s.id
    for update skip locked
