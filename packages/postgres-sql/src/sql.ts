@@ -127,6 +127,22 @@ function levelDueRows(task: string, limit: string, pad: string): string {
   ].join(`\n${pad}`);
 }
 
+/**
+ * The fence of a batch statement over many attempts (`taskCompleteManyFenced`, `taskExtendMany` in
+ * `./renew-sql.ts`): row `t` is one of the `locked` ids, matched to its `input` item `i`, and still
+ * holds that item's attempt, CLAIMED, with no cancel requested — re-checked on the newest row
+ * version (PostgreSQL 17 §13.2.1). `pad` indents the continuation lines.
+ */
+export function batchFence(t: string, pad: string): string {
+  return [
+    `${t}.id = any(array(select l.id from locked l))`,
+    `and i.id = ${t}.id`,
+    `and ${t}.attempt = i.attempt`,
+    `and ${t}.state = ${C}`,
+    `and not ${t}.cancel_requested`,
+  ].join(`\n${pad}`);
+}
+
 /** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
 function claimUpdate(task: string): string {
   return `update ${task} t
@@ -450,11 +466,7 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id
 ), done as (
   delete from ${task} t
    using input i
-   where t.id = any(array(select l.id from locked l))
-     and i.id = t.id
-     and t.attempt = i.attempt
-     and t.state = ${C}
-     and not t.cancel_requested
+   where ${batchFence('t', '     ')}
   returning t.*, i.result as new_result, i.owner as owner, i.ord as ord
 ), moved as (
   ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result' }, 'id')}
