@@ -594,10 +594,11 @@ select c.state as state,
      *
      * One reclaimer per schema (docs/contract.md#connection-budget): `gate` tries the schema's reclaim
      * lock (`./reclaim-lock-sql.ts`). `pg_try_advisory_xact_lock` never waits, and the lock lasts
-     * until the statement's implicit transaction ends (§9.28.10, §13.3.5). The pick reads `gate`
-     * through an uncorrelated sub-select: an InitPlan, so the planner gates the scan with a
-     * `One-Time Filter` (§14.1) that is evaluated before the scan returns — and FOR UPDATE locks — any
-     * row. A caller that finds the lock held scans nothing and returns no row.
+     * until the transaction ends (§9.28.10, §13.3.5): in autocommit the statement's implicit one
+     * (§3.4). The pick reads `gate` through an uncorrelated sub-select: an InitPlan, which the planner
+     * turns into a `One-Time Filter` over the scan, evaluated before the scan returns — and FOR UPDATE
+     * locks — any row (the plan `listen-share.test.ts` of `@postpone/postgres` reads: the scan is
+     * `never executed` while the lock is held). A caller that finds it held scans nothing, returns no row.
      */
     taskReclaimExpired: `with gate as materialized (
   select pg_try_advisory_xact_lock(${reclaimLockKey(literal(schema))}) as got
