@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { BENCH_TASK, POSTPONE_SCHEMA, postponeAdmin, type RunContext, waitFor, workerNode } from '@postpone/bench-peers';
+import { BENCH_TASK, POSTPONE_SCHEMA, postponeAdmin, type RateFigures, type RunContext, rateFigures, waitFor, workerNode } from '@postpone/bench-peers';
 import type { CeilingChildConfig, CeilingChildMessage } from './protocol.js';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./child.js', import.meta.url));
@@ -23,19 +23,11 @@ export interface CeilingParams {
   readonly batches: readonly number[];
 }
 
-export interface CeilingPoint {
+/** One batch size measured; its `statementsPerTask` counts claims, completions and the final empty claims. */
+export interface CeilingPoint extends RateFigures {
   readonly batch: number;
-  readonly processes: number;
-  readonly tasks: number;
-  readonly completed: number;
-  readonly seconds: number;
-  readonly tasksPerSecond: number;
-  /** Statements per completed task (claims, completions and the final empty claims). */
-  readonly statementsPerTask: number;
   /** CPU of the loops per completed task, ms. */
   readonly cpuMsPerTask: number;
-  /** Server execution time per completed task, ms (`pg_stat_statements`; NaN without it). */
-  readonly serverMsPerTask: number;
 }
 
 export interface CeilingResult {
@@ -85,14 +77,8 @@ async function measure(ctx: RunContext, url: string, database: string, params: C
     if (state.completed !== params.tasks) throw new Error(`ceiling completed ${state.completed} of ${params.tasks} tasks`);
     return {
       batch,
-      processes: params.processes,
-      tasks: params.tasks,
-      completed: state.completed,
-      seconds,
-      tasksPerSecond: state.completed / seconds,
-      statementsPerTask: state.statements / state.completed,
+      ...rateFigures({ processes: params.processes, tasks: params.tasks, completed: state.completed, seconds, statements: state.statements, serverMs: after.execMs - before.execMs }),
       cpuMsPerTask: state.cpuMs / state.completed,
-      serverMsPerTask: (after.execMs - before.execMs) / state.completed,
     };
   } finally {
     for (const p of procs) if (p.connected) p.disconnect();

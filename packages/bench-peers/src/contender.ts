@@ -4,6 +4,7 @@
  */
 import type { StatementCounter } from './db/statements.js';
 import { workerNode } from './node24.js';
+import { WorkerProcesses } from './processes.js';
 import type { RunDatabases } from './run-databases.js';
 import type { SystemAdmin } from './systems/system.js';
 
@@ -43,4 +44,27 @@ export interface RunContext {
   readonly counter: StatementCounter;
   /** When set, worker processes reach their run's database through the route it opens (the bench's own reads go direct). */
   readonly route?: (url: string) => Promise<Route>;
+}
+
+/**
+ * Opens the run's route to `url` (when `ctx` has one) and spawns `processes` worker processes of
+ * `contender`, `concurrency` handlers each, connected through it; the caller stops the workers and
+ * closes the route.
+ * @throws what {@link WorkerProcesses.spawn} throws, after closing the route
+ */
+export async function spawnContender(
+  ctx: RunContext,
+  contender: Contender,
+  url: string,
+  processes: number,
+  concurrency: number,
+): Promise<{ readonly workers: WorkerProcesses; readonly route: Route | undefined }> {
+  const route = await ctx.route?.(url);
+  try {
+    const config = { system: contender.admin.system, setting: contender.setting, connectionString: route?.url ?? url, concurrency };
+    return { workers: await WorkerProcesses.spawn(processes, config, {}, execPathOf(contender)), route };
+  } catch (error) {
+    await route?.close();
+    throw error;
+  }
 }

@@ -5,7 +5,7 @@
  * server helpers (databases, statement counts) and the statistics the whole bench shares.
  */
 export { alternate, type RoundsOf } from './alternate.js';
-export { type Contender, contenderLabel, execPathOf, type Route, type RunContext } from './contender.js';
+export { type Contender, contenderLabel, execPathOf, type Route, type RunContext, spawnContender } from './contender.js';
 export { nodeVersionOf, workerNode } from './node24.js';
 export { WorkerProcesses } from './processes.js';
 export { withClient } from './db/admin.js';
@@ -18,6 +18,6 @@ export { RunDatabases } from './run-databases.js';
 export { POSTPONE_SCHEMA, postponeAdmin } from './systems/postpone.js';
 export { loadAdmin } from './systems/registry.js';
 export type { SettingInfo, SystemAdmin } from './systems/system.js';
-export { runThroughput, type ThroughputParams, type ThroughputResult } from './throughput.js';
+export { type RateFigures, rateFigures, runThroughput, type ThroughputParams, type ThroughputResult } from './throughput.js';
 export { type Distribution, distribution, median, percentile, type RoundSummary, summarizeRounds } from './util/stats.js';
 export { delay, waitFor, type WaitOptions, WaitTimeoutError } from './util/wait.js';

@@ -6,8 +6,7 @@
  */
 import { distribution, type Distribution } from './util/stats.js';
 import { delay, waitUntil } from './util/wait.js';
-import { type Contender, contenderLabel, execPathOf, type RunContext } from './contender.js';
-import { WorkerProcesses } from './processes.js';
+import { type Contender, contenderLabel, type RunContext, spawnContender } from './contender.js';
 
 export interface LatenessParams {
   readonly tasks: number;
@@ -35,21 +34,9 @@ export interface LatenessResult {
 const SETTLE_MS = 500;
 
 export async function runLateness(ctx: RunContext, contender: Contender, params: LatenessParams): Promise<LatenessResult> {
-  const { admin, setting } = contender;
+  const { admin } = contender;
   return await ctx.databases.withFresh(admin, 'late', async (url) => {
-    const route = await ctx.route?.(url);
-    let workers: WorkerProcesses;
-    try {
-      workers = await WorkerProcesses.spawn(
-        params.processes,
-        { system: admin.system, setting, connectionString: route?.url ?? url, concurrency: params.concurrency },
-        {},
-        execPathOf(contender),
-      );
-    } catch (error) {
-      await route?.close();
-      throw error;
-    }
+    const { workers, route } = await spawnContender(ctx, contender, url, params.processes, params.concurrency);
     try {
       await workers.go();
       await delay(SETTLE_MS);

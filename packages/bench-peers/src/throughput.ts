@@ -8,8 +8,7 @@
 import pg from 'pg';
 import { type StatementStat, type StatementTotals, topBetween } from './db/statements.js';
 import { delay, waitUntil } from './util/wait.js';
-import { type Contender, contenderLabel, execPathOf, type RunContext } from './contender.js';
-import { WorkerProcesses } from './processes.js';
+import { type Contender, contenderLabel, type RunContext, spawnContender } from './contender.js';
 
 export interface ThroughputParams {
   readonly tasks: number;
@@ -19,8 +18,8 @@ export interface ThroughputParams {
   readonly capMs: number;
 }
 
-export interface ThroughputResult {
-  readonly label: string;
+/** The figures of one rate measurement (a throughput run, a point of the SQL-only ceiling). */
+export interface RateFigures {
   readonly processes: number;
   readonly tasks: number;
   /** Tasks completed in the database when the clock stopped. */
@@ -31,6 +30,17 @@ export interface ThroughputResult {
   readonly statementsPerTask: number;
   /** Server execution time per completed task, ms (pg_stat_statements; NaN without it). */
   readonly serverMsPerTask: number;
+}
+
+/** {@link RateFigures} from the totals of a run: `statements` sent and `serverMs` executed while the clock ran. */
+export function rateFigures(m: { processes: number; tasks: number; completed: number; seconds: number; statements: number; serverMs: number }): RateFigures {
+  const perTask = (total: number) => (m.completed > 0 ? total / m.completed : Number.NaN);
+  const { processes, tasks, completed, seconds } = m;
+  return { processes, tasks, completed, seconds, tasksPerSecond: completed / seconds, statementsPerTask: perTask(m.statements), serverMsPerTask: perTask(m.serverMs) };
+}
+
+export interface ThroughputResult extends RateFigures {
+  readonly label: string;
   /** CPU time of the worker processes per completed task, ms (from `go` to the end of their stop). */
   readonly workerCpuMsPerTask: number;
   /** Request/response turns on the workers' connections per completed task (only through a {@link RunContext.route}). */
@@ -57,23 +67,11 @@ export async function runThroughput(
   params: ThroughputParams,
   afterEnqueue?: (url: string) => Promise<void>,
 ): Promise<ThroughputResult> {
-  const { admin, setting } = contender;
+  const { admin } = contender;
   return await ctx.databases.withFresh(admin, `tp${params.processes}`, async (url, database) => {
     await admin.enqueue(url, Array.from({ length: params.tasks }, () => ({})));
     await afterEnqueue?.(url);
-    const route = await ctx.route?.(url);
-    let workers: WorkerProcesses;
-    try {
-      workers = await WorkerProcesses.spawn(
-        params.processes,
-        { system: admin.system, setting, connectionString: route?.url ?? url, concurrency: params.concurrency },
-        {},
-        execPathOf(contender),
-      );
-    } catch (error) {
-      await route?.close();
-      throw error;
-    }
+    const { workers, route } = await spawnContender(ctx, contender, url, params.processes, params.concurrency);
     const client = new pg.Client({ connectionString: url, application_name: 'postpone-bench-progress' });
     await client.connect();
     let ownReads = 0;
@@ -112,13 +110,7 @@ export async function runThroughput(
       const seconds = (t1 - t0) / 1000;
       measured = {
         label: contenderLabel(contender),
-        processes: params.processes,
-        tasks: params.tasks,
-        completed,
-        seconds,
-        tasksPerSecond: completed / seconds,
-        statementsPerTask: completed > 0 ? statements / completed : Number.NaN,
-        serverMsPerTask: completed > 0 ? (after.execMs - before.execMs) / completed : Number.NaN,
+        ...rateFigures({ processes: params.processes, tasks: params.tasks, completed, seconds, statements, serverMs: after.execMs - before.execMs }),
         capped: left > 0,
       };
     } finally {

@@ -46,12 +46,10 @@ export function validateFailRetry(params: { readonly retryable?: unknown; readon
 /**
  * Checks SnoozeParams: a task id, an attempt, and exactly one of `dueAt` (valid Date, years 1..9999)
  * or `delayMs` (whole ms 0..MAX_DELAY_MS).
- * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION (`attempt`, unknown field), INVALID_RUN_AT (`dueAt`), INVALID_DELAY (`delayMs`, or both/neither given)
+ * @throws ValidationError INVALID_OPTION (`params` not an object, see {@link checkCallParams}; `attempt`; an unknown field), INVALID_TASK_ID, INVALID_RUN_AT (`dueAt`), INVALID_DELAY (`delayMs`, or both/neither given)
  */
 export function validateSnoozeParams(params: unknown): { id: TaskId; attempt: number; dueAt: Date | null; delayMs: number } {
-  if (typeof params !== 'object' || params === null) throw new ValidationError('INVALID_OPTION', 'params', 'must be an object { id, attempt, dueAt | delayMs }');
-  rejectUnknownFields(params, ['id', 'attempt', 'dueAt', 'delayMs']);
-  const p = params as Record<string, unknown>;
+  const p = checkCallParams('snooze', params) as Record<string, unknown>;
   const id = parseTaskId(p.id);
   const attempt = validateAttempt(p.attempt);
   if ((p.dueAt === undefined) === (p.delayMs === undefined)) throw new ValidationError('INVALID_DELAY', 'delayMs', 'give dueAt or delayMs, exactly one');
@@ -70,6 +68,7 @@ export const CALL_FIELDS = Object.freeze({
   complete: ['id', 'attempt', 'owner', 'result', 'work'],
   fail: ['id', 'attempt', 'error', 'backoffMs', 'retryable', 'maxAttempts'],
   release: ['id', 'attempt'],
+  snooze: ['id', 'attempt', 'dueAt', 'delayMs'],
   reclaimExpired: ['limit'],
   peekDue: ['withinMs', 'limit', 'kinds', 'queue'],
 } as const);

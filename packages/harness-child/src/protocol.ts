@@ -150,8 +150,13 @@ export type ChildEvent =
   | { readonly type: 'reclaimed'; readonly id: string; readonly attempt: number; readonly outcome: string }
   /** Hybrid discovery re-read the store (`reason`: start, fallback, horizon, gap, reconnect). */
   | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number }
-  /** How long one `store.claim` took, in ms (monotonic clock of the child), and how many it returned. */
-  | { readonly type: 'claimTimed'; readonly ms: number; readonly count: number; readonly ok: boolean }
+  /**
+   * How long one `store.claim` took, in ms (monotonic clock of the child), the `limit` it asked for
+   * and how many it returned; `ok` false when the call rejected (sent for every such call: the worker
+   * reports only the first failed store call of an outage as `error`). A rejected claim may still
+   * have committed up to `limit` attempts that no worker observed.
+   */
+  | { readonly type: 'claimTimed'; readonly ms: number; readonly limit: number; readonly count: number; readonly ok: boolean }
   /** A `migrate` control finished: `ms` taken, `error` text when it threw. */
   | { readonly type: 'migrated'; readonly schema: string; readonly ms: number; readonly error?: string }
   | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }

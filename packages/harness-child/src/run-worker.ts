@@ -18,17 +18,21 @@ export interface WorkerRun {
   readonly variant?: VariantPlan;
 }
 
-/** `store` with every extend answer (of `extend` and of each `extendMany` item) sent to the test as an `extended` event, and every claim's duration as `claimTimed`. */
+/**
+ * `store` with every extend answer (of `extend` and of each `extendMany` item) sent to the test as an
+ * `extended` event, and every claim call as `claimTimed` (its duration and limit; `ok` false for each
+ * call that rejected, so the test knows exactly how many claims ended without an answer).
+ */
 function observeExtend<Tx>(store: Store<Tx>, channel: ParentChannel): Store<Tx> {
   return overrideStore(store, {
     claim: async (params) => {
       const started = performance.now();
       try {
         const tasks = await store.claim(params);
-        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, count: tasks.length, ok: true });
+        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, limit: params.limit, count: tasks.length, ok: true });
         return tasks;
       } catch (error) {
-        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, count: 0, ok: false });
+        void channel.emit({ type: 'claimTimed', ms: performance.now() - started, limit: params.limit, count: 0, ok: false });
         throw error;
       }
     },

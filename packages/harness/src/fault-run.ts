@@ -146,6 +146,17 @@ export class FaultRun {
     return out;
   }
 
+  /**
+   * The claim calls that ended without an answer (rejected: connection lost, reply timeout, server
+   * stopped), counted by every child at its store boundary, and the attempts they may have taken:
+   * the sum of their limits. Such a claim may have committed in the database, so its attempts can
+   * be missing from the observed claims (the checker's `unobservedClaimsAllowed`).
+   */
+  unansweredClaims(): { readonly calls: number; readonly attempts: number } {
+    const failed = this.children.flatMap((c) => c.eventsOf('claimTimed')).filter((e) => !e.ok);
+    return { calls: failed.length, attempts: failed.reduce((sum, e) => sum + e.limit, 0) };
+  }
+
   /** Children that exited on their own, without being killed or stopped by the case (a crash), with their last fatal error. */
   crashed(): string[] {
     return this.children

@@ -178,8 +178,9 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
   }
   const elapsedMs = performance.now() - startedAt;
   await run.stop();
-  // A SIGKILLed worker may have claimed tasks whose reports never left it: at most its concurrency each.
-  run.recorder.unobservedClaimsAllowed = kills * settings.concurrency;
+  // A SIGKILLed worker may have claimed tasks whose reports never left it: at most its concurrency
+  // each; and a claim call that rejected (its answer lost at a restart) may have committed its limit.
+  run.recorder.unobservedClaimsAllowed = kills * settings.concurrency + run.unansweredClaims().attempts;
   const verdict = await run.judge();
   const cancelOutcomes: Record<string, number> = {};
   for (const op of run.recorder.ops) if (op.type === 'cancel') cancelOutcomes[op.outcome] = (cancelOutcomes[op.outcome] ?? 0) + 1;

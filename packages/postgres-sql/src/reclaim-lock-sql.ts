@@ -1,6 +1,7 @@
 /**
  * The reclaimer's advisory lock (docs/contract.md#connection-budget): of N workers on one schema,
  * one reclaims expired leases per round, the others skip at once instead of scanning the same rows.
+ * The reclaim statement takes it itself, in autocommit: one round trip per reclaim.
  *
  * `pg_try_advisory_xact_lock` never waits: it returns false while another transaction holds the
  * key, and the lock is released at that transaction's commit or rollback (PostgreSQL 17 §9.28.10,
@@ -9,5 +10,15 @@
  * independently.
  */
 
-/** `$1` schema name → one row `{ locked: boolean }`. Must run inside the reclaim's transaction. */
-export const RECLAIM_LOCK_SQL = `select pg_try_advisory_xact_lock(hashtextextended('postpone:reclaim:' || $1::text, 0)) as locked`;
+/** The reclaim lock's key (a bigint) for the schema name given by the SQL text expression `schemaText`. */
+export function reclaimLockKey(schemaText: string): string {
+  return `hashtextextended('postpone:reclaim:' || ${schemaText}::text, 0)`;
+}
+
+/**
+ * `$1` schema name → one row `{ locked: boolean }`: takes the reclaim lock inside the caller's
+ * transaction, for as long as it lasts. The store's reclaim takes the same lock inside its own
+ * statement (`taskReclaimExpired` in `./sql.ts`); this one lets another session hold it (tests, or an
+ * operator pausing reclaims).
+ */
+export const RECLAIM_LOCK_SQL = `select pg_try_advisory_xact_lock(${reclaimLockKey('$1')}) as locked`;

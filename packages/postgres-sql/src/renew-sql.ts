@@ -4,7 +4,7 @@
  * underscores).
  */
 import { TaskState } from '@postpone/core';
-import { literal, millis, NOW, quoteIdent } from './sql.js';
+import { batchFence, literal, millis, NOW, quoteIdent } from './sql.js';
 
 const C = literal(TaskState.CLAIMED);
 const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
@@ -42,11 +42,7 @@ export function renewStatements(schema: string) {
 update ${task} t
    set lease_until = ${CLOCK} + ${millis('$3')}
   from input i
- where t.id = any(array(select l.id from locked l))
-   and i.id = t.id
-   and t.attempt = i.attempt
-   and t.state = ${C}
-   and not t.cancel_requested
+ where ${batchFence('t', '   ')}
    and t.lease_until > ${NOW}
 returning i.ord::int as ord`,
   });

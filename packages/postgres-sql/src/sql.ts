@@ -18,6 +18,7 @@
 import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
 import { historyInsert, literal, quoteIdent } from '@postpone/postgres-history-sql';
+import { reclaimLockKey } from './reclaim-lock-sql.js';
 
 export { literal, quoteIdent };
 
@@ -123,6 +124,22 @@ function levelDueRows(task: string, limit: string, pad: string): string {
     ' order by s.due_at, s.id',
     ' for update skip locked',
     ` limit ${limit}`,
+  ].join(`\n${pad}`);
+}
+
+/**
+ * The fence of a batch statement over many attempts (`taskCompleteManyFenced`, `taskExtendMany` in
+ * `./renew-sql.ts`): row `t` is one of the `locked` ids, matched to its `input` item `i`, and still
+ * holds that item's attempt, CLAIMED, with no cancel requested — re-checked on the newest row
+ * version (PostgreSQL 17 §13.2.1). `pad` indents the continuation lines.
+ */
+export function batchFence(t: string, pad: string): string {
+  return [
+    `${t}.id = any(array(select l.id from locked l))`,
+    `and i.id = ${t}.id`,
+    `and ${t}.attempt = i.attempt`,
+    `and ${t}.state = ${C}`,
+    `and not ${t}.cancel_requested`,
   ].join(`\n${pad}`);
 }
 
@@ -449,11 +466,7 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id
 ), done as (
   delete from ${task} t
    using input i
-   where t.id = any(array(select l.id from locked l))
-     and i.id = t.id
-     and t.attempt = i.attempt
-     and t.state = ${C}
-     and not t.cancel_requested
+   where ${batchFence('t', '     ')}
   returning t.*, i.result as new_result, i.owner as owner, i.ord as ord
 ), moved as (
   ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result' }, 'id')}
@@ -578,11 +591,22 @@ select c.state as state,
      * `transition('reclaim')`: an expired lease (a crash or a stall) is one more failure; cancel
      * requested → CANCELLED, that failure brings `failures` to `max_attempts` → DEAD, else SCHEDULED
      * with `due_at` unchanged.
+     *
+     * One reclaimer per schema (docs/contract.md#connection-budget): `gate` tries the schema's reclaim
+     * lock (`./reclaim-lock-sql.ts`). `pg_try_advisory_xact_lock` never waits, and the lock lasts
+     * until the transaction ends (§9.28.10, §13.3.5): in autocommit the statement's implicit one
+     * (§3.4). The pick reads `gate` through an uncorrelated sub-select: an InitPlan, which the planner
+     * turns into a `One-Time Filter` over the scan, evaluated before the scan returns — and FOR UPDATE
+     * locks — any row (the plan `listen-share.test.ts` of `@postpone/postgres` reads: the scan is
+     * `never executed` while the lock is held). A caller that finds it held scans nothing, returns no row.
      */
-    taskReclaimExpired: `with picked as materialized (
+    taskReclaimExpired: `with gate as materialized (
+  select pg_try_advisory_xact_lock(${reclaimLockKey(literal(schema))}) as got
+), picked as materialized (
   select s.id, not s.cancel_requested and s.failures + 1 < s.max_attempts as stays
     from ${task} s
-   where s.state = ${C}
+   where (select g.got from gate g)
+     and s.state = ${C}
      and s.lease_until < ${NOW}
    order by s.lease_until, s.id
    for update skip locked

@@ -96,7 +96,6 @@ import {
   statements,
   type TaskNotice,
   type TaskRow,
-  RECLAIM_LOCK_SQL,
   type WorkerNotice,
   workerNoticePayload,
 } from '@postpone/postgres-sql';
@@ -801,23 +800,17 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * ONE conditional UPDATE over expired leases (`lease_until < now`), at most `limit` (default
-   * 1 000, max 10 000), FOR UPDATE SKIP LOCKED, in a transaction that first takes the schema's
-   * reclaim lock with `pg_try_advisory_xact_lock` (`RECLAIM_LOCK_SQL`): one caller per schema
-   * reclaims at a time, and a caller that finds the lock held returns `[]` at once without scanning
-   * (docs/contract.md#connection-budget). Each task is reclaimed once.
+   * 1 000, max 10 000), FOR UPDATE SKIP LOCKED, in autocommit (one round trip). The same statement
+   * first tries the schema's reclaim lock with `pg_try_advisory_xact_lock` (`taskReclaimExpired`):
+   * one caller per schema reclaims at a time, and a caller that finds the lock held returns `[]` at
+   * once without scanning (docs/contract.md#connection-budget). Each task is reclaimed once.
    * @returns what each task moved to, by id (`[]` when another caller holds the reclaim lock)
    */
   async reclaimExpired(params: ReclaimParams = {}): Promise<ReclaimedTask[]> {
     this.assertOpen();
     checkCallParams('reclaimExpired', params);
     const limit = params.limit === undefined ? DEFAULT_RECLAIM_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_RECLAIM_LIMIT);
-    const rows = await this.call(() =>
-      this.driver.transaction(async (query) => {
-        const [lock] = await query(RECLAIM_LOCK_SQL, [this.schema]);
-        if (lock?.locked !== true) return [];
-        return await query(this.sql.taskReclaimExpired, [this.nowParam(), limit, this.notifyChannel]);
-      }),
-    );
+    const rows = await this.call(() => this.driver.query(this.sql.taskReclaimExpired, [this.nowParam(), limit, this.notifyChannel]));
     return rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), outcome: r.state as ReclaimOutcome }));
   }
 

@@ -9,9 +9,9 @@
 import { TestClock } from '@postpone/core';
 import pg from 'pg';
 import postgres from 'postgres';
-import { RECLAIM_LOCK_SQL } from '@postpone/postgres-sql';
+import { RECLAIM_LOCK_SQL, statements } from '@postpone/postgres-sql';
 import { describe, expect, it } from 'vitest';
-import type { Driver } from '../src/index.js';
+import { type Driver, PostgresStore } from '../src/index.js';
 import { createPgDriver, createPgStore } from '../src/pg.js';
 import { createPostgresJsDriver, createPostgresJsStore } from '../src/postgres-js.js';
 import { DRIVERS, type DriverName, makeKit, migratedSchema, waitFor } from './support/kits.js';
@@ -176,21 +176,130 @@ describe.each(DRIVERS)('one reclaimer at a time (%s)', (driver) => {
     }
   });
 
-  it('two concurrent reclaims over 200 expired leases: every task reclaimed once, and one call found the lock held or did all the work', async () => {
+  it('reclaimExpired is one statement in autocommit, the lock included: 1 query, no transaction, whether it reclaims or finds the lock held', async () => {
+    const inner = driverFor(driver, appName(driver));
+    const calls = { query: 0, transaction: 0 };
+    const counted: Driver<unknown> = {
+      name: inner.name,
+      directListen: inner.directListen,
+      ...(inner.connectionBudget === undefined ? {} : { connectionBudget: inner.connectionBudget }),
+      isTx: (value: unknown): value is unknown => inner.isTx(value),
+      queryIn: (tx, text, params) => inner.queryIn(tx, text, params),
+      listen: (channel, onNotify, options) => inner.listen(channel, onNotify, options),
+      close: () => inner.close(),
+      query: (text, params) => {
+        calls.query++;
+        return inner.query(text, params);
+      },
+      transaction: (fn) => {
+        calls.transaction++;
+        return inner.transaction(fn);
+      },
+    };
+    const clock = new TestClock();
+    const store = new PostgresStore(counted, { schema: admin.schema, clock });
+    const holder = new pg.Client({ connectionString: admin.url });
+    await holder.connect();
+    try {
+      const kind = `reclaim1_${driver}`;
+      await store.scheduleMany(Array.from({ length: 5 }, () => ({ kind })));
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 1_000, kinds: [kind] })).toHaveLength(5);
+      clock.tick(1_001);
+      await holder.query('begin');
+      expect((await holder.query(RECLAIM_LOCK_SQL, [admin.schema])).rows).toEqual([{ locked: true }]);
+      calls.query = 0;
+      calls.transaction = 0;
+      expect(await store.reclaimExpired()).toEqual([]);
+      expect(calls).toEqual({ query: 1, transaction: 0 });
+      await holder.query('commit');
+      expect(await store.reclaimExpired()).toHaveLength(5);
+      expect(calls).toEqual({ query: 2, transaction: 0 });
+    } finally {
+      await holder.end();
+      await store.close();
+      await inner.close();
+    }
+  });
+
+  it('two concurrent reclaims over 20 expired leases, the first held inside its statement after picking 10: the second returns [] at once and moves nothing; every task reclaimed once', async () => {
     const kit = makeKit(driver);
     const clock = new TestClock();
     const [a, b] = [kit.store({ schema: admin.schema, clock }), kit.store({ schema: admin.schema, clock })];
+    const kind = `reclaim2_${driver}`;
+    const blocker = new pg.Client({ connectionString: admin.url });
+    await blocker.connect();
+    const fn = admin.t(`reclaim_park_${driver}`);
     try {
-      const kind = `reclaim2_${driver}`;
-      await a.scheduleMany(Array.from({ length: 200 }, () => ({ kind })));
-      expect(await a.claim({ owner: 'w', limit: 200, leaseMs: 1_000, kinds: [kind] })).toHaveLength(200);
+      const tasks = await a.scheduleMany(Array.from({ length: 20 }, () => ({ kind, maxAttempts: 3 })));
+      expect(await a.claim({ owner: 'w', limit: 20, leaseMs: 1_000, kinds: [kind] })).toHaveLength(20);
       clock.tick(1_001);
-      const [x, y] = await Promise.all([a.reclaimExpired(), b.reclaimExpired()]);
-      expect(x.length + y.length).toBe(200);
-      expect(new Set([...x, ...y].map((r) => r.id)).size).toBe(200);
-      // The lock is held for the whole statement: the work is never split between the two.
-      expect(Math.min(x.length, y.length)).toBe(0);
+      // Test instrumentation: a trigger that parks the reclaim's UPDATE of the first task (the pick
+      // takes the reclaim lock, then locks its rows in lease order, equal here, then id) while
+      // `blocker` holds advisory lock 4242. Only the call that picked the first task parks.
+      const firstId = Math.min(...tasks.map((t) => Number(t.id)));
+      await admin.query(
+        `create function ${fn}() returns trigger language plpgsql as $$ begin
+           if new.id = ${firstId} then perform pg_advisory_xact_lock(4242); end if;
+           return new;
+         end $$`,
+      );
+      await admin.query(`create trigger reclaim_park_${driver} before update on ${admin.t('task')} for each row execute function ${fn}()`);
+      await blocker.query('select pg_advisory_lock(4242)');
+      const first = a.reclaimExpired({ limit: 10 });
+      const parked = async () => (await admin.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = 4242 and not granted`))[0]?.n === 1;
+      await waitFor(parked, 'the first reclaim parked inside its statement');
+      // The first holds the reclaim lock until its statement ends: the second scans nothing. Without
+      // the lock it would take the 10 expired leases the first did not pick (FOR UPDATE SKIP LOCKED).
+      expect(await b.reclaimExpired()).toEqual([]);
+      const claimed = () => admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task')} where kind = $1 and state = 'CLAIMED'`, [kind]);
+      expect(await claimed()).toEqual([{ n: 20 }]);
+      await blocker.query('select pg_advisory_unlock(4242)');
+      const x = await first;
+      expect(x).toHaveLength(10);
+      const y = await b.reclaimExpired();
+      expect(y).toHaveLength(10);
+      expect(new Set([...x, ...y].map((r) => r.id)).size).toBe(20);
+      expect(await claimed()).toEqual([{ n: 0 }]);
     } finally {
+      await blocker.end();
+      await admin.query(`drop trigger if exists reclaim_park_${driver} on ${admin.t('task')}`);
+      await admin.query(`drop function if exists ${fn}()`);
+      await kit.close();
+    }
+  });
+});
+
+describe('the reclaim lock gates the pick', () => {
+  it('while another session holds the lock, the reclaim statement (EXPLAIN ANALYZE) never executes its scan: a One-Time Filter on an InitPlan, evaluated before any row is locked', async () => {
+    const kit = makeKit('pg');
+    const clock = new TestClock();
+    const store = kit.store({ schema: admin.schema, clock });
+    const holder = new pg.Client({ connectionString: admin.url });
+    await holder.connect();
+    try {
+      const kind = 'reclaim_gate';
+      await store.scheduleMany(Array.from({ length: 10 }, () => ({ kind })));
+      expect(await store.claim({ owner: 'w', limit: 10, leaseMs: 1_000, kinds: [kind] })).toHaveLength(10);
+      const later = new Date(clock.now() + 60_000).toISOString();
+      const explain = async () =>
+        (await admin.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off, timing off) ${statements(admin.schema).taskReclaimExpired}`, [later, 1_000, 'c']))
+          .map((r) => r['QUERY PLAN'])
+          .join('\n');
+      await holder.query('begin');
+      expect((await holder.query(RECLAIM_LOCK_SQL, [admin.schema])).rows).toEqual([{ locked: true }]);
+      const gated = await explain();
+      // The pick: LockRows over the gate, whose scan of task never ran.
+      const pick = gated.slice(gated.indexOf('CTE picked'), gated.indexOf('CTE stay'));
+      expect(pick).toMatch(/LockRows[\s\S]*One-Time Filter: \(InitPlan \d+\)\.col1[\s\S]*Scan[^\n]* on task s[^\n]*\(never executed\)/);
+      const claimed = () => admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task')} where kind = $1 and state = 'CLAIMED'`, [kind]);
+      expect(await claimed()).toEqual([{ n: 10 }]);
+      await holder.query('commit');
+      // Free: the same statement scans and reclaims the ten.
+      const open = await explain();
+      expect(open.slice(open.indexOf('CTE picked'), open.indexOf('CTE stay'))).not.toContain('never executed');
+      expect(await claimed()).toEqual([{ n: 0 }]);
+    } finally {
+      await holder.end();
       await kit.close();
     }
   });
