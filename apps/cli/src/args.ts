@@ -26,12 +26,15 @@ export class OutcomeError extends Error {
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
- * `500`, `500ms`, `30s`, `15m`, `2h`, `7d` → milliseconds.
+ * `500`, `500ms`, `30s`, `15m`, `2h`, `7d` → milliseconds; with `unit` `'required'` (prune's cut-offs)
+ * a bare number other than 0 is refused.
  * @throws UsageError INVALID_OPTION for anything else
  */
-export function parseDuration(text: string, field: string): number {
+export function parseDuration(text: string, field: string, unit: 'optional' | 'required' = 'optional'): number {
   const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected a duration such as 500, 30s, 15m, 2h or 7d, got ${JSON.stringify(text)}`);
+  if (m === null) throw new UsageError('INVALID_OPTION', `${field}: expected a duration such as ${unit === 'optional' ? '500, ' : ''}30s, 15m, 2h or 7d, got ${JSON.stringify(text)}`);
+  // What deletes history takes no bare number but 0: "7" meant as 7 days would be 7 ms and prune nearly all of it.
+  if (m[2] === undefined && unit === 'required' && Number(m[1]) !== 0) throw new UsageError('INVALID_OPTION', `${field}: give a unit (ms, s, m, h or d), such as 7d; a bare number would be milliseconds, got ${JSON.stringify(text)}`);
   return Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
 }
 
@@ -61,7 +64,7 @@ export function parseRetention(text: string, field: string): Partial<Record<Rete
       throw new UsageError('INVALID_OPTION', `${field}: unknown state ${JSON.stringify(m[1])}; expected ${RETENTION_STATES.join(', ')}`);
     }
     if (retention[state] !== undefined) throw new UsageError('INVALID_OPTION', `${field}: ${state} given twice`);
-    retention[state] = parseDuration(m[2] as string, `${field} ${state}`);
+    retention[state] = parseDuration(m[2] as string, `${field} ${state}`, 'required');
   }
   return retention;
 }

@@ -118,6 +118,11 @@ function retryText(id: string, r: RetryResult): string {
   }
 }
 
+/** The version in this package's package.json (next to dist/ and src/). */
+function cliVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 /** Builds the program; `out` receives what goes to stdout (one call per command). */
 export function buildProgram(out: Out): Command {
   const program = new Command('postpone')
@@ -125,6 +130,7 @@ export function buildProgram(out: Out): Command {
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string').env('DATABASE_URL'))
     .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
     .option('--json', 'print JSON instead of text')
+    .version(cliVersion(), '-V, --version', "print the CLI's version")
     .showHelpAfterError('(run with --help for usage)')
     // commander's own usage errors ("unknown option…") in the CLI's format, code USAGE; inherited by the commands.
     .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'postpone: error USAGE: ')) })
@@ -282,7 +288,7 @@ export function buildProgram(out: Out): Command {
   program
     .command('prune')
     .description('delete DONE, CANCELLED and DEAD tasks (and their effects): finished before a cut-off, in batches; or past a retention per state, dropping whole history partitions')
-    .option('--older-than <duration>', 'finished more than this long ago: 30s, 15m, 2h, 7d')
+    .option('--older-than <duration>', 'finished more than this long ago, with a unit: 30s, 15m, 2h, 7d')
     .option('--before <time>', 'finished before this time, ISO 8601')
     .option('--retention <state=duration,...>', 'keep each terminal state this long after it finished: DONE=1d,DEAD=7d,CANCELLED=7d (any of the three; a state left out is kept)')
     .option('--batch-size <n>', 'rows per batch (1..10000)', '1000')
@@ -295,7 +301,7 @@ export function buildProgram(out: Out): Command {
         throw new UsageError('INVALID_OPTION', 'give exactly one of --older-than, --before and --retention');
       }
       const params = {
-        ...(opts.olderThan !== undefined ? { olderThanMs: parseDuration(opts.olderThan, '--older-than') } : {}),
+        ...(opts.olderThan !== undefined ? { olderThanMs: parseDuration(opts.olderThan, '--older-than', 'required') } : {}),
         ...(opts.before !== undefined ? { before: parseDate(opts.before, '--before') } : {}),
         ...(opts.retention !== undefined ? { retention: parseRetention(opts.retention, '--retention') } : {}),
         batchSize: parseInteger(opts.batchSize, '--batch-size'),
@@ -356,7 +362,7 @@ function asOptionText(error: ValidationError): string {
 function report(error: unknown, schema: string): number {
   const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
   // The store's hint names its API; on the command line the remedy is a command.
-  if (StoreError.isInstance(error) && (error as StoreError).sqlState === SqlState.UNDEFINED_TABLE) {
+  if (StoreError.isInstance(error) && [SqlState.UNDEFINED_TABLE, SqlState.INVALID_SCHEMA_NAME].includes((error as StoreError).sqlState as string)) {
     say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone --schema ${schema} migrate`);
     return 1;
   }
@@ -370,4 +376,11 @@ function report(error: unknown, schema: string): number {
   return 1;
 }
 
+// A reader that stops early (`postpone list | head`) closes the pipe: stop quietly, as Unix tools do.
+// Any other failure to write the output (a full disk) is said on stderr, with exit code 1.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  process.stderr.write(`postpone: error UNEXPECTED: cannot write the output: ${error.message}\n`);
+  process.exit(1);
+});
 process.exitCode = await run(process.argv.slice(2));

@@ -3,8 +3,8 @@
  * every command, its output (text and --json), exit codes (0 ok, 1 failure, 2 bad usage) and the
  * typed error code on stderr.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,7 +134,7 @@ describe('postpone', () => {
     expect(notRetryable.code).toBe(1);
     expect(notRetryable.stderr).toBe(`postpone: error NOT_RETRYABLE: task ${newId} is SCHEDULED; only DEAD and CANCELLED tasks can be retried\n`);
 
-    expect(await json(['prune', '--older-than', '0'])).toEqual({ deleted: 2, effectsDeleted: 0, batches: 1 });
+    expect(await json(['prune', '--older-than', '0s'])).toEqual({ deleted: 2, effectsDeleted: 0, batches: 1 });
     expect((await json<{ tasks: { id: string }[] }>(['list'])).tasks.map((t) => t.id)).toEqual([newId]);
   });
 
@@ -243,7 +243,10 @@ describe('postpone', () => {
       [['prune', '--retention', 'DONE=1d', '--older-than', '1d'], 2, /^postpone: error INVALID_OPTION: give --retention alone: it replaces the cut-off of --older-than and --before\n/],
       [['prune', '--retention', 'DEAD=7d', '--before', '2030-01-01T00:00:00Z'], 2, /^postpone: error INVALID_OPTION: give --retention alone/],
       [['prune', '--retention', 'DONE=1d,RUNNING=2d'], 2, /^postpone: error INVALID_OPTION: --retention: unknown state "RUNNING"; expected DONE, DEAD, CANCELLED\n/],
-      [['prune', '--retention', 'DONE=soon'], 2, /^postpone: error INVALID_OPTION: --retention DONE: expected a duration such as 500, 30s, 15m, 2h or 7d, got "soon"\n/],
+      [['prune', '--retention', 'DONE=soon'], 2, /^postpone: error INVALID_OPTION: --retention DONE: expected a duration such as 30s, 15m, 2h or 7d, got "soon"\n/],
+      // A bare number would be milliseconds: "7" meant as 7 days pruned nearly all history (found by a user).
+      [['prune', '--older-than', '7'], 2, /^postpone: error INVALID_OPTION: --older-than: give a unit \(ms, s, m, h or d\), such as 7d; a bare number would be milliseconds, got "7"\n/],
+      [['prune', '--retention', 'DONE=7'], 2, /^postpone: error INVALID_OPTION: --retention DONE: give a unit \(ms, s, m, h or d\), such as 7d; a bare number would be milliseconds, got "7"\n/],
       [['prune', '--retention', 'DONE'], 2, /^postpone: error INVALID_OPTION: --retention: expected STATE=duration/],
       [['prune', '--retention', ''], 2, /^postpone: error INVALID_OPTION: --retention: expected STATE=duration/],
       [['prune', '--retention', 'DONE=1d,done=2d'], 2, /^postpone: error INVALID_OPTION: --retention: DONE given twice\n/],
@@ -262,6 +265,12 @@ describe('postpone', () => {
       stdout: '',
       stderr: 'postpone: error INVALID_OPTION: no database: set DATABASE_URL or pass --database-url (to try Postpone, `pnpm db` in a checkout starts one and prints its URL)\n',
     });
+    // A schema that does not exist at all (3F000 where a missing table is 42P01) gets the same hint (found by a user).
+    const noSchema = await postpone(['--schema', 'never_migrated_here', 'prune', '--retention', 'DONE=1d']);
+    expect(noSchema.code).toBe(1);
+    expect(noSchema.stderr).toMatch(/^postpone: error STORE_ERROR: .*(42P01|3F000).*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
+    const version = await postpone(['--version'], {});
+    expect(version).toEqual({ code: 0, stdout: `${(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version}\n`, stderr: '' });
     const notMigrated = await postpone(['--schema', 'never_migrated_here', 'stats']);
     expect(notMigrated.code).toBe(1);
     expect(notMigrated.stderr).toMatch(/^postpone: error STORE_ERROR: .*42P01.*: the schema is not migrated; run: postpone --schema never_migrated_here migrate\n$/);
@@ -277,5 +286,35 @@ describe('postpone', () => {
     const unreachable = await postpone(['stats', '--database-url', 'postgres://nobody:x@127.0.0.1:1/none'], {});
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/^postpone: error CONNECTION_FAILED: .*refused/i);
+  });
+
+  it('a reader that closes the pipe early (postpone list | head) ends the CLI quietly, exit 0 (found by a user: EPIPE stack trace)', async () => {
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      await store.scheduleMany(Array.from({ length: 1_000 }, (_, i) => ({ kind: 'epipe', payload: { i, text: 'x'.repeat(100) }, delayMs: 3_600_000 })));
+    } finally {
+      await store.close();
+    }
+    const r = await new Promise<{ code: number | null; stderr: string; got: number }>((resolve) => {
+      const child = spawn(process.execPath, [BIN, '--schema', schema, '--json', 'list', '--kind', 'epipe', '--limit', '1000'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let got = 0;
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      // Like `head -c 1`: take the first chunk, then close the read end while the CLI still writes (its output is > 100 kB).
+      child.stdout.once('data', (chunk: Buffer) => {
+        got = chunk.length;
+        child.stdout.destroy();
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr, got });
+      });
+    });
+    expect(r.got).toBeGreaterThan(0);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
   });
 });

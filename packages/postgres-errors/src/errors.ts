@@ -24,6 +24,8 @@ export const SqlState = Object.freeze({
   UNIQUE_VIOLATION: '23505',
   /** 42P01 undefined_table: the schema was never migrated. */
   UNDEFINED_TABLE: '42P01',
+  /** 3F000 invalid_schema_name: the schema does not exist (never migrated, or a typo). */
+  INVALID_SCHEMA_NAME: '3F000',
   /** 28P01 invalid_password. */
   INVALID_PASSWORD: '28P01',
   /** 28000 invalid_authorization_specification: e.g. no pg_hba.conf entry, unknown role. */
@@ -41,6 +43,7 @@ export const SqlState = Object.freeze({
 /** Extra words for SQLSTATEs whose usual cause is a known mistake. */
 const HINTS: Readonly<Record<string, string>> = {
   [SqlState.UNDEFINED_TABLE]: ' (hint: call store.migrate() once for this schema)',
+  [SqlState.INVALID_SCHEMA_NAME]: ' (hint: call store.migrate() once for this schema)',
 };
 
 const CONNECTION_SQLSTATES: ReadonlySet<string> = new Set([SqlState.ADMIN_SHUTDOWN, SqlState.CRASH_SHUTDOWN]);

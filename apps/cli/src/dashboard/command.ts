@@ -70,7 +70,8 @@ export function registerDashboard(program: Command, start: (options: DashboardCl
 export async function serveDashboard(store: DashboardStore, schema: string, options: DashboardCliOptions, out: { stdout: (text: string) => void }): Promise<void> {
   const running = await startDashboard({ store, schema, host: options.host, port: options.port, token: options.token, refreshMs: options.refreshMs });
   const how = options.token === null ? '' : ` (open ${running.url}?token=<your token> once, or send Authorization: Bearer <token>)`;
-  out.stdout(`postpone dashboard listening on ${running.url}${how}; Ctrl-C stops it`);
+  // The URL ends the phrase with a space after it, so a terminal's link never takes in the punctuation.
+  out.stdout(`postpone dashboard listening on ${running.url} ${how.trim()}${how ? ' ' : ''}(Ctrl-C stops it)`);
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.off('SIGINT', stop);
