@@ -17,8 +17,11 @@
  * - **Claims**: a fired timer makes a claim owed; the worker loop claims with its free slots (the
  *   store's atomic claim, which takes whatever is due, in due order). An owed claim stays owed while
  *   no slot is free, and is paid as soon as one frees. A claim that came back full leaves one owed
- *   (more may be due); a claim that came back short settles every timer fired before it was sent.
- * - **Catch-up**: a claim is owed on start, and after a load everything already due fires at once.
+ *   when more is known to be due (a fired timer it did not take, a backlog being helped, or a cut
+ *   load: the wheel may not hold everything); a claim that came back short settles every timer fired
+ *   before it was sent.
+ * - **Catch-up**: after a load everything already due fires at once; a claim is owed on start only
+ *   when the first load failed or was cut at its limit.
  * - **Sharing** (docs/contract.md#discovery-sharing; when the store can announce workers): the workers
  *   of one group (same queue and kinds) learn each other from notices (`hello` at start, answered by
  *   the others; refreshed every {@link ANNOUNCE_MS}). Due time is cut into slices of
@@ -37,7 +40,7 @@
 import type { ClaimedTask, PeekResult } from '@postpone/core';
 import { anySignal, type LoadWindow, TaskWheel, type WaitingTask } from '@postpone/wheel';
 import { DatabaseClock } from './database-clock.js';
-import { type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
+import { type ClaimCause, type ClaimCount, type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
 import type { ResolvedHybridOptions } from './hybrid-options.js';
 import { type NoticeSource, noticeSource, readNotice, readWorkerNotice, type TaskNotice } from './notices.js';
 import { PauseWatch } from './pause-watch.js';
@@ -94,8 +97,20 @@ export class HybridDiscovery implements Discovery {
   private owedSince = Number.NEGATIVE_INFINITY;
   /** First owed timer since the claim in flight was sent (NaN: none). */
   private owedSinceSent = Number.NaN;
-  /** Owed timers not yet settled by a claim: task id → whether its slice is this worker's. */
-  private readonly pending = new Map<string, boolean>();
+  /** Owed timers not yet settled by a claim: task id → why it made a claim owed (`own`: its slice is this worker's). */
+  private readonly pending = new Map<string, 'own' | 'fallback' | 'help'>();
+  /** Why a claim is owed when no timer is pending (start, a full claim, a failed one). */
+  private owedCause: ClaimCause = 'start';
+  /** Why the claim in flight was sent. */
+  private sentCause: ClaimCause = 'start';
+  private readonly byCause: Record<ClaimCause, { claims: number; empty: number }> = {
+    own: { claims: 0, empty: 0 },
+    fallback: { claims: 0, empty: 0 },
+    help: { claims: 0, empty: 0 },
+    full: { claims: 0, empty: 0 },
+    start: { claims: 0, empty: 0 },
+    retry: { claims: 0, empty: 0 },
+  };
   /** What the claim in flight settles: the ids pending when it was sent. */
   private sent: string[] = [];
   private claims = 0;
@@ -166,6 +181,11 @@ export class HybridDiscovery implements Discovery {
     this.owed = false;
     this.owedSinceSent = Number.NaN;
     this.sent = [...this.pending.keys()];
+    const causes = new Set(this.pending.values());
+    const timerCause = causes.has('own') ? 'own' : causes.has('fallback') ? 'fallback' : causes.has('help') ? 'help' : null;
+    this.sentCause = this.owedCause !== 'start' || timerCause === null ? this.owedCause : timerCause;
+    this.owedCause = 'start';
+    this.byCause[this.sentCause].claims += 1;
     this.claims += 1;
     return this.claims;
   }
@@ -175,8 +195,10 @@ export class HybridDiscovery implements Discovery {
     if (claimed === null || token !== this.claims) {
       this.claimRetryAt = now + Math.min(RETRY_MS, this.options.fallbackPollMs);
       this.owed = this.urgent = true;
+      this.owedCause = 'retry';
       return;
     }
+    if (claimed.length === 0) this.byCause[this.sentCause].empty += 1;
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
     let backlog = false;
     for (const task of claimed) {
@@ -193,7 +215,7 @@ export class HybridDiscovery implements Discovery {
     // worker (or cancelled). One of this worker's own slices taken by another: it may think this worker gone.
     let taken = false;
     for (const id of this.sent) {
-      if (this.pending.get(id) === true) taken = true;
+      if (this.pending.get(id) === 'own') taken = true;
       if (!full) this.pending.delete(id);
     }
     this.sent = [];
@@ -201,7 +223,13 @@ export class HybridDiscovery implements Discovery {
       this.lastReannounceAt = now;
       void this.announce(false);
     }
-    if (full) this.owed = this.urgent = true;
+    // A full claim leaves one owed only when more may be due that this worker should take: a fired timer
+    // it did not take, a backlog it helps with, or tasks the wheel may not hold (the last load was cut).
+    // Else the wheel's next timer makes the next claim (a claim owed blindly comes back empty).
+    if (full && (this.pending.size > 0 || now < this.helpUntil || this.window?.inclusive === false)) {
+      this.owed = this.urgent = true;
+      this.owedCause = 'full';
+    } else if (full) this.owed = false;
     else {
       this.owed = this.pending.size > 0;
       if (this.owed) this.owedSince = Number.isNaN(this.owedSinceSent) ? now : this.owedSinceSent;
@@ -222,6 +250,7 @@ export class HybridDiscovery implements Discovery {
     const now = this.deps.pacing.now();
     const owner = Number.isNaN(dueAtMs) ? this.peers.self : this.peers.ownerOf(dueAtMs);
     const mine = owner === this.peers.self;
+    let cause: 'own' | 'fallback' | 'help' = 'own';
     if (!mine) {
       // Only a load proves the task still waits (a late fire may be this worker's own stall).
       if (this.overdue.delete(id)) {
@@ -229,12 +258,16 @@ export class HybridDiscovery implements Discovery {
         this.peers.suspect(owner);
         this.fallbacks += 1;
         this.urgent = true;
+        cause = 'fallback';
       } else if (now >= this.helpUntil) {
         this.deferred += 1;
         return;
-      } else this.helped += 1;
+      } else {
+        this.helped += 1;
+        cause = 'help';
+      }
     }
-    this.pending.set(id, mine);
+    this.pending.set(id, cause);
     if (Number.isNaN(this.owedSinceSent)) this.owedSinceSent = now;
     if (!this.owed) {
       this.owed = true;
@@ -276,6 +309,7 @@ export class HybridDiscovery implements Discovery {
       deferred: this.deferred,
       fallbacks: this.fallbacks,
       helped: this.helped,
+      claimsByCause: Object.fromEntries(Object.entries(this.byCause).map(([cause, count]) => [cause, { ...count }])) as Record<ClaimCause, ClaimCount>,
     };
   }
 
@@ -435,6 +469,9 @@ export class HybridDiscovery implements Discovery {
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
     this.window = window;
     this.wheel.finishLoad(token, tasks, window, (ms) => this.fireTime(ms));
+    // The start's catch-up claim is owed only when the wheel may not hold everything due: every listed
+    // task already due fires at the next advance anyway.
+    if (reason === 'start' && !cut && this.owedCause === 'start' && this.pending.size === 0 && this.claims === 0) this.owed = false;
     const early = this.early;
     this.early = [];
     for (const notice of early) this.apply(notice, window);

@@ -6,6 +6,8 @@
  */
 export { createDiscovery, type DiscoverySettings } from './create.js';
 export type {
+  ClaimCause,
+  ClaimCount,
   Discovery,
   DiscoveryDeps,
   DiscoveryOperation,

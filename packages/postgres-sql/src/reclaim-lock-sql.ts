@@ -9,5 +9,8 @@
  * independently.
  */
 
-/** `$1` schema name → one row `{ locked: boolean }`. Must run inside the reclaim's transaction. */
+/**
+ * `$1` schema name → one row `{ locked: boolean }`: the reclaim lock taken on its own (e.g. to hold it
+ * off in a test). The store's reclaim statement (`taskReclaimExpired`) takes the same key itself.
+ */
 export const RECLAIM_LOCK_SQL = `select pg_try_advisory_xact_lock(hashtextextended('postpone:reclaim:' || $1::text, 0)) as locked`;

@@ -567,7 +567,11 @@ select c.state as state,
   from cancelled c`,
 
     /**
-     * `$1` now, `$2` limit, `$3` notify channel → `{ id, attempt, state }` per reclaimed task.
+     * `$1` now, `$2` limit, `$3` notify channel, `$4` schema name → `{ id, attempt, state }` per reclaimed task.
+     *
+     * The statement first takes the schema's reclaim lock (`pg_try_advisory_xact_lock`, the key of
+     * `RECLAIM_LOCK_SQL`) in a one-time filter: while another transaction holds it, it scans nothing and
+     * returns no row; else the lock is held until the statement's own transaction ends. One round trip.
      *
      * One statement, never read-then-write (an UPDATE of the tasks that stay live, a DELETE + INSERT
      * into `task_history` of those that end DEAD or CANCELLED): a MATERIALIZED pick (see taskClaim) locks expired
@@ -582,7 +586,8 @@ select c.state as state,
     taskReclaimExpired: `with picked as materialized (
   select s.id, not s.cancel_requested and s.failures + 1 < s.max_attempts as stays
     from ${task} s
-   where s.state = ${C}
+   where (select pg_try_advisory_xact_lock(hashtextextended('postpone:reclaim:' || $4::text, 0)))
+     and s.state = ${C}
      and s.lease_until < ${NOW}
    order by s.lease_until, s.id
    for update skip locked

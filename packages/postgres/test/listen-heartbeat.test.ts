@@ -27,13 +27,13 @@ it('pg: a half-open LISTEN connection is dropped by the heartbeat and LISTEN sta
     const seen: string[] = [];
     let reconnects = 0;
     const unlisten = await store.listen((n) => seen.push(n.id), { onReconnect: () => (reconnects += 1) });
-    const before = await store.schedule({ kind: 'beat', delayMs: 60_000 });
+    const before = await store.schedule({ kind: 'beat', delayMs: 20_000 });
     await waitFor(() => seen.includes(before.id), 'notice before the fault');
     const open = proxy.list().filter((c) => c.open);
     expect(open.length).toBeGreaterThan(0);
     for (const c of open) proxy.setConnectionFault(c.id, { mode: 'blackhole' });
     await waitFor(() => reconnects >= 1, 'listen again after the half-open connection', 2 * LISTEN_HEARTBEAT_MS + 5_000);
-    const after = await store.schedule({ kind: 'beat', delayMs: 60_000 });
+    const after = await store.schedule({ kind: 'beat', delayMs: 20_000 });
     await waitFor(() => seen.includes(after.id), 'notice after the reconnect');
     await unlisten();
   } finally {
