@@ -34,6 +34,8 @@
  * - **Helping**: a claim that took another worker's task more than {@link HELP_LATE_MS} after its due
  *   time shows a backlog there; for {@link HELP_MS} this worker then claims at every fired timer, so
  *   its free slots drain the backlog (work-conserving under saturation; some claims may come back empty).
+ * - **Bursts**: when {@link BURST_TASKS} timers of one other worker's slice fired here, one claim is owed
+ *   here {@link HELP_LATE_MS} later: it helps (above) when that worker could not take them all in time.
  * - **Gathering**: an owed claim waits for the worker's next timer when that fires within
  *   {@link GATHER_TICKS} ticks of the first, so one claim takes tasks due close together.
  */
@@ -70,6 +72,12 @@ export const FALLBACK_GRACE_MS = 500;
 export const HELP_LATE_MS = 50;
 /** While helping, every fired timer makes a claim owed, as without sharing. */
 export const HELP_MS = 100;
+/**
+ * A burst: this many timers of one other worker's slice fired here. More than that worker may take in
+ * one claim, so after {@link HELP_LATE_MS} one claim is owed here too: when it takes that worker's tasks
+ * late, helping goes on; when they were taken, it comes back short (or empty) and settles.
+ */
+export const BURST_TASKS = 32;
 /** Period of a worker's presence notice; a worker not heard from for {@link PEER_TTL_MS} is forgotten. */
 export const ANNOUNCE_MS = 15_000;
 export const PEER_TTL_MS = 3 * ANNOUNCE_MS + 5_000;
@@ -119,6 +127,9 @@ export class HybridDiscovery implements Discovery {
   private deferred = 0;
   private fallbacks = 0;
   private helped = 0;
+  /** The other worker's slice whose deferred timers are being counted for a burst, and how many fired. */
+  private burstSlice = Number.NaN;
+  private burstCount = 0;
   private readonly peers: Peers;
   private readonly group: string;
   private readonly gatherMs: number;
@@ -261,6 +272,7 @@ export class HybridDiscovery implements Discovery {
         cause = 'fallback';
       } else if (now >= this.helpUntil) {
         this.deferred += 1;
+        this.countBurst(dueAtMs, now);
         return;
       } else {
         this.helped += 1;
@@ -273,6 +285,20 @@ export class HybridDiscovery implements Discovery {
       this.owed = true;
       this.owedSince = now;
     }
+  }
+
+  /** Counts a deferred timer; at {@link BURST_TASKS} in one slice a claim is owed here, {@link HELP_LATE_MS} from now. */
+  private countBurst(dueAtMs: number, now: number): void {
+    const slice = this.peers.sliceOf(dueAtMs);
+    if (slice !== this.burstSlice) {
+      this.burstSlice = slice;
+      this.burstCount = 0;
+    }
+    this.burstCount += 1;
+    if (this.burstCount !== BURST_TASKS || this.owed) return;
+    this.owed = this.urgent = true;
+    this.owedCause = 'help';
+    this.claimRetryAt = now + HELP_LATE_MS;
   }
 
   async wait(maxMs: number, wake: AbortSignal, full: boolean): Promise<void> {
