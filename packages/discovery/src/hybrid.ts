@@ -130,6 +130,8 @@ export class HybridDiscovery implements Discovery {
   /** The other worker's slice whose deferred timers are being counted for a burst, and how many fired. */
   private burstSlice = Number.NaN;
   private burstCount = 0;
+  /** `claimRetryAt` holds a burst's helping claim back (a timer of this worker's own lifts it). */
+  private burstWait = false;
   private readonly peers: Peers;
   private readonly group: string;
   private readonly gatherMs: number;
@@ -207,10 +209,12 @@ export class HybridDiscovery implements Discovery {
       this.claimRetryAt = now + Math.min(RETRY_MS, this.options.fallbackPollMs);
       this.owed = this.urgent = true;
       this.owedCause = 'retry';
+      this.burstWait = false;
       return;
     }
     if (claimed.length === 0) this.byCause[this.sentCause].empty += 1;
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
+    this.burstWait = false;
     let backlog = false;
     for (const task of claimed) {
       this.wheel.remove(task.id);
@@ -280,6 +284,10 @@ export class HybridDiscovery implements Discovery {
       }
     }
     this.pending.set(id, cause);
+    if (this.burstWait) {
+      this.burstWait = false;
+      this.claimRetryAt = Number.NEGATIVE_INFINITY;
+    }
     if (Number.isNaN(this.owedSinceSent)) this.owedSinceSent = now;
     if (!this.owed) {
       this.owed = true;
@@ -299,6 +307,7 @@ export class HybridDiscovery implements Discovery {
     this.owed = this.urgent = true;
     this.owedCause = 'help';
     this.claimRetryAt = now + HELP_LATE_MS;
+    this.burstWait = true;
   }
 
   async wait(maxMs: number, wake: AbortSignal, full: boolean): Promise<void> {
