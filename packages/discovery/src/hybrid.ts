@@ -9,7 +9,8 @@
  *   (`reconnect`: notifications sent meanwhile are lost). Each load is merged: timers of tasks the
  *   store no longer lists are dropped, notifications that came during the read are kept.
  * - **Placement** uses the database's due time and the database's now learnt with each read
- *   ({@link DatabaseClock}), mapped onto the monotonic clock: never the worker's wall clock, so a
+ *   and each claim that took a task (its `claimedAt`; {@link DatabaseClock}: the tightest recent bound
+ *   wins, and timers move when it tightens by a tick), mapped onto the monotonic clock: never the worker's wall clock, so a
  *   worker whose clock is off by minutes still claims on time. Timers are ceiled to the tick: never
  *   before the due time.
  * - **Notifications** (`listen`, when the store has it): a task scheduled within the loaded window is
@@ -122,6 +123,10 @@ export class HybridDiscovery implements Discovery {
   /** What the claim in flight settles: the ids pending when it was sent. */
   private sent: string[] = [];
   private claims = 0;
+  /** Monotonic time the claim in flight was sent (its answer is a sample of the database clock). */
+  private claimSentAt = 0;
+  /** The database clock's offset when the wheel's timers were last placed by a load or moved. */
+  private placedOffset = Number.POSITIVE_INFINITY;
   private lastReannounceAt = Number.NEGATIVE_INFINITY;
   private fired = 0;
   private deferred = 0;
@@ -200,6 +205,7 @@ export class HybridDiscovery implements Discovery {
     this.owedCause = 'start';
     this.byCause[this.sentCause].claims += 1;
     this.claims += 1;
+    this.claimSentAt = this.deps.pacing.now();
     return this.claims;
   }
 
@@ -212,7 +218,19 @@ export class HybridDiscovery implements Discovery {
       this.burstWait = false;
       return;
     }
-    if (claimed.length === 0) this.byCause[this.sentCause].empty += 1;
+    const first = claimed[0];
+    if (first === undefined) this.byCause[this.sentCause].empty += 1;
+    // The claim's `claimedAt` is the database's now while the claim ran: a sample of the clock as good
+    // as a load's and far more frequent under load, so timers are placed on a tighter offset.
+    else {
+      this.clock.sample(first.claimedAt.getTime(), this.claimSentAt, now);
+      // Tighter by a tick or more than when the timers were placed: they would fire that much late.
+      const offset = this.clock.offsetMs ?? this.placedOffset;
+      if (offset - this.placedOffset >= this.options.tickMs) {
+        this.placedOffset = offset;
+        this.wheel.retime((ms) => this.fireTime(ms));
+      }
+    }
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
     this.burstWait = false;
     let backlog = false;
@@ -504,6 +522,7 @@ export class HybridDiscovery implements Discovery {
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
     this.window = window;
     this.wheel.finishLoad(token, tasks, window, (ms) => this.fireTime(ms));
+    this.placedOffset = this.clock.offsetMs ?? this.placedOffset;
     // The start's catch-up claim is owed only when the wheel may not hold everything due: every listed
     // task already due fires at the next advance anyway.
     if (reason === 'start' && !cut && this.owedCause === 'start' && this.pending.size === 0 && this.claims === 0) this.owed = false;
