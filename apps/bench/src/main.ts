@@ -117,8 +117,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     const measured = await runBench({ db, mode: opts.quick ? 'quick' : 'full', sizes, sections, systems: opts.systems ?? [...SYSTEM_NAMES], progress });
     if (scheduleWanted) {
-      progress.log('schedule: schedules/s with notices each / coalesced / off');
-      const scheduleOptions = { ...SCHEDULE_RATE_DEFAULTS, durationMs: opts.quick ? 3_000 : SCHEDULE_RATE_DEFAULTS.durationMs };
+      progress.log('schedule: schedules/s with notices near / each / coalesced / off');
+      const scheduleOptions = { ...SCHEDULE_RATE_DEFAULTS, durationMs: opts.quick ? 3_000 : SCHEDULE_RATE_DEFAULTS.durationMs, rounds: opts.quick ? 1 : SCHEDULE_RATE_DEFAULTS.rounds };
       const runs = await runScheduleRate({ ...scheduleOptions, url: db.url });
       writeScheduleFragment(join(out, 'fragments', 'schedule.md'), scheduleFragment(scheduleOptions, runs));
     }

@@ -11,7 +11,9 @@ export type WorkerMessage =
   | { readonly type: 'leaseLost'; readonly workerId: string; readonly taskId: string; readonly attempt: number; readonly reason: string }
   | { readonly type: 'error'; readonly workerId: string; readonly operation: string; readonly message: string }
   /** One store query of discovery: a claim (and how many tasks it got: 0 is an empty claim) or a read of near tasks. */
-  | { readonly type: 'query'; readonly workerId: string; readonly op: 'claim' | 'peek'; readonly tasks: number };
+  | { readonly type: 'query'; readonly workerId: string; readonly op: 'claim' | 'peek'; readonly tasks: number }
+  /** Hybrid discovery's claims so far by what made them owed, each with its empty ones (sent every 250 ms and at the end). */
+  | { readonly type: 'causes'; readonly workerId: string; readonly claimsByCause: Readonly<Record<string, { readonly claims: number; readonly empty: number }>> };
 
 export type ParentMessage = { readonly type: 'stop' };
 

@@ -39,6 +39,8 @@ export interface QueryCounts {
   readonly emptyClaims: number;
   /** Reads of near tasks (hybrid discovery's wheel loads; 0 when polling). */
   readonly peeks: number;
+  /** Hybrid claims by what made them owed, with the empty ones (empty when polling). */
+  readonly byCause: Readonly<Record<string, { readonly claims: number; readonly empty: number }>>;
 }
 
 export interface DatabaseFacts {
@@ -181,7 +183,7 @@ export function buildReport(input: {
     lateness: events.lateness(),
     killed,
     restart,
-    queries: { ...events.queries },
+    queries: { ...events.queries, byCause: events.claimsByCause },
     claimsBy: Object.fromEntries(events.claimsBy),
     durationMs: input.durationMs,
     runMs: input.runMs,

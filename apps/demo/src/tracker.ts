@@ -25,6 +25,8 @@ export class EventTracker {
   readonly queries = { claims: 0, emptyClaims: 0, peeks: 0 };
   /** Claims per worker id. */
   readonly claimsBy = new Map<string, number>();
+  /** Hybrid claims by cause per worker id, as each worker last reported them. */
+  readonly causesBy = new Map<string, Readonly<Record<string, { readonly claims: number; readonly empty: number }>>>();
 
   record(message: WorkerMessage): void {
     switch (message.type) {
@@ -52,12 +54,28 @@ export class EventTracker {
           if (message.tasks === 0) this.queries.emptyClaims += 1;
         }
         break;
+      case 'causes':
+        this.causesBy.set(message.workerId, message.claimsByCause);
+        break;
       case 'error':
         if (this.errors.length < 20) this.errors.push(`${message.workerId} ${message.operation}: ${message.message}`);
         break;
       default:
         break;
     }
+  }
+
+  /** Hybrid claims by cause over all workers (`cause: claims/empty`); a SIGKILLed worker counts up to its last report. */
+  get claimsByCause(): Record<string, { claims: number; empty: number }> {
+    const total: Record<string, { claims: number; empty: number }> = {};
+    for (const causes of this.causesBy.values()) {
+      for (const [cause, { claims, empty }] of Object.entries(causes)) {
+        const t = (total[cause] ??= { claims: 0, empty: 0 });
+        t.claims += claims;
+        t.empty += empty;
+      }
+    }
+    return total;
   }
 
   get claimEvents(): number {

@@ -76,11 +76,18 @@ worker.on('reclaimed', ({ task }) => send({ type: 'reclaimed', workerId, taskId:
 worker.on('leaseLost', ({ task, reason }) => send({ type: 'leaseLost', workerId, taskId: task.id, attempt: task.attempt, reason }));
 worker.on('error', ({ error, operation }) => send({ type: 'error', workerId, operation, message: error instanceof Error ? error.message : String(error) }));
 
+const reportCauses = () => {
+  const { claimsByCause } = worker.discovery;
+  if (claimsByCause !== undefined) send({ type: 'causes', workerId, claimsByCause });
+};
+setInterval(reportCauses, 250).unref();
+
 let exiting = false;
 async function shutdown(code: number): Promise<never> {
   if (!exiting) {
     exiting = true;
     await worker.stop({ timeoutMs: 2_000 });
+    reportCauses();
     await store.close();
     await pool.end();
   }

@@ -8,9 +8,9 @@ import type { NoticeMode } from './messages.js';
 import type { ScheduleRateOptions, ScheduleRateRun } from './measure.js';
 
 const MODE_TEXT: Record<NoticeMode, string> = {
-  each: '`each`: NOTIFY inside every schedule statement (default)',
-  coalesced: '`coalesced`: one NOTIFY in flight per store, after commit',
-  near: '`near`: NOTIFY in the statement only for tasks due within 30 s',
+  each: '`each`: NOTIFY inside every schedule statement',
+  coalesced: '`coalesced`: for tasks due within 30 s, one NOTIFY in flight per store, after commit',
+  near: '`near`: NOTIFY in the statement only for tasks due within 30 s (default)',
   off: '`off`: no schedule notices (fallback read only)',
 };
 
@@ -39,9 +39,10 @@ export function scheduleFragment(options: Omit<ScheduleRateOptions, 'url'>, runs
     '',
   ];
   const off = rate('off');
-  for (const mode of ['each', 'coalesced', 'near'] as const) {
+  for (const mode of ['near', 'each', 'coalesced'] as const) {
     if (runs.some((r) => r.mode === mode) && Number.isFinite(off) && off > 0) lines.push(`- ${mode} / off (median schedules/s): **${(rate(mode) / off).toFixed(2)}** (target with notices on: ≥ 0.90)`);
   }
+  if (options.rounds > 1) lines.push(`- ${options.rounds} rounds; each round runs the modes in another order (rotated by one), so the drift of the machine does not favour one mode.`);
   lines.push('');
   return lines.join('\n');
 }

@@ -9,8 +9,8 @@
  *
  * PostgreSQL serialises the commits of transactions that sent a NOTIFY on one instance-wide lock
  * (PostgreSQL 17 NOTIFY: "the notification queue"); the modes compare a NOTIFY inside every schedule
- * statement (`each`, the default), the store's coalesced NOTIFY after commit (`coalesced`), a NOTIFY only for tasks due within 30 s
- * (`near`: here only the probes) and none (`off`).
+ * statement (`each`), the store's coalesced NOTIFY after commit for tasks due within 30 s (`coalesced`), a NOTIFY in the
+ * statement only for tasks due within 30 s (`near`, the default: here only the probes) and none (`off`).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -42,7 +42,7 @@ export interface ScheduleRateRun {
   readonly emptyClaims: number;
 }
 
-export const SCHEDULE_RATE_DEFAULTS = Object.freeze({ producers: 8, workers: 3, durationMs: 10_000, modes: ['each', 'coalesced', 'near', 'off'] as NoticeMode[], rounds: 1, probeEvery: 50 });
+export const SCHEDULE_RATE_DEFAULTS = Object.freeze({ producers: 8, workers: 3, durationMs: 10_000, modes: ['near', 'each', 'coalesced', 'off'] as NoticeMode[], rounds: 3, probeEvery: 50 });
 
 const child = fileURLToPath(new URL('./child.js', import.meta.url));
 const SETTLE_MS = 2_500;
@@ -123,11 +123,16 @@ export async function runScheduleRateOnce(options: ScheduleRateOptions, mode: No
   }
 }
 
-/** Every mode, `rounds` times, alternating (each, coalesced, off, each, …) so drift of the machine hits all alike. */
+/**
+ * Every mode, `rounds` times; round r runs the modes rotated by r − 1 (near, each, coalesced, off;
+ * then each, coalesced, off, near; …), so a machine that speeds up or slows down over the run does not
+ * favour the mode that always comes last.
+ */
 export async function runScheduleRate(options: ScheduleRateOptions, onRun?: (run: ScheduleRateRun) => void): Promise<ScheduleRateRun[]> {
   const runs: ScheduleRateRun[] = [];
   for (let round = 1; round <= options.rounds; round++) {
-    for (const mode of options.modes) {
+    const shift = (round - 1) % options.modes.length;
+    for (const mode of [...options.modes.slice(shift), ...options.modes.slice(0, shift)]) {
       const run = await runScheduleRateOnce(options, mode, round);
       runs.push(run);
       onRun?.(run);

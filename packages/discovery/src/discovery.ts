@@ -59,6 +59,22 @@ export interface DiscoveryStats {
   readonly fallbacks: number;
   /** Timers of another worker's slice that made a claim owed here while helping (a backlog was seen there). */
   readonly helped: number;
+  /**
+   * Hybrid claims by what made them owed, each with how many came back empty: `own` (a timer of this
+   * worker's slice), `fallback` (another's task found overdue), `help` (helping a backlog), `full` (the
+   * last claim came back full), `start` (start, or a rebuild), `retry` (after a failed claim).
+   * Absent when polling.
+   */
+  readonly claimsByCause?: Readonly<Record<ClaimCause, ClaimCount>>;
+}
+
+/** Why a hybrid claim was owed (see {@link DiscoveryStats.claimsByCause}). */
+export type ClaimCause = 'own' | 'fallback' | 'help' | 'full' | 'start' | 'retry';
+
+/** Claims sent, and how many of them claimed nothing. */
+export interface ClaimCount {
+  readonly claims: number;
+  readonly empty: number;
 }
 
 export interface Discovery {

@@ -9,7 +9,8 @@
  *   (`reconnect`: notifications sent meanwhile are lost). Each load is merged: timers of tasks the
  *   store no longer lists are dropped, notifications that came during the read are kept.
  * - **Placement** uses the database's due time and the database's now learnt with each read
- *   ({@link DatabaseClock}), mapped onto the monotonic clock: never the worker's wall clock, so a
+ *   and each claim that took a task (its `claimedAt`; {@link DatabaseClock}: the tightest recent bound
+ *   wins, and timers move when it tightens by a tick), mapped onto the monotonic clock: never the worker's wall clock, so a
  *   worker whose clock is off by minutes still claims on time. Timers are ceiled to the tick: never
  *   before the due time.
  * - **Notifications** (`listen`, when the store has it): a task scheduled within the loaded window is
@@ -17,8 +18,11 @@
  * - **Claims**: a fired timer makes a claim owed; the worker loop claims with its free slots (the
  *   store's atomic claim, which takes whatever is due, in due order). An owed claim stays owed while
  *   no slot is free, and is paid as soon as one frees. A claim that came back full leaves one owed
- *   (more may be due); a claim that came back short settles every timer fired before it was sent.
- * - **Catch-up**: a claim is owed on start, and after a load everything already due fires at once.
+ *   when more is known to be due (a fired timer it did not take, a backlog being helped, or a cut
+ *   load: the wheel may not hold everything); a claim that came back short settles every timer fired
+ *   before it was sent.
+ * - **Catch-up**: after a load everything already due fires at once; a claim is owed on start only
+ *   when the first load failed or was cut at its limit.
  * - **Sharing** (docs/contract.md#discovery-sharing; when the store can announce workers): the workers
  *   of one group (same queue and kinds) learn each other from notices (`hello` at start, answered by
  *   the others; refreshed every {@link ANNOUNCE_MS}). Due time is cut into slices of
@@ -31,13 +35,15 @@
  * - **Helping**: a claim that took another worker's task more than {@link HELP_LATE_MS} after its due
  *   time shows a backlog there; for {@link HELP_MS} this worker then claims at every fired timer, so
  *   its free slots drain the backlog (work-conserving under saturation; some claims may come back empty).
+ * - **Bursts**: when {@link BURST_TASKS} timers of one other worker's slice fired here, one claim is owed
+ *   here {@link HELP_LATE_MS} later: it helps (above) when that worker could not take them all in time.
  * - **Gathering**: an owed claim waits for the worker's next timer when that fires within
  *   {@link GATHER_TICKS} ticks of the first, so one claim takes tasks due close together.
  */
 import type { ClaimedTask, PeekResult } from '@postpone/core';
 import { anySignal, type LoadWindow, TaskWheel, type WaitingTask } from '@postpone/wheel';
 import { DatabaseClock } from './database-clock.js';
-import { type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
+import { type ClaimCause, type ClaimCount, type Discovery, type DiscoveryDeps, type DiscoveryStats, NO_REBUILDS, type RebuildReason } from './discovery.js';
 import type { ResolvedHybridOptions } from './hybrid-options.js';
 import { type NoticeSource, noticeSource, readNotice, readWorkerNotice, type TaskNotice } from './notices.js';
 import { PauseWatch } from './pause-watch.js';
@@ -67,6 +73,12 @@ export const FALLBACK_GRACE_MS = 500;
 export const HELP_LATE_MS = 50;
 /** While helping, every fired timer makes a claim owed, as without sharing. */
 export const HELP_MS = 100;
+/**
+ * A burst: this many timers of one other worker's slice fired here. More than that worker may take in
+ * one claim, so after {@link HELP_LATE_MS} one claim is owed here too: when it takes that worker's tasks
+ * late, helping goes on; when they were taken, it comes back short (or empty) and settles.
+ */
+export const BURST_TASKS = 32;
 /** Period of a worker's presence notice; a worker not heard from for {@link PEER_TTL_MS} is forgotten. */
 export const ANNOUNCE_MS = 15_000;
 export const PEER_TTL_MS = 3 * ANNOUNCE_MS + 5_000;
@@ -94,16 +106,37 @@ export class HybridDiscovery implements Discovery {
   private owedSince = Number.NEGATIVE_INFINITY;
   /** First owed timer since the claim in flight was sent (NaN: none). */
   private owedSinceSent = Number.NaN;
-  /** Owed timers not yet settled by a claim: task id → whether its slice is this worker's. */
-  private readonly pending = new Map<string, boolean>();
+  /** Owed timers not yet settled by a claim: task id → why it made a claim owed (`own`: its slice is this worker's). */
+  private readonly pending = new Map<string, 'own' | 'fallback' | 'help'>();
+  /** Why a claim is owed when no timer is pending (start, a full claim, a failed one). */
+  private owedCause: ClaimCause = 'start';
+  /** Why the claim in flight was sent. */
+  private sentCause: ClaimCause = 'start';
+  private readonly byCause: Record<ClaimCause, { claims: number; empty: number }> = {
+    own: { claims: 0, empty: 0 },
+    fallback: { claims: 0, empty: 0 },
+    help: { claims: 0, empty: 0 },
+    full: { claims: 0, empty: 0 },
+    start: { claims: 0, empty: 0 },
+    retry: { claims: 0, empty: 0 },
+  };
   /** What the claim in flight settles: the ids pending when it was sent. */
   private sent: string[] = [];
   private claims = 0;
+  /** Monotonic time the claim in flight was sent (its answer is a sample of the database clock). */
+  private claimSentAt = 0;
+  /** The database clock's offset when the wheel's timers were last placed by a load or moved. */
+  private placedOffset = Number.POSITIVE_INFINITY;
   private lastReannounceAt = Number.NEGATIVE_INFINITY;
   private fired = 0;
   private deferred = 0;
   private fallbacks = 0;
   private helped = 0;
+  /** The other worker's slice whose deferred timers are being counted for a burst, and how many fired. */
+  private burstSlice = Number.NaN;
+  private burstCount = 0;
+  /** `claimRetryAt` holds a burst's helping claim back (a timer of this worker's own lifts it). */
+  private burstWait = false;
   private readonly peers: Peers;
   private readonly group: string;
   private readonly gatherMs: number;
@@ -166,7 +199,13 @@ export class HybridDiscovery implements Discovery {
     this.owed = false;
     this.owedSinceSent = Number.NaN;
     this.sent = [...this.pending.keys()];
+    const causes = new Set(this.pending.values());
+    const timerCause = causes.has('own') ? 'own' : causes.has('fallback') ? 'fallback' : causes.has('help') ? 'help' : null;
+    this.sentCause = this.owedCause !== 'start' || timerCause === null ? this.owedCause : timerCause;
+    this.owedCause = 'start';
+    this.byCause[this.sentCause].claims += 1;
     this.claims += 1;
+    this.claimSentAt = this.deps.pacing.now();
     return this.claims;
   }
 
@@ -175,9 +214,25 @@ export class HybridDiscovery implements Discovery {
     if (claimed === null || token !== this.claims) {
       this.claimRetryAt = now + Math.min(RETRY_MS, this.options.fallbackPollMs);
       this.owed = this.urgent = true;
+      this.owedCause = 'retry';
+      this.burstWait = false;
       return;
     }
+    const first = claimed[0];
+    if (first === undefined) this.byCause[this.sentCause].empty += 1;
+    // The claim's `claimedAt` is the database's now while the claim ran: a sample of the clock as good
+    // as a load's and far more frequent under load, so timers are placed on a tighter offset.
+    else {
+      this.clock.sample(first.claimedAt.getTime(), this.claimSentAt, now);
+      // Tighter by a tick or more than when the timers were placed: they would fire that much late.
+      const offset = this.clock.offsetMs ?? this.placedOffset;
+      if (offset - this.placedOffset >= this.options.tickMs) {
+        this.placedOffset = offset;
+        this.wheel.retime((ms) => this.fireTime(ms));
+      }
+    }
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
+    this.burstWait = false;
     let backlog = false;
     for (const task of claimed) {
       this.wheel.remove(task.id);
@@ -193,7 +248,7 @@ export class HybridDiscovery implements Discovery {
     // worker (or cancelled). One of this worker's own slices taken by another: it may think this worker gone.
     let taken = false;
     for (const id of this.sent) {
-      if (this.pending.get(id) === true) taken = true;
+      if (this.pending.get(id) === 'own') taken = true;
       if (!full) this.pending.delete(id);
     }
     this.sent = [];
@@ -201,7 +256,13 @@ export class HybridDiscovery implements Discovery {
       this.lastReannounceAt = now;
       void this.announce(false);
     }
-    if (full) this.owed = this.urgent = true;
+    // A full claim leaves one owed only when more may be due that this worker should take: a fired timer
+    // it did not take, a backlog it helps with, or tasks the wheel may not hold (the last load was cut).
+    // Else the wheel's next timer makes the next claim (a claim owed blindly comes back empty).
+    if (full && (this.pending.size > 0 || now < this.helpUntil || this.window?.inclusive === false)) {
+      this.owed = this.urgent = true;
+      this.owedCause = 'full';
+    } else if (full) this.owed = false;
     else {
       this.owed = this.pending.size > 0;
       if (this.owed) this.owedSince = Number.isNaN(this.owedSinceSent) ? now : this.owedSinceSent;
@@ -222,6 +283,7 @@ export class HybridDiscovery implements Discovery {
     const now = this.deps.pacing.now();
     const owner = Number.isNaN(dueAtMs) ? this.peers.self : this.peers.ownerOf(dueAtMs);
     const mine = owner === this.peers.self;
+    let cause: 'own' | 'fallback' | 'help' = 'own';
     if (!mine) {
       // Only a load proves the task still waits (a late fire may be this worker's own stall).
       if (this.overdue.delete(id)) {
@@ -229,17 +291,41 @@ export class HybridDiscovery implements Discovery {
         this.peers.suspect(owner);
         this.fallbacks += 1;
         this.urgent = true;
+        cause = 'fallback';
       } else if (now >= this.helpUntil) {
         this.deferred += 1;
+        this.countBurst(dueAtMs, now);
         return;
-      } else this.helped += 1;
+      } else {
+        this.helped += 1;
+        cause = 'help';
+      }
     }
-    this.pending.set(id, mine);
+    this.pending.set(id, cause);
+    if (this.burstWait) {
+      this.burstWait = false;
+      this.claimRetryAt = Number.NEGATIVE_INFINITY;
+    }
     if (Number.isNaN(this.owedSinceSent)) this.owedSinceSent = now;
     if (!this.owed) {
       this.owed = true;
       this.owedSince = now;
     }
+  }
+
+  /** Counts a deferred timer; at {@link BURST_TASKS} in one slice a claim is owed here, {@link HELP_LATE_MS} from now. */
+  private countBurst(dueAtMs: number, now: number): void {
+    const slice = this.peers.sliceOf(dueAtMs);
+    if (slice !== this.burstSlice) {
+      this.burstSlice = slice;
+      this.burstCount = 0;
+    }
+    this.burstCount += 1;
+    if (this.burstCount !== BURST_TASKS || this.owed) return;
+    this.owed = this.urgent = true;
+    this.owedCause = 'help';
+    this.claimRetryAt = now + HELP_LATE_MS;
+    this.burstWait = true;
   }
 
   async wait(maxMs: number, wake: AbortSignal, full: boolean): Promise<void> {
@@ -276,6 +362,7 @@ export class HybridDiscovery implements Discovery {
       deferred: this.deferred,
       fallbacks: this.fallbacks,
       helped: this.helped,
+      claimsByCause: Object.fromEntries(Object.entries(this.byCause).map(([cause, count]) => [cause, { ...count }])) as Record<ClaimCause, ClaimCount>,
     };
   }
 
@@ -435,6 +522,10 @@ export class HybridDiscovery implements Discovery {
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
     this.window = window;
     this.wheel.finishLoad(token, tasks, window, (ms) => this.fireTime(ms));
+    this.placedOffset = this.clock.offsetMs ?? this.placedOffset;
+    // The start's catch-up claim is owed only when the wheel may not hold everything due: every listed
+    // task already due fires at the next advance anyway.
+    if (reason === 'start' && !cut && this.owedCause === 'start' && this.pending.size === 0 && this.claims === 0) this.owed = false;
     const early = this.early;
     this.early = [];
     for (const notice of early) this.apply(notice, window);

@@ -22,8 +22,8 @@ export interface TaskNotice {
   readonly dueAt: Date;
 }
 
-/** Parses a payload sent by this package; null for anything else (another sender on the channel). */
-export function parseTaskNotice(payload: string): TaskNotice | null {
+/** A payload's JSON object with the `op` it names; null for anything else (not JSON, not an object, another `op`). */
+function parseOp(payload: string, ops: readonly string[]): Record<string, unknown> | null {
   let value: unknown;
   try {
     value = JSON.parse(payload);
@@ -31,10 +31,18 @@ export function parseTaskNotice(payload: string): TaskNotice | null {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const { op, id, dueAtMs } = value as Record<string, unknown>;
-  if ((op !== 'scheduled' && op !== 'cancelled' && op !== 'cancelRequested') || typeof id !== 'string' || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
-    return null;
-  }
+  const fields = value as Record<string, unknown>;
+  return typeof fields.op === 'string' && ops.includes(fields.op) ? fields : null;
+}
+
+const TASK_NOTICE_OPS: readonly TaskNoticeOp[] = ['scheduled', 'cancelled', 'cancelRequested'];
+
+/** Parses a payload sent by this package; null for anything else (another sender on the channel). */
+export function parseTaskNotice(payload: string): TaskNotice | null {
+  const value = parseOp(payload, TASK_NOTICE_OPS);
+  if (value === null) return null;
+  const { op, id, dueAtMs } = value as { op: TaskNoticeOp; id: unknown; dueAtMs: unknown };
+  if (typeof id !== 'string' || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) return null;
   return { op, id, dueAt: new Date(dueAtMs) };
 }
 
@@ -70,16 +78,11 @@ export function workerNoticePayload(notice: Omit<WorkerNotice, 'op'>): string {
 
 /** Parses a {@link WorkerNotice} payload; null for anything else. */
 export function parseWorkerNotice(payload: string): WorkerNotice | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const { op, worker, group, hello } = value as Record<string, unknown>;
-  if (op !== 'worker' || typeof worker !== 'string' || worker.length === 0 || typeof group !== 'string' || typeof hello !== 'boolean') return null;
-  return { op, worker, group, hello };
+  const value = parseOp(payload, ['worker']);
+  if (value === null) return null;
+  const { worker, group, hello } = value;
+  if (typeof worker !== 'string' || worker.length === 0 || typeof group !== 'string' || typeof hello !== 'boolean') return null;
+  return { op: 'worker', worker, group, hello };
 }
 
 /**
@@ -99,15 +102,8 @@ export function scheduledManyPayloads(tasks: readonly (readonly [id: TaskId, due
 
 /** Parses a `scheduledMany` payload into one `scheduled` notice per task; null for anything else. */
 export function parseScheduledMany(payload: string): TaskNotice[] | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const { op, tasks } = value as Record<string, unknown>;
-  if (op !== 'scheduledMany' || !Array.isArray(tasks)) return null;
+  const tasks = parseOp(payload, ['scheduledMany'])?.tasks;
+  if (!Array.isArray(tasks)) return null;
   const notices: TaskNotice[] = [];
   for (const entry of tasks as unknown[]) {
     if (!Array.isArray(entry) || typeof entry[0] !== 'string' || entry[0].length === 0 || typeof entry[1] !== 'number' || !Number.isFinite(entry[1])) return null;

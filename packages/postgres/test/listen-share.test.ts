@@ -94,7 +94,7 @@ describe.each(DRIVERS)('one listening connection per driver (%s)', (driver) => {
       const seen: string[][] = Array.from({ length: 5 }, () => []);
       for (const list of seen) await store.listen((notice) => list.push(notice.id));
       expect(await backends(application)).toHaveLength(1);
-      const { id } = await store.schedule({ kind: 'share', delayMs: 60_000 });
+      const { id } = await store.schedule({ kind: 'share', delayMs: 20_000 });
       await waitFor(() => seen.every((list) => list.includes(id)), 'all five listeners hear the schedule');
     } finally {
       await store.close();
@@ -118,10 +118,10 @@ describe.each(DRIVERS)('one listening connection per pool / sql in the process (
       await a.listen((n) => seenA.push(n.id));
       await b.listen((n) => seenB.push(n.id));
       expect(await listening()).toBe(1);
-      const first = await a.schedule({ kind: 'share2', delayMs: 60_000 });
+      const first = await a.schedule({ kind: 'share2', delayMs: 20_000 });
       await waitFor(() => seenA.includes(first.id) && seenB.includes(first.id), 'both stores hear the notice');
       await a.close();
-      const second = await b.schedule({ kind: 'share2', delayMs: 60_000 });
+      const second = await b.schedule({ kind: 'share2', delayMs: 20_000 });
       await waitFor(() => seenB.includes(second.id), 'the other store still hears notices');
       expect(seenA.includes(second.id)).toBe(false);
       expect(await listening()).toBe(1);

@@ -77,7 +77,7 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     expect((await store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 })).map((t) => t.id)).toContain(dead.id);
     expect(await store.fail({ id: dead.id, attempt: 1, error: 'final', backoffMs: 0, retryable: false })).toEqual({ outcome: 'DEAD' });
     // A later schedule's notice arrives after any the DEAD fail could have sent (commit order): none came.
-    const marker = await store.schedule({ kind: 'marker', delayMs: 60_000 });
+    const marker = await store.schedule({ kind: 'marker', delayMs: 20_000 });
     await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
     expect(notices.filter((n) => n.id === dead.id)).toHaveLength(1);
   });
@@ -94,7 +94,7 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
   it("coalesced notices: 40 concurrent autocommit schedules are all announced by fewer NOTIFYs; a tx schedule is announced at commit; 'off' announces none", async () => {
     const producer = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'coalesced' });
     const sentBefore = producer.notices.sent;
-    const many = await Promise.all(Array.from({ length: 40 }, (_, i) => producer.schedule({ kind: 'burst', delayMs: 60_000 + i })));
+    const many = await Promise.all(Array.from({ length: 40 }, (_, i) => producer.schedule({ kind: 'burst', delayMs: 20_000 + i })));
     await waitFor(() => many.every((t) => noticeFor(t.id, 'scheduled') !== undefined), 'forty scheduled notices');
     for (const t of many) expect(noticeFor(t.id, 'scheduled')?.dueAt).toEqual(t.dueAt);
     await producer.notices.idle();
@@ -104,19 +104,27 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     // In the caller's transaction the statement's own NOTIFY is used: nothing before the commit.
     let inTx = '';
     await kit.inTransaction(async (tx) => {
-      inTx = (await producer.schedule({ kind: 'in-tx', delayMs: 60_000 }, { tx })).id;
+      inTx = (await producer.schedule({ kind: 'in-tx', delayMs: 20_000 }, { tx })).id;
       await producer.notices.idle();
-      const marker = await producer.schedule({ kind: 'marker', delayMs: 60_000 });
+      const marker = await producer.schedule({ kind: 'marker', delayMs: 20_000 });
       await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
       expect(noticeFor(inTx, 'scheduled')).toBeUndefined();
     }, 'commit');
     await waitFor(() => noticeFor(inTx, 'scheduled') !== undefined, 'the notice at commit');
+    // A task due beyond 30 s is left to the workers' periodic re-read: no NOTIFY of its own.
+    const sentBeforeFar = producer.notices.sent;
+    const far = await producer.schedule({ kind: 'far', delayMs: 30_001 });
+    await producer.notices.idle();
+    expect(producer.notices.sent).toBe(sentBeforeFar);
+    const farMarker = await producer.schedule({ kind: 'marker', delayMs: 1_000 });
+    await waitFor(() => noticeFor(farMarker.id, 'scheduled') !== undefined, 'the marker notice');
+    expect(noticeFor(far.id, 'scheduled')).toBeUndefined();
     await producer.close();
-    expect(store.notices.sent).toBe(0); // the default, 'each': the statement notifies
+    expect(store.notices.sent).toBe(0); // the default, 'near': the statement notifies
     const quiet = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'off' });
     try {
       const silent = await quiet.schedule({ kind: 'silent', delayMs: 60_000 });
-      const marker = await store.schedule({ kind: 'marker', delayMs: 60_000 });
+      const marker = await store.schedule({ kind: 'marker', delayMs: 20_000 });
       await waitFor(() => noticeFor(marker.id, 'scheduled') !== undefined, 'the marker notice');
       expect(noticeFor(silent.id, 'scheduled')).toBeUndefined();
       expect(quiet.notices.sent).toBe(0);
@@ -125,9 +133,12 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
     }
   });
 
-  it("scheduleNotices 'near': a task due within 30 s is announced, one due later is not", async () => {
-    const near = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'near' });
+  it("scheduleNotices 'near' (the default): a task due within 30 s is announced, one due later is not; 'each' announces both", async () => {
+    const near = kit.store({ schema: admin.schema, clock, notifyChannel: channel });
+    const each = kit.store({ schema: admin.schema, clock, notifyChannel: channel, scheduleNotices: 'each' });
     try {
+      const eachFar = await each.schedule({ kind: 'far', delayMs: 30_001 });
+      await waitFor(() => noticeFor(eachFar.id, 'scheduled') !== undefined, "the far notice of 'each'");
       const later = await near.schedule({ kind: 'far', delayMs: 30_001 });
       const soon = await near.schedule({ kind: 'near', delayMs: 30_000 });
       const at = await near.schedule({ kind: 'near-at', runAt: new Date(clock.now() + 1_000) });
@@ -136,6 +147,7 @@ describe.each(DRIVERS)('notifications (%s)', (driver) => {
       expect(noticeFor(later.id, 'scheduled')).toBeUndefined();
       expect(() => kit.store({ schema: admin.schema, scheduleNotices: 'sometimes' as 'near' })).toThrow(/scheduleNotices/);
     } finally {
+      await each.close();
       await near.close();
     }
   });

@@ -179,10 +179,12 @@ describe('claim and reclaim limits', () => {
   it('never exceed the limit, whatever the plan: the pick is a MATERIALIZED CTE evaluated once', async () => {
     const s = statements(admin.schema);
     for (const name of ['taskClaim', 'taskReclaimExpired'] as const) {
-      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2, 'default', null] : [null, 2, 'c']))
+      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2, 'default', null] : [null, 2, 'c', admin.schema]))
         .map((r) => r['QUERY PLAN'])
         .join('\n');
       expect(plan, name).toContain('CTE picked');
+      // The reclaim lock gates the scan: taken before any row is read, or nothing is read at all.
+      if (name === 'taskReclaimExpired') expect(plan, name).toMatch(/One-Time Filter: \(InitPlan \d+\)/);
     }
     const clock = new TestClock();
     const store = kit.store({ schema: admin.schema, clock });

@@ -103,6 +103,24 @@ export class TaskWheel {
     return true;
   }
 
+  /**
+   * Moves every timer to `fireTime(its due time)`, e.g. after the database clock's offset was refined,
+   * keeping what a load in flight knows of it (not a new placement). @returns how many timers moved
+   */
+  retime(fireTime: (dueAtMs: number) => number): number {
+    let moved = 0;
+    for (const [id, entry] of [...this.entries]) {
+      const tick = this.wheel.tickForDueTime(fireTime(entry.dueAtMs));
+      if (tick === entry.handle.tick) continue;
+      this.wheel.cancel(entry.handle);
+      const handle = this.schedule(tick, id);
+      if (handle === null) this.entries.delete(id);
+      else this.entries.set(id, { handle, dueAtMs: entry.dueAtMs, version: entry.version });
+      moved += 1;
+    }
+    return moved;
+  }
+
   /** Drops the timer of `id`. @returns whether one was held */
   remove(id: TaskId): boolean {
     const entry = this.entries.get(id);

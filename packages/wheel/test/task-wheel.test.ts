@@ -32,6 +32,28 @@ describe('TaskWheel', () => {
     expect(w.nextFireAt()).toBeUndefined();
   });
 
+  it('retime moves every timer to its new fire time (a refined clock offset), earlier or later, and keeps the load merge as it was', () => {
+    const now = { t: 1_000 };
+    const fired: string[] = [];
+    const w = wheel(now, fired);
+    w.place('a', 100, 1_100);
+    w.place('b', 200, 1_200);
+    const token = w.beginLoad();
+    // The offset grew by 40 ms: each timer fires 40 ms earlier.
+    expect(w.retime((due) => 1_000 + due - 40)).toBe(2);
+    expect(w.retime((due) => 1_000 + due - 40)).toBe(0);
+    expect(w.nextFireAt()).toBe(1_060);
+    // Placed before the load was sent: a load that no longer lists 'b' still drops it.
+    w.finishLoad(token, [{ id: 'a', dueAtMs: 100 }], { throughMs: 500, inclusive: true }, (due) => 1_000 + due - 40);
+    expect(w.has('b')).toBe(false);
+    now.t = 1_059;
+    w.advance();
+    expect(fired).toEqual([]);
+    now.t = 1_060;
+    w.advance();
+    expect(fired).toEqual(['a']);
+  });
+
   it('fires a time already past at the next advance', () => {
     const now = { t: 500 };
     const fired: string[] = [];

@@ -42,10 +42,21 @@ describe('hybrid workers share due time (pg)', () => {
     h = null;
   });
 
-  async function member(id: string, fallbackPollMs: number): Promise<Member> {
+  async function member(id: string, fallbackPollMs: number, slots?: { concurrency: number; workMs: number }): Promise<Member> {
     h ??= (await pgHarness()) as Harness<unknown>;
     const counted = countingStore(h.store);
-    const worker = createWorker<unknown>({ store: counted.store, id, discovery: 'hybrid', hybrid: { fallbackPollMs, tickMs: TICK_MS }, handlers: { job: async () => 'ok' } });
+    const job = async () => {
+      if (slots !== undefined) await new Promise((resolve) => setTimeout(resolve, slots.workMs));
+      return 'ok';
+    };
+    const worker = createWorker<unknown>({
+      store: counted.store,
+      id,
+      discovery: 'hybrid',
+      hybrid: { fallbackPollMs, tickMs: TICK_MS },
+      ...(slots === undefined ? {} : { concurrency: slots.concurrency }),
+      handlers: { job },
+    });
     const claimed: WorkerEvents['claimed'][] = [];
     worker.on('claimed', (e) => claimed.push(e));
     const m = { id, counted, worker, claimed };
@@ -83,6 +94,25 @@ describe('hybrid workers share due time (pg)', () => {
     expect(deferred + helped).toBeLessThanOrEqual(20);
     expect(deferred + helped + byOther).toBeGreaterThanOrEqual(15);
     expect(deferred).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('a burst in one slice, more than its preferred worker can take at once: the other helps at once, not after a fallback read', async () => {
+    const a = await member('burst-a', 60_000, { concurrency: 2, workMs: 100 });
+    const b = await member('burst-b', 60_000, { concurrency: 2, workMs: 100 });
+    a.worker.start();
+    b.worker.start();
+    await until(() => a.worker.discovery.peers === 1 && b.worker.discovery.peers === 1, 'each worker knows the other');
+    const store = (h as Harness<unknown>).store;
+    const now = (await store.now()).getTime();
+    // 48 tasks due at one instant 1.5 s ahead (one slice, one preferred worker): 2.4 s of work for its 2 slots.
+    const [at] = dueTimesOwnedBy('burst-a', ['burst-a', 'burst-b'], now + 1_500, 1);
+    await store.scheduleMany(Array.from({ length: 48 }, () => ({ kind: 'job', runAt: new Date(at as number) })));
+    await until(() => a.claimed.length + b.claimed.length === 48, 'every task claimed', 20_000);
+    // b deferred the burst's timers, then owed one claim 50 ms later: it found a's tasks waiting and helped.
+    expect(b.claimed.length).toBeGreaterThan(0);
+    expect(b.worker.discovery.claimsByCause?.help.claims).toBeGreaterThan(0);
+    expect(a.worker.discovery.fallbacks + b.worker.discovery.fallbacks).toBe(0);
+    expect(new Set([...a.claimed, ...b.claimed].map((e) => e.task.id)).size).toBe(48);
   }, 30_000);
 
   it('a preferred worker that is gone: its tasks are claimed by the other after a load finds them overdue, and it is no longer preferred', async () => {

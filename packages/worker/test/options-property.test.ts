@@ -96,6 +96,8 @@ describe('worker options, the whole space', () => {
           return;
         }
         accepted += 1;
+        // A task due now: a hybrid worker claims only when a timer fires (its first load lists everything).
+        await base.schedule({ kind: 'ping' });
         worker.start();
         try {
           await until(
