@@ -362,7 +362,7 @@ function asOptionText(error: ValidationError): string {
 function report(error: unknown, schema: string): number {
   const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
   // The store's hint names its API; on the command line the remedy is a command.
-  if (StoreError.isInstance(error) && [SqlState.UNDEFINED_TABLE, SqlState.INVALID_SCHEMA_NAME].includes((error as StoreError).sqlState as string)) {
+  if (StoreError.isInstance(error) && ([SqlState.UNDEFINED_TABLE, SqlState.INVALID_SCHEMA_NAME] as readonly string[]).includes((error as StoreError).sqlState ?? "")) {
     say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone --schema ${schema} migrate`);
     return 1;
   }
