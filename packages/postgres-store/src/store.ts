@@ -127,15 +127,16 @@ export interface PostgresStoreOptions {
   readonly notifyChannel?: string;
   /**
    * How `schedule`/`scheduleMany` announce new tasks to listening workers (docs/contract.md#schedule-notices):
-   * `'each'` (default) — a NOTIFY per task inside the schedule statement, delivered at its commit
-   * (every such commit takes PostgreSQL's notification-queue lock); `'coalesced'` — in the caller's
-   * transaction (`tx`) as `'each'`, otherwise after the insert committed a NOTIFY of its own, one in
-   * flight per store, the tasks scheduled meanwhile going together in the next one (one more
-   * statement per schedule when schedules are sparse: it pays only when one process schedules faster
-   * than a NOTIFY round trip); `'near'` — as `'each'`, but only when a task of the call is due within
-   * {@link NEAR_NOTICE_MS} (30 s; by `delayMs`, or `runAt` against this process's clock): a hybrid
-   * worker's periodic re-read (`fallbackPollMs`, 2 s by default; keep it well below 30 s) lists later
-   * tasks long before they are due; `'off'` — none (hybrid workers find new tasks by their fallback read).
+   * `'near'` (default) — a NOTIFY per task inside the schedule statement, delivered at its commit,
+   * only when a task of the call is due within {@link NEAR_NOTICE_MS} (30 s; by `delayMs`, or `runAt`
+   * against this process's clock): a hybrid worker's periodic re-read (`fallbackPollMs`, 2 s by
+   * default; keep it well below 30 s) lists later tasks long before they are due, and every commit
+   * that notifies takes PostgreSQL's notification-queue lock; `'each'` — as `'near'` for every task,
+   * however far; `'coalesced'` — in the caller's transaction (`tx`) as `'near'`, otherwise after the
+   * insert committed a NOTIFY of its own for the tasks due within 30 s, one in flight per store, the
+   * tasks scheduled meanwhile going together in the next one (one more statement per near schedule:
+   * it pays only when one process schedules near tasks faster than a NOTIFY round trip); `'off'` —
+   * none (hybrid workers find new tasks by their fallback read).
    */
   readonly scheduleNotices?: 'coalesced' | 'each' | 'near' | 'off';
   /**
@@ -228,7 +229,7 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
   };
 }
 
-/** `scheduleNotices: 'near'`: a schedule call sends its NOTIFY only when one of its tasks is due within this many ms. */
+/** `scheduleNotices` `'near'` (default) and `'coalesced'`: a schedule call announces its tasks only when one is due within this many ms. */
 export const NEAR_NOTICE_MS = 30_000;
 
 /** `$1` channel, `$2` payload: the probe `listen` sends itself. */
@@ -324,7 +325,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
     this.clock = options.clock;
-    const notices = options.scheduleNotices ?? 'each';
+    const notices = options.scheduleNotices ?? 'near';
     if (notices !== 'coalesced' && notices !== 'each' && notices !== 'near' && notices !== 'off') {
       throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'each', 'coalesced', 'near' or 'off'");
     }
@@ -515,7 +516,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
     const after = inTx === undefined && this.scheduleNotices === 'coalesced';
     const now = this.clock?.now() ?? Date.now();
-    const far = this.scheduleNotices === 'near' && tasks.every((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) > NEAR_NOTICE_MS);
+    const near = tasks.map((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) <= NEAR_NOTICE_MS);
+    const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
     const run = async (query: QueryFn) => {
@@ -528,7 +530,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     };
     if (after) {
       const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
-      this.notices.add(scheduled.filter((t) => t.created || t.replaced));
+      this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
       return scheduled;
     }
     return await this.call(async () => {

@@ -179,7 +179,7 @@ describe('claim and reclaim limits', () => {
   it('never exceed the limit, whatever the plan: the pick is a MATERIALIZED CTE evaluated once', async () => {
     const s = statements(admin.schema);
     for (const name of ['taskClaim', 'taskReclaimExpired'] as const) {
-      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2, 'default', null] : [null, 2, 'c', admin.schema]))
+      const plan = (await admin.query<{ 'QUERY PLAN': string }>(`explain ${s[name]}`, name === 'taskClaim' ? [null, 'w', 1_000, 2, 'default', null] : [null, 2, 'c']))
         .map((r) => r['QUERY PLAN'])
         .join('\n');
       expect(plan, name).toContain('CTE picked');
