@@ -15,7 +15,7 @@ export type {
   RebuildReason,
   WheelRebuilt,
 } from './discovery.js';
-export { ANNOUNCE_MS, BURST_TASKS, FALLBACK_GRACE_MS, GATHER_TICKS, HybridDiscovery, PEER_TTL_MS, SLICE_TICKS } from './hybrid.js';
+export { ANNOUNCE_MS, BURST_TASKS, FALLBACK_GRACE_MS, GATHER_TICKS, HELP_LATE_MS, HELP_MS, HybridDiscovery, PEER_TTL_MS, SLICE_TICKS } from './hybrid.js';
 export { hashText, Peers, rendezvousScore } from './peers.js';
 export { PollDiscovery, LISTEN_RETRY_MS, LISTEN_START_WAIT_MS } from './poll.js';
 export { DatabaseClock } from './database-clock.js';
