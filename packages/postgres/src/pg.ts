@@ -160,8 +160,7 @@ function destroySocket(client: pg.PoolClient): void {
 /**
  * The driver's one listening connection (see `sharedListener`): a pool client held for the
  * purpose. It counts as lost on 'error' or 'end', on a failed LISTEN, or when the heartbeat
- * (`select 1` every {@link LISTEN_HEARTBEAT_MS}, skipped when a notification arrived since the last
- * one: the connection delivered) gets no reply within the same time; a lost client
+ * (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within the same time; a lost client
  * is released with the error, so the pool discards it. `close` sends `unlisten *` (bounded by the
  * same time) and hands the client back to the pool.
  * @throws the pool's connect error
@@ -178,12 +177,7 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
     const client = await checkout(pool, relay);
     let done = false;
     let heartbeat: NodeJS.Timeout | undefined;
-    // A notification that arrived since the last heartbeat proves the connection delivers: that beat is skipped.
-    let heard = false;
-    const onNotification = (message: pg.Notification) => {
-      heard = true;
-      onNotify(message.channel, message.payload ?? '');
-    };
+    const onNotification = (message: pg.Notification) => onNotify(message.channel, message.payload ?? '');
     const detach = () => {
       clearInterval(heartbeat);
       client.off('notification', onNotification);
@@ -210,10 +204,6 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
     let beating = false;
     heartbeat = setInterval(() => {
       if (beating || done) return;
-      if (heard) {
-        heard = false;
-        return;
-      }
       beating = true;
       within(client.query('select 1'), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
         () => {

@@ -104,17 +104,14 @@ async function settledWithin(settled: Promise<void>, ms: number): Promise<boolea
  * (max 1, the settings of `base`), as `sql.listen` opens, but one the store controls: postgres.js
  * 3.4.9 keeps a failed channel of `sql.listen`, and later calls on it await the old failure. It
  * counts as lost when postgres.js reports the connection closed after a LISTEN, when a statement
- * fails, or when the heartbeat (`select 1` every {@link LISTEN_HEARTBEAT_MS}, skipped when a
- * notification arrived since the last one) gets no reply within the same time (half-open: detected
- * within three heartbeat periods); a lost instance is ended and never
+ * fails, or when the heartbeat (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within
+ * the same time (half-open: detected within two heartbeats); a lost instance is ended and never
  * reused. `close` ends the instance, bounded to 2 s (porsager/postgres#1097).
  */
 function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
   return async ({ onNotify, onLost }) => {
     let done = false;
     let listening = false;
-    /** A notification arrived since the last heartbeat: the connection delivers, that beat is skipped. */
-    let heard = false;
     const end = async () => {
       clearInterval(heartbeat);
       // end() never settles while a query waits on a dead connection (porsager/postgres#1097), and the
@@ -142,10 +139,7 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
       idle_timeout: null,
       max_lifetime: null,
       fetch_types: false,
-      onnotify: (channel: string, payload: string) => {
-        heard = true;
-        onNotify(channel, payload);
-      },
+      onnotify: (channel: string, payload: string) => onNotify(channel, payload),
       onclose: () => {
         if (listening) lose();
       },
@@ -156,10 +150,6 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
     let beating = false;
     const heartbeat = setInterval(() => {
       if (done || !listening || beating) return;
-      if (heard) {
-        heard = false;
-        return;
-      }
       beating = true;
       let answered = false;
       const deadline = setTimeout(() => {
