@@ -199,8 +199,15 @@ export class HybridDiscovery implements Discovery {
     this.owed = false;
     this.owedSinceSent = Number.NaN;
     this.sent = [...this.pending.keys()];
-    const causes = new Set(this.pending.values());
-    const timerCause = causes.has('own') ? 'own' : causes.has('fallback') ? 'fallback' : causes.has('help') ? 'help' : null;
+    // The strongest cause among the owed timers (own > fallback > help), in one pass that stops at `own`.
+    let timerCause: 'own' | 'fallback' | 'help' | null = null;
+    for (const cause of this.pending.values()) {
+      if (cause === 'own') {
+        timerCause = cause;
+        break;
+      }
+      if (cause === 'fallback' || timerCause === null) timerCause = cause;
+    }
     this.sentCause = this.owedCause !== 'start' || timerCause === null ? this.owedCause : timerCause;
     this.owedCause = 'start';
     this.byCause[this.sentCause].claims += 1;
