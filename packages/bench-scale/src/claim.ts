@@ -46,7 +46,8 @@ export async function keepDue<Tx>(store: Store<Tx>, count: number): Promise<void
  */
 export const CLAIM_ROUNDS = 5;
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
+/** The median of `xs` (the lower middle of an even count; NaN when empty). */
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
 
 /**
  * Measures the claim of up to 10 tasks `probes` times each way after one warm-up, in {@link CLAIM_ROUNDS} rounds.

@@ -6,16 +6,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type HostsBenchResult, hostsMarkdown } from '@postpone/bench-hosts';
 import { type LineDatum, lineSpec, renderSvg } from '@postpone/bench-report';
+import { median } from './claim.js';
 import type { HotResult } from './hot.js';
 import type { ScaleRun } from './run.js';
 import type { SteadyResult } from './steady.js';
 
 const n = (v: number, digits = 0) => v.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits }).replace(/,/g, ' ');
 const mb = (bytes: number) => `${n(bytes / 1_048_576, 1)} MB`;
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 /** Ratio of the largest size's figure to the smallest's, and whether it is within 20 %. */
 function flat(run: ScaleRun, pick: (p: ScaleRun['points'][number]) => number): { ratio: number; ok: boolean } {
