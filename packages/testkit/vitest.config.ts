@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig({ test: sharedTestConfig() });
+// The proxy's tests talk to a real PostgreSQL through it.
+export default defineConfig({ test: sharedTestConfig({ globalSetup: ['@postpone/embedded/vitest-setup'] }) });

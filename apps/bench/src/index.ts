@@ -4,21 +4,11 @@
  * `@postpone/bench-peers` (side by side), the sizes, results and report in `@postpone/bench-report`;
  * this entry still exports what it exported before they moved.
  */
-export {
-  claimSql,
-  clockTimestampClaimSql,
-  measurePartialDueIndex,
-  measurePollTradeoff,
-  type PartialIndexResult,
-  partialIndexShapeHolds,
-  type PollRunResult,
-  pollShapeHolds,
-  type PollTradeoff,
-  runHeap,
-  runPollInterval,
-  runWheel,
-  type TimerQueueResult,
-  timerQueueInput,
-} from '@postpone/bench-curves';
-export { type BenchResults, type BenchSizes, FULL, QUICK, SECTION_GROUPS, SECTIONS, type Section, selectSections, writeReport } from '@postpone/bench-report';
+export { claimSql, clockTimestampClaimSql } from './seed/claim-variants.js';
+export { measurePartialDueIndex, type PartialIndexResult, partialIndexShapeHolds } from './seed/partial-index.js';
+export { measurePollTradeoff, type PollRunResult, pollShapeHolds, type PollTradeoff, runPollInterval } from './seed/poll-interval.js';
+export { runHeap, runWheel, type TimerQueueResult, timerQueueInput } from './curves/timer-queues.js';
+export type { BenchResults } from './report/results.js';
+export { type BenchSizes, FULL, QUICK, SECTION_GROUPS, SECTIONS, type Section, selectSections } from './report/config.js';
+export { writeReport } from './report/write.js';
 export { type BenchOptions, runBench } from './run-bench.js';

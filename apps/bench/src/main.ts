@@ -5,16 +5,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { evidenceDir } from '@postpone/evidence';
+import { evidenceDir } from '@postpone/testkit';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { type BenchResults, FULL, mergeResults, QUICK, SECTION_GROUPS, SECTIONS, selectSections, writeReport } from '@postpone/bench-report';
+import type { BenchResults } from './report/results.js';
+import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './report/config.js';
+import { mergeResults } from './report/merge.js';
+import { writeReport } from './report/write.js';
 import { startBenchDatabase } from './db/server.js';
-import { scaleMain } from '@postpone/bench-scale';
-import { writeHostsSection } from '@postpone/bench-hosts';
-import { SYSTEM_NAMES, type SystemName } from '@postpone/bench-peers';
+import { scaleMain } from './scale/main.js';
+import { writeHostsSection } from './hosts/main-section.js';
+import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
 import { createProgress } from './progress.js';
 import { runBench } from './run-bench.js';
-import { runScheduleRate, SCHEDULE_RATE_DEFAULTS, scheduleFragment, writeScheduleFragment } from '@postpone/bench-schedule';
+import { runScheduleRate, SCHEDULE_RATE_DEFAULTS } from './schedule/measure.js';
+import { scheduleFragment, writeScheduleFragment } from './schedule/fragment.js';
 
 const list = (value: string): string[] =>
   value

@@ -9,28 +9,29 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import type { RunningDatabase } from '@postpone/embedded';
-import { measureBacklogCurve, measureClaimWhilePruning, measureHistoryCurve, measurePartialDueIndex, measurePollTradeoff, measureProcessesCurve, runHeap, runWheel, timerQueueInput } from '@postpone/bench-curves';
-import { runSqlCeiling } from '@postpone/bench-ceiling';
-import { runNetwork } from '@postpone/bench-net';
-import {
-  alternate,
-  type Contender,
-  createDatabase,
-  dropDatabase,
-  freshDatabaseName,
-  loadAdmin,
-  nodeVersionOf,
-  openStatementCounter,
-  type RunContext,
-  RunDatabases,
-  runIdle,
-  runLateness,
-  runThroughput,
-  type SystemName,
-  withClient,
-  workerNode,
-} from '@postpone/bench-peers';
-import type { BenchResults, BenchSizes, Section } from '@postpone/bench-report';
+import { measureBacklogCurve } from './curves/backlog.js';
+import { measureClaimWhilePruning } from './curves/prune.js';
+import { measureHistoryCurve } from './curves/history.js';
+import { measurePartialDueIndex } from './seed/partial-index.js';
+import { measurePollTradeoff } from './seed/poll-interval.js';
+import { measureProcessesCurve } from './curves/processes.js';
+import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
+import { runSqlCeiling } from './ceiling/ceiling.js';
+import { runNetwork } from './net/index.js';
+import { alternate } from './peers/alternate.js';
+import type { Contender, RunContext } from './peers/contender.js';
+import { createDatabase, dropDatabase, freshDatabaseName } from './peers/db/databases.js';
+import { loadAdmin } from './peers/systems/registry.js';
+import { nodeVersionOf, workerNode } from './peers/node24.js';
+import { openStatementCounter } from './peers/db/statements.js';
+import { RunDatabases } from './peers/run-databases.js';
+import { runIdle } from './peers/idle.js';
+import { runLateness } from './peers/lateness.js';
+import { runThroughput } from './peers/throughput.js';
+import type { SystemName } from './peers/protocol.js';
+import { withClient } from './peers/db/admin.js';
+import type { BenchResults } from './report/results.js';
+import type { BenchSizes, Section } from './report/config.js';
 import type { Progress } from './progress.js';
 
 export interface BenchOptions {
@@ -42,14 +43,14 @@ export interface BenchOptions {
   readonly progress: Progress;
 }
 
-/** The libraries the report names, each with the bench package that depends on it (pnpm links a dependency only there). */
-const MEASURED_LIBRARIES = { 'pg-boss': '@postpone/bench-peers', 'graphile-worker': '@postpone/bench-peers', 'heap-js': '@postpone/bench-curves', pg: '@postpone/bench-peers' } as const;
+/** The libraries the report names (each a dependency of this package). */
+const MEASURED_LIBRARIES = ['pg-boss', 'graphile-worker', 'heap-js', 'pg'] as const;
 
-/** The installed version of `name`, resolved from the package `from`; `unknown` when it cannot be read. */
-function versionOf(name: string, from: string): string {
+/** The installed version of `name`, resolved from this package; `unknown` when it cannot be read. */
+function versionOf(name: string): string {
   try {
     // The entry point, then up to its package.json (not every package exports `./package.json`).
-    let dir = dirname(createRequire(import.meta.resolve(from)).resolve(name));
+    let dir = dirname(createRequire(import.meta.url).resolve(name));
     for (let up = 0; up < 6; up++, dir = dirname(dir)) {
       const file = join(dir, 'package.json');
       if (!existsSync(file)) continue;
@@ -130,7 +131,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       database: db.embedded ? 'embedded' : 'DATABASE_URL',
       statementSource: counter.source,
-      versions: Object.fromEntries(Object.entries(MEASURED_LIBRARIES).map(([name, from]) => [name, versionOf(name, from)])),
+      versions: Object.fromEntries(MEASURED_LIBRARIES.map((name) => [name, versionOf(name)])),
       loadAverage: { start: os.loadavg()[0] ?? Number.NaN, end: Number.NaN },
       notes: [],
     },

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SECTION_GROUPS, SECTIONS } from '@postpone/bench-report';
+import { SECTION_GROUPS, SECTIONS } from '../src/report/config.js';
 import { describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));

@@ -6,7 +6,7 @@
  * no more claims than 50 ms polling for the same load, and that at most 10 % of them come back empty;
  * the empty ones are printed by what made each claim owed (`worker.discovery.claimsByCause`).
  */
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DemoReport } from '../src/report.js';
 import { ensureBuilt, runReport } from './support/demo-cli.js';

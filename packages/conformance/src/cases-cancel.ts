@@ -4,7 +4,9 @@
  */
 import { CancelOutcome, CompleteOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { type HarnessRef, LEASE_MS, makeTerminal, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
+import type { HarnessRef } from './kit/harness.js';
+import { LEASE_MS, mustGetTask, scheduleAndClaim } from './kit/helpers.js';
+import { makeTerminal } from './kit/fixtures.js';
 
 export function cancelCases(h: HarnessRef): void {
   describe('cancel', () => {

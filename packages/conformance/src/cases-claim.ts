@@ -4,7 +4,8 @@
  */
 import { TaskState, type TaskId } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask } from '@postpone/conformance-kit';
+import { claimExactly, LEASE_MS, mustGetTask } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function claimCases(h: HarnessRef): void {
   describe('claim', () => {

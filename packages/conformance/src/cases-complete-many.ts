@@ -4,7 +4,8 @@
  */
 import { CancelOutcome, CompleteOutcome, MAX_COMPLETE_MANY, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { expectValidationError, type HarnessRef, mustGetTask, observe, scheduleAndClaim } from '@postpone/conformance-kit';
+import { expectValidationError, mustGetTask, observe, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function completeManyCases(h: HarnessRef): void {
   describe('completeMany', () => {

@@ -4,7 +4,8 @@
  */
 import { CancelOutcome, CompleteOutcome, type TaskId, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { captureError, type HarnessRef, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
+import { captureError, mustGetTask, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function completeCases(h: HarnessRef): void {
   /** complete() by `w1` whose work(tx) writes the task's marker; counts how often work ran. */

@@ -4,7 +4,8 @@
  */
 import { PostponeError, TaskState, type TaskState as TaskStateT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { captureError, type HarnessRef, mustGetTask } from '@postpone/conformance-kit';
+import { captureError, mustGetTask } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 const LEASE = () => new Date(Date.UTC(2031, 0, 1));
 

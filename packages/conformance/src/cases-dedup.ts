@@ -4,7 +4,8 @@
  */
 import { DuplicateKeyError, PostponeError, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { captureError, claimExactly, expectValidationError, type HarnessRef, LEASE_MS, mustGetTask, stateCounts } from '@postpone/conformance-kit';
+import { captureError, claimExactly, expectValidationError, LEASE_MS, mustGetTask, stateCounts } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function dedupCases(h: HarnessRef): void {
   describe('dedup keys', () => {

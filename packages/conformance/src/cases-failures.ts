@@ -6,7 +6,8 @@
  */
 import { backoffMs, type ClaimedTask, CompleteOutcome, type Store, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
+import { claimExactly, LEASE_MS, mustGetTask, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 const BASE_MS = 200;
 

@@ -4,7 +4,8 @@
  */
 import { CancelOutcome, LEASE_EXPIRED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, scheduleAndClaim } from '@postpone/conformance-kit';
+import { claimExactly, LEASE_MS, mustGetTask, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function leaseCases(h: HarnessRef): void {
   describe('extend', () => {

@@ -5,7 +5,8 @@
  */
 import { CancelOutcome, RELEASED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { claimExactly, type HarnessRef, LEASE_MS, mustGetTask, observe, scheduleAndClaim } from '@postpone/conformance-kit';
+import { claimExactly, LEASE_MS, mustGetTask, observe, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function releaseCases(h: HarnessRef): void {
   describe('release', () => {

@@ -4,7 +4,8 @@
  */
 import { DEFAULT_MAX_ATTEMPTS, parseTaskId, TaskState, type TaskId, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { captureError, type HarnessRef, mustGetTask, stateCounts } from '@postpone/conformance-kit';
+import { captureError, mustGetTask, stateCounts } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function scheduleCases(h: HarnessRef): void {
   describe('schedule', () => {

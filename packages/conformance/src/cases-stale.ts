@@ -4,7 +4,8 @@
  */
 import { CompleteOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { claimExactly, type HarnessRef, LEASE_MS, observe, scheduleAndClaim } from '@postpone/conformance-kit';
+import { claimExactly, LEASE_MS, observe, scheduleAndClaim } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 export function staleCases(h: HarnessRef): void {
   describe('stale attempts', () => {

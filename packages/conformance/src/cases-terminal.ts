@@ -4,7 +4,9 @@
  */
 import { CancelOutcome, CompleteOutcome, type CompleteOutcome as CompleteOutcomeT, type CancelOutcome as CancelOutcomeT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { type HarnessRef, LEASE_MS, makeTerminal, observe, type TerminalFixture } from '@postpone/conformance-kit';
+import type { HarnessRef } from './kit/harness.js';
+import { LEASE_MS, observe } from './kit/helpers.js';
+import { makeTerminal, type TerminalFixture } from './kit/fixtures.js';
 
 const EXPECTED: Record<TerminalFixture, { cancel: CancelOutcomeT; complete: CompleteOutcomeT }> = {
   DONE: { cancel: CancelOutcome.TOO_LATE, complete: CompleteOutcome.DONE },

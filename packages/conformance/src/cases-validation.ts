@@ -12,7 +12,8 @@ import {
   type ValidationCode,
 } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { expectValidationError, type HarnessRef, mustGetTask, scheduleAndClaim, stateCounts } from '@postpone/conformance-kit';
+import { expectValidationError, mustGetTask, scheduleAndClaim, stateCounts } from './kit/helpers.js';
+import type { HarnessRef } from './kit/harness.js';
 
 function cyclic(): unknown {
   const o: Record<string, unknown> = { a: 1 };

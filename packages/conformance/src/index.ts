@@ -8,4 +8,4 @@
  */
 export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
 // The harness contract and the shared assertions live in @postpone/conformance-kit; exported here too.
-export * from '@postpone/conformance-kit';
+export * from './kit/index.js';

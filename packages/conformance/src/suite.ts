@@ -4,11 +4,11 @@
  * then queues, kinds and priorities of `@postpone/conformance-queues`, then the live/history split and
  * retention of `@postpone/conformance-history`.
  */
-import type { ConformanceHarness } from '@postpone/conformance-kit';
-import { cronCases } from '@postpone/conformance-cron';
-import { HISTORY_CASES } from '@postpone/conformance-history';
-import { OPERATIONS_CASES } from '@postpone/conformance-ops';
-import { QUEUE_CASES } from '@postpone/conformance-queues';
+import type { ConformanceHarness } from './kit/harness.js';
+import { cronCases } from './cron/cases-cron.js';
+import { HISTORY_CASES } from './history/index.js';
+import { OPERATIONS_CASES } from './ops/index.js';
+import { QUEUE_CASES } from './queues/index.js';
 import { afterEach, beforeEach, describe } from 'vitest';
 import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';

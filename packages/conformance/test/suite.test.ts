@@ -1,6 +1,6 @@
-import { HISTORY_CASES } from '@postpone/conformance-history';
-import { OPERATIONS_CASES } from '@postpone/conformance-ops';
-import { QUEUE_CASES } from '@postpone/conformance-queues';
+import { HISTORY_CASES } from '../src/history/index.js';
+import { OPERATIONS_CASES } from '../src/ops/index.js';
+import { QUEUE_CASES } from '../src/queues/index.js';
 import { describe, expect, it } from 'vitest';
 import { CONFORMANCE_CASES } from '../src/index.js';
 

@@ -10,11 +10,11 @@
  * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches, or
  *   past a retention per terminal state (on PostgreSQL by dropping whole partitions, docs/contract.md#retention).
  */
-import { ValidationError } from '@postpone/errors';
+import { ValidationError } from './errors/errors.js';
 import { TASK_STATES, type TaskState } from './states.js';
-import type { TaskId } from '@postpone/input';
+import type { TaskId } from './input/validate.js';
 import type { Task } from './task.js';
-import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from '@postpone/input';
+import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from './input/validate.js';
 
 /** Default and largest page of `listTasks`. */
 export const DEFAULT_LIST_LIMIT = 50;

@@ -1,4 +1,4 @@
-import { type Jitter, MAX_DELAY_MS } from '@postpone/input';
+import { type Jitter, MAX_DELAY_MS } from './input/validate.js';
 
 /** Default cap of the retry backoff: one hour. */
 export const DEFAULT_MAX_BACKOFF_MS = 3_600_000;

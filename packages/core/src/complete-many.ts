@@ -2,10 +2,11 @@
  * Input of `Store.completeMany`: many fenced completes in one call (docs/contract.md#transitions, complete, per item).
  * Validated here once, so every store refuses the same batches the same way, before anything is written.
  */
-import { ValidationError } from '@postpone/errors';
-import type { Json, TaskId } from '@postpone/input';
+import { ValidationError } from './errors/errors.js';
+import type { Json } from './input/json.js';
+import type { TaskId } from './input/validate.js';
 import { validateOwner } from './params.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson } from '@postpone/input';
+import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson } from './input/validate.js';
 
 /** Largest `completeMany` batch. */
 export const MAX_COMPLETE_MANY = 10_000;

@@ -2,9 +2,9 @@
  * Input of `Store.extendMany`: one lease renewal for many attempts (docs/contract.md#transitions,
  * extend, per item). Validated here once, so every store refuses the same batches the same way.
  */
-import { ValidationError } from '@postpone/errors';
-import type { TaskId } from '@postpone/input';
-import { parseTaskId, validateAttempt, validatePositiveMs } from '@postpone/input';
+import { ValidationError } from './errors/errors.js';
+import type { TaskId } from './input/validate.js';
+import { parseTaskId, validateAttempt, validatePositiveMs } from './input/validate.js';
 
 /** Largest `extendMany` batch. */
 export const MAX_EXTEND_MANY = 10_000;

@@ -17,10 +17,10 @@
  */
 export * from './states.js';
 export * from './task.js';
-export * from '@postpone/errors';
+export * from './errors/index.js';
 export * from './backoff.js';
 export * from './clock.js';
-export * from '@postpone/input';
+export * from './input/index.js';
 export * from './transition.js';
 export * from './store.js';
 export * from './admin.js';
@@ -28,3 +28,4 @@ export * from './params.js';
 export * from './complete-many.js';
 export * from './extend-many.js';
 export * from './override-store.js';
+export * from './cron-store.js';

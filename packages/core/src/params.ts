@@ -1,8 +1,9 @@
 /**
  * Limits and checks of store-call parameters shared by every store, so they never drift apart.
  */
-import { MAX_ERROR_LENGTH, ValidationError } from '@postpone/errors';
-import { parseTaskId, rejectUnknownFields, type TaskId, validateAttempt, validateDelayMs, validateMaxAttempts, validateRunAt } from '@postpone/input';
+import { MAX_ERROR_LENGTH } from './errors/describe-thrown.js';
+import { ValidationError } from './errors/errors.js';
+import { parseTaskId, rejectUnknownFields, type TaskId, validateAttempt, validateDelayMs, validateMaxAttempts, validateRunAt } from './input/validate.js';
 
 /** Longest accepted worker identity, in characters. */
 export const MAX_OWNER_LENGTH = 200;

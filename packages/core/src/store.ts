@@ -10,7 +10,8 @@ import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResul
 import type { CompleteManyItem } from './complete-many.js';
 import type { ExtendManyParams } from './extend-many.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, SnoozeResult, TaskState } from './states.js';
-import type { Json, OnConflict, ScheduleInput, TaskId } from '@postpone/input';
+import type { Json } from './input/json.js';
+import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Effect, Task } from './task.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */

@@ -1,4 +1,6 @@
-import type { Json, RetryPolicy, TaskId, TraceContext } from '@postpone/input';
+import type { Json } from './input/json.js';
+import type { RetryPolicy, TaskId } from './input/validate.js';
+import type { TraceContext } from './input/trace-context.js';
 import type { TaskState } from './states.js';
 
 /** One row of the `task` table (docs/contract.md#data-model). Times come from the store's clock. */

@@ -4,7 +4,7 @@
  * The in-memory store applies it directly; the PostgreSQL store's SQL mirrors it guard for guard,
  * and the conformance suite plus a differential property test hold the two to the same outcomes.
  */
-import type { Json } from '@postpone/input';
+import type { Json } from './input/json.js';
 import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, type ReleaseOutcome, type SnoozeResult, TaskState } from './states.js';
 import type { Task } from './task.js';
 

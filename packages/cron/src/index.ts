@@ -18,5 +18,5 @@
  */
 export { type CronPassReport, type CronSchedule, CronScheduler, type CronSchedulerOptions, createCronScheduler, type MissedPolicy } from './scheduler.js';
 export { Occurrences } from './occurrences.js';
-export type { CronScheduleRecord, CronStore, ReconcileCronResult, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
-export { isCronStore } from '@postpone/cron-store';
+export type { CronScheduleRecord, CronStore, ReconcileCronResult, ScheduleCronOccurrenceResult } from '@postpone/core';
+export { isCronStore } from '@postpone/core';

@@ -8,7 +8,7 @@
  * this loop being alone.
  */
 import { type Json, type RetryPolicy, rejectUnknownFields, type Store, ValidationError, validateKind, validateMaxAttempts, validateSchedule } from '@postpone/core';
-import { type CronStore, isCronStore, type ReconcileCronResult, validateCronSpec } from '@postpone/cron-store';
+import { type CronStore, isCronStore, type ReconcileCronResult, validateCronSpec } from '@postpone/core';
 import { Occurrences } from './occurrences.js';
 
 /** What to do with occurrences that passed while no scheduler ran (their time is before now). */

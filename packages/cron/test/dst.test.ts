@@ -5,10 +5,10 @@
  * happens twice) days, on the memory store and on PostgreSQL (pg). Evidence case `cron_dst` (PostgreSQL).
  */
 import { type Store, type Task, TestClock } from '@postpone/core';
-import type { CronStore } from '@postpone/cron-store';
+import type { CronStore } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { createMemoryStore } from '@postpone/memory';
 import { createPgStore } from '@postpone/postgres/pg';
 import { describe, expect, it } from 'vitest';

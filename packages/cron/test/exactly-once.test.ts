@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { createPgStore } from '@postpone/postgres/pg';
 import { pollUntil, withTimeout } from '@postpone/testkit';
 import pg from 'pg';

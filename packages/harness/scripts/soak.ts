@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { evidenceDir } from '@postpone/evidence';
+import { evidenceDir } from '@postpone/testkit';
 import { runSoak, soakMarkdown } from '../src/soak.js';
 
 const started = new Date();

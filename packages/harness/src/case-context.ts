@@ -6,8 +6,10 @@
 import { uniqueSchemaName, dropSchema } from '@postpone/embedded';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import type { Store } from '@postpone/core';
-import { ExternalService, TcpProxy } from '@postpone/faults';
-import { type ChildConfig, NegativeControls } from '@postpone/harness-child';
+import { ExternalService } from './faults/external-service.js';
+import { TcpProxy } from '@postpone/testkit';
+import type { ChildConfig } from './child/protocol.js';
+import { NegativeControls } from './child/negative/controls.js';
 import pg from 'pg';
 import { DbInspector } from './db-inspect.js';
 import { spawnHarnessChild, type HarnessChild } from './harness-child.js';

@@ -6,7 +6,7 @@
  */
 import { CASE_WORKER } from './settings.js';
 import type { CaseContext } from './case-context.js';
-import type { ConnectionPlan, WorkerSettings } from '@postpone/harness-child';
+import type { ConnectionPlan, WorkerSettings } from './child/protocol.js';
 import { lateness } from './claims.js';
 import { FaultRun, type FaultWorkerSpec, recordHistoryVerdict } from './fault-run.js';
 import { allReady, startAll } from './harness-child.js';

@@ -8,10 +8,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { CaseContext } from './case-context.js';
-import type { ChildConfig, ConnectionPlan, HandlerPlan, WorkerSettings } from '@postpone/harness-child';
+import type { ChildConfig, ConnectionPlan, HandlerPlan, WorkerSettings } from './child/protocol.js';
 import type { ClaimRecord } from './claims.js';
 import { type HarnessChild, spawnHarnessChild, stopAll } from './harness-child.js';
-import { checkHistory, describeViolations, type HistoryOp, HistoryRecorder, type HistoryVerdict } from '@postpone/history';
+import { checkHistory, describeViolations, type HistoryOp, HistoryRecorder, type HistoryVerdict } from './checker/checker.js';
 import type { Verdict } from './verdict.js';
 import { WaitTimeoutError } from '@postpone/testkit';
 

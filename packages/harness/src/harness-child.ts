@@ -1,12 +1,9 @@
 /**
- * Starts harness child processes: the entry `worker-main` of `@postpone/harness-child` (its
- * `src/worker-main.ts` through tsx when the harness runs from source under vitest, its
- * `dist/worker-main.js` otherwise), configured by JSON in `POSTPONE_HARNESS_CONFIG`, talking over IPC.
+ * Starts harness child processes: the entry `child/worker-main` beside this module (its `.ts`
+ * through tsx when the harness runs from source under vitest, the compiled `.js` otherwise),
+ * configured by JSON in `POSTPONE_HARNESS_CONFIG`, talking over IPC.
  */
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { CONFIG_ENV, type ChildConfig, type ChildControl, type ChildEvent } from '@postpone/harness-child';
+import { CONFIG_ENV, type ChildConfig, type ChildControl, type ChildEvent } from './child/protocol.js';
 import type { ChildHandle } from './child-process.js';
 import type { ProcessGroup } from './process-group.js';
 
@@ -15,9 +12,8 @@ export type HarnessChild = ChildHandle<ChildEvent, ChildControl>;
 
 /** The child entry: source (`.ts`) when this module runs from source, compiled (`.js`) otherwise. */
 export function childEntry(): URL {
-  const root = dirname(createRequire(import.meta.url).resolve('@postpone/harness-child/package.json'));
   const fromSource = import.meta.url.endsWith('.ts');
-  return pathToFileURL(join(root, fromSource ? 'src/worker-main.ts' : 'dist/worker-main.js'));
+  return new URL(fromSource ? './child/worker-main.ts' : './child/worker-main.js', import.meta.url);
 }
 
 /** Spawns one harness child in `group` (killed with the group), with `env` added to its environment, through `command` when given (see `SpawnOptions.command`). */

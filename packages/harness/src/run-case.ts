@@ -4,7 +4,7 @@
  * run. A failed check or an error records FAIL (with `failed=[...]`) and throws, so the test fails.
  */
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { type CaseContext, withCaseContext } from './case-context.js';
 import { Verdict } from './verdict.js';
 

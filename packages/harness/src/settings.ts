@@ -2,7 +2,7 @@
  * The worker settings the evidence cases use: leases of about a second (faults show within
  * seconds), renewal at under a third of the lease, fast polling. Teaching values, not advice.
  */
-import type { WorkerSettings } from '@postpone/harness-child';
+import type { WorkerSettings } from './child/protocol.js';
 
 /** Most cases. */
 export const CASE_WORKER: WorkerSettings = Object.freeze({

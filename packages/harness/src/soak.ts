@@ -12,8 +12,8 @@ import type { Variant } from './fault-cases.js';
 import { faultSettings, variantName } from './fault-cases.js';
 import { FaultRun } from './fault-run.js';
 import { allReady, type HarnessChild } from './harness-child.js';
-import type { HistoryVerdict } from '@postpone/history';
-import { PgServer } from '@postpone/faults';
+import type { HistoryVerdict } from './checker/checker.js';
+import { PgServer } from './faults/pg-server.js';
 
 export interface SoakOptions {
   readonly tasks: number;

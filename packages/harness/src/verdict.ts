@@ -2,7 +2,7 @@
  * The verdict of one evidence case: the measured values it prints and the invariants it checks.
  * A case passes only when every check holds; each check compares exact values.
  */
-import type { CaseValue } from '@postpone/evidence';
+import type { CaseValue } from '@postpone/testkit';
 
 export interface Check {
   readonly label: string;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChildControl, ChildEvent } from '@postpone/harness-child';
+import type { ChildControl, ChildEvent } from '../src/child/protocol.js';
 import { shellExitStatus } from '../src/child-process.js';
 import { ProcessGroup } from '../src/process-group.js';
 

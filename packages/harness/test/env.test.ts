@@ -2,7 +2,7 @@ import { cpus, arch, release, type } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { evidenceDir, recordEnv } from '@postpone/evidence';
+import { evidenceDir, recordEnv } from '@postpone/testkit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { CASE_WORKER, CLAIM_LOAD, childEntry, describeSettings, STALL_WORKER } from '../src/index.js';
@@ -22,7 +22,7 @@ describe('evidence environment', () => {
       'harness workers': describeSettings(CASE_WORKER),
       'harness workers (stall_event_loop_fenced)': describeSettings(STALL_WORKER),
       'harness claim load (naive control and its twin)': Object.entries(CLAIM_LOAD).map(([k, n]) => `${k}=${n}`).join(' '),
-      'harness child entry': childEntry().pathname.endsWith('.ts') ? '@postpone/harness-child src/worker-main.ts through tsx' : '@postpone/harness-child dist/worker-main.js',
+      'harness child entry': childEntry().pathname.endsWith('.ts') ? '@postpone/harness src/child/worker-main.ts through tsx' : '@postpone/harness dist/child/worker-main.js',
     };
     recordEnv(entries);
     const text = readFileSync(join(evidenceDir(), 'env.txt'), 'utf8');

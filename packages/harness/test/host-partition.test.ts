@@ -10,7 +10,7 @@
  * the test is skipped (CI runs as root, where it runs).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { describe, it } from 'vitest';
 import { ALL_VARIANTS, type HarnessChild, NetnsHosts, netnsUnavailable, pollUntil, runCase, runVariant, TcpProxy, variantName } from '../src/index.js';
 

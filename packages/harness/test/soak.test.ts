@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { describeViolations, runSoak } from '../src/index.js';
 
 describe('evidence: the soak, short', () => {

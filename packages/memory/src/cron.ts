@@ -13,7 +13,7 @@ import {
   type ScheduleCronOccurrenceResult,
   validateCronOccurrence,
   validateReconcileCron,
-} from '@postpone/cron-store';
+} from '@postpone/core';
 
 export interface MemoryCronContext {
   readonly nowMs: () => number;

@@ -70,7 +70,7 @@ import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_C
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
 import { MemoryCron } from './cron.js';
-import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/cron-store';
+import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
 
 export interface MemoryStoreOptions {

@@ -9,42 +9,11 @@
  * `PostgresStore` (from `@postpone/postgres-store`), apply the same migrations, and pass the same
  * conformance suite. This entry re-exports what those two packages offer applications.
  */
-export {
-  type Migration,
-  migrations,
-  defaultNotifyChannel,
-  parseTaskNotice,
-  parseWorkerNotice,
-  type TaskNotice,
-  type TaskNoticeOp,
-  type WorkerNotice,
-  quoteIdent,
-  type Statements,
-  statements,
-} from '@postpone/postgres-sql';
-export {
-  type Driver,
-  type DriverEvents,
-  type ListenOptions,
-  type Param,
-  type QueryFn,
-  type Row,
-  type Unlisten,
-  type SqlExecutor,
-  isSqlExecutor,
-  SqlState,
-  sqlStateOf,
-  translateError,
-  DEFAULT_PEEK_LIMIT,
-  DEFAULT_RECLAIM_LIMIT,
-  DEFAULT_SCHEMA,
-  LISTEN_PROBE_TIMEOUT_MS,
-  NEAR_NOTICE_MS,
-  MAX_PEEK_LIMIT,
-  MAX_RECLAIM_LIMIT,
-  PostgresStore,
-  type PostgresStoreOptions,
-  type OldestSnapshot,
-  type TableVacuumHealth,
-  type VacuumHealth,
-} from '@postpone/postgres-store';
+export { type Migration, migrations } from './sql/migrations.js';
+export { defaultNotifyChannel, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
+export { quoteIdent } from './sql/quote.js';
+export { type Statements, statements } from './sql/sql.js';
+export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
+export { SqlState, sqlStateOf, translateError } from './store/errors.js';
+export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PostgresStore, type PostgresStoreOptions } from './store/store.js';
+export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';

@@ -9,8 +9,8 @@ import { StoreClosedError, ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEMA, defaultNotifyChannel, type PostgresStore } from '../src/index.js';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('adapters');
@@ -97,22 +97,14 @@ describe('postgres.js with a column transform', () => {
 describe('entry points', () => {
   const src = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
 
-  /** The workspace packages the entries build on, followed into their sources: no driver may come in through them. */
-  const followed: Record<string, string> = {
-    '@postpone/postgres-sql': resolve(src, '../../postgres-sql/src/index.ts'),
-    '@postpone/postgres-store': resolve(src, '../../postgres-store/src/index.ts'),
-    '@postpone/cron-store': resolve(src, '../../cron-store/src/index.ts'),
-    '@postpone/postgres-errors': resolve(src, '../../postgres-errors/src/index.ts'),
-  };
-
-  /** Module specifiers imported by `file` and, transitively, by the relative modules and {@link followed} packages it imports. */
+  /** Module specifiers imported by `file` and, transitively, by the relative modules it imports (the package's own folders). */
   function importsOf(file: string, seen = new Set<string>()): Set<string> {
     const out = new Set<string>();
     if (seen.has(file)) return out;
     seen.add(file);
     for (const [, spec] of readFileSync(file, 'utf8').matchAll(/^(?:import|export)[^'"]*from\s+'([^']+)'/gm)) {
       if (spec === undefined) continue;
-      const next = spec.startsWith('.') ? resolve(dirname(file), spec.replace(/\.js$/, '.ts')) : followed[spec];
+      const next = spec.startsWith('.') ? resolve(dirname(file), spec.replace(/\.js$/, '.ts')) : undefined;
       if (!spec.startsWith('.')) out.add(spec);
       if (next !== undefined) for (const s of importsOf(next, seen)) out.add(s);
     }
@@ -120,15 +112,23 @@ describe('entry points', () => {
   }
 
   it('the main entry imports no driver; each subpath imports only its own', () => {
-    const ours = ['@postpone/core', '@postpone/cron-store', '@postpone/postgres-errors', '@postpone/postgres-history-sql', '@postpone/postgres-sql', '@postpone/postgres-store'];
+    const ours = ['@postpone/core'];
     expect([...importsOf(resolve(src, 'index.ts'))].sort()).toEqual(ours);
-    expect([...importsOf(resolve(src, 'pg.ts'))].sort()).toEqual([...ours, 'node:net', 'pg']);
-    expect([...importsOf(resolve(src, 'postgres-js.ts'))].sort()).toEqual([...ours, 'node:net', 'postgres']);
+    expect([...importsOf(resolve(src, 'drivers/pg.ts'))].sort()).toEqual([...ours, 'node:net', 'pg']);
+    expect([...importsOf(resolve(src, 'drivers/postgres-js.ts'))].sort()).toEqual([...ours, 'node:net', 'postgres']);
   });
 
-  it('package.json exports the two subpaths', async () => {
+  it('each ORM subpath imports no driver and no other ORM', () => {
+    for (const orm of ['kysely', 'drizzle', 'knex', 'prisma']) {
+      const imported = [...importsOf(resolve(src, `orm/${orm}.ts`))];
+      expect(imported.filter((s) => ['pg', 'postgres', 'kysely', 'drizzle-orm', 'knex', '@prisma/client'].includes(s) && !s.startsWith(orm === 'drizzle' ? 'drizzle' : orm))).toEqual([]);
+    }
+  });
+
+  it('package.json exports the driver and ORM subpaths', async () => {
     const pkg = JSON.parse(readFileSync(resolve(src, '../package.json'), 'utf8')) as { exports: Record<string, { types: string; import: string }> };
-    expect(pkg.exports['./pg']).toEqual({ types: './dist/pg.d.ts', import: './dist/pg.js', default: './dist/pg.js' });
-    expect(pkg.exports['./postgres-js']).toEqual({ types: './dist/postgres-js.d.ts', import: './dist/postgres-js.js', default: './dist/postgres-js.js' });
+    for (const [sub, file] of [['pg', 'drivers/pg'], ['postgres-js', 'drivers/postgres-js'], ['kysely', 'orm/kysely'], ['drizzle', 'orm/drizzle'], ['knex', 'orm/knex'], ['prisma', 'orm/prisma']]) {
+      expect(pkg.exports[`./${sub}`]).toEqual({ types: `./dist/${file}.d.ts`, import: `./dist/${file}.js`, default: `./dist/${file}.js` });
+    }
   });
 });

@@ -6,7 +6,7 @@
  * postgres.js's prepared statements end up with) keep the index too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminStatements } from '@postpone/postgres-sql';
+import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
 
 const ROWS = 1_000_000;

@@ -5,7 +5,7 @@
  * rows of higher priority and the finished history are never read), a few hundred buffers at most, and the claimed rows
  * of the two kinds in priority order. Each EXPLAIN ANALYZE runs in a transaction rolled back.
  */
-import { statements } from '@postpone/postgres-sql';
+import { statements } from '../src/sql/sql.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Admin, makeKit } from './support/kits.js';
 

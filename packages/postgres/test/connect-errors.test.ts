@@ -8,8 +8,8 @@ import { ConnectionError, type ConnectionFailure, PostponeError } from '@postpon
 import { freePort } from '@postpone/embedded';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import type { PostgresStore } from '../src/index.js';
 import { Admin, DRIVERS, type DriverName } from './support/kits.js';
 

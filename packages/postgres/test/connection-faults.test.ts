@@ -11,10 +11,10 @@
 import { ConnectionError, ConnectionLostError, PostponeError, type ClaimedTask } from '@postpone/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { TcpProxy } from '../../faults/src/tcp-proxy.js';
+import { TcpProxy } from '@postpone/testkit';
 import type { PostgresStore } from '../src/index.js';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { Admin, DRIVERS, type DriverName, makeKit } from './support/kits.js';
 
 /** The half-open bound the stores under test are built with. */

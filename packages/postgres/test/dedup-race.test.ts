@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeKit, migratedSchema } from './support/kits.js';
 

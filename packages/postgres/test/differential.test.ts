@@ -9,7 +9,7 @@
  */
 import type { DuplicateKeyError, Json, OnConflict, RetryPolicy, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
-import type { CronStore } from '@postpone/cron-store';
+import type { CronStore } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';

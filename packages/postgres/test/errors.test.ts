@@ -8,8 +8,8 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
 import { SqlState, translateError } from '../src/index.js';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { blockStore, DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('errors');
@@ -90,7 +90,7 @@ describe('translateError with ended clients', () => {
 
   it('a store whose pool the owner ended throws StoreClosedError', async () => {
     const pool = new pg.Pool({ connectionString: admin.url });
-    const { createPgStore } = await import('../src/pg.js');
+    const { createPgStore } = await import('../src/drivers/pg.js');
     const store = createPgStore({ pool, schema: admin.schema });
     await pool.end();
     expect(await captureError(() => store.countByState())).toBeInstanceOf(StoreClosedError);

@@ -6,7 +6,7 @@
  * from the database itself; PASS only when every one is what the contract says.
  */
 import { TestClock } from '@postpone/core';
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Admin, DRIVERS, makeKit } from './support/kits.js';
 

@@ -4,8 +4,8 @@
  * (`onReconnect`), after which notices arrive again (issue 12, half_open_connections).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { TcpProxy } from '../../faults/src/tcp-proxy.js';
-import { createPgStore, LISTEN_HEARTBEAT_MS } from '../src/pg.js';
+import { TcpProxy } from '@postpone/testkit';
+import { createPgStore, LISTEN_HEARTBEAT_MS } from '../src/drivers/pg.js';
 import { Admin, makeKit, waitFor } from './support/kits.js';
 
 const admin = Admin.create('listenbeat');

@@ -9,11 +9,12 @@
 import { TestClock } from '@postpone/core';
 import pg from 'pg';
 import postgres from 'postgres';
-import { RECLAIM_LOCK_SQL, statements } from '@postpone/postgres-sql';
+import { RECLAIM_LOCK_SQL } from '../src/sql/reclaim-lock-sql.js';
+import { statements } from '../src/sql/sql.js';
 import { describe, expect, it } from 'vitest';
 import { type Driver, PostgresStore } from '../src/index.js';
-import { createPgDriver, createPgStore } from '../src/pg.js';
-import { createPostgresJsDriver, createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgDriver, createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsDriver, createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { DRIVERS, type DriverName, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('lshare');

@@ -17,8 +17,8 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
 import type { PostgresStore, TaskNotice } from '../src/index.js';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { ensurePgBouncer, type PgBouncer, startPgBouncer } from './support/pgbouncer.js';
 import { Admin, blockStore, DRIVERS, type DriverName, makeKit, waitFor } from './support/kits.js';
 

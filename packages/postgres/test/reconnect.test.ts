@@ -6,10 +6,10 @@
  */
 import { ConnectionError, ConnectionLostError } from '@postpone/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TcpProxy } from '../../faults/src/tcp-proxy.js';
+import { TcpProxy } from '@postpone/testkit';
 import type { PostgresStore } from '../src/index.js';
-import { createPgStore } from '../src/pg.js';
-import { createPostgresJsStore } from '../src/postgres-js.js';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { Admin, DRIVERS, makeKit } from './support/kits.js';
 
 const OUTAGE_MS = 1_500;

@@ -10,9 +10,9 @@ import { Socket } from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TcpProxy } from '../../faults/src/tcp-proxy.js';
-import { replyGuardedSocket } from '../src/postgres-js.js';
-import { guardReplies, REPLY_TIMEOUT_CODE } from '../src/socket.js';
+import { TcpProxy } from '@postpone/testkit';
+import { replyGuardedSocket } from '../src/drivers/postgres-js.js';
+import { guardReplies, REPLY_TIMEOUT_CODE } from '../src/drivers/socket.js';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { waitFor } from './support/kits.js';
 

@@ -1,9 +1,13 @@
 /**
  * @postpone/testkit — what the tests, evidence cases, the soak and the bench of this repository
  * share and no published package should carry: a seeded PRNG, so a randomized run replays from its
- * seed, and bounded waits ({@link pollUntil}, {@link withTimeout}) that end by a deadline.
+ * seed, bounded waits ({@link pollUntil}, {@link withTimeout}) that end by a deadline, the TCP proxy
+ * that injects network faults in front of PostgreSQL ({@link TcpProxy}), and the evidence recording
+ * ({@link recordCase}: one line per case in `evidence/output.txt`).
  */
 export * from './wait.js';
+export * from './evidence.js';
+export * from './tcp-proxy.js';
 
 /**
  * mulberry32, Tommy Ettinger's public-domain 32-bit generator: `seed` (any number, taken as an

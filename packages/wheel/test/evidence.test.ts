@@ -2,7 +2,7 @@
  * Evidence cases (docs/contract.md#evidence) for the wheel (`model=in-process-wheel`): each records one CASE line
  * and asserts the same invariants, so a violation both prints FAIL and fails the test.
  */
-import { recordCase } from '@postpone/evidence';
+import { recordCase } from '@postpone/testkit';
 import { describe, expect, it } from 'vitest';
 import { TimingWheel, WheelHorizonError, type TimerHandle } from '../src/index.js';
 import { mulberry32, randomInt } from '@postpone/testkit';

@@ -2,9 +2,9 @@
  * The worker's typed events. Listeners run synchronously; a listener that throws is logged and never
  * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
  */
-import type { AttemptEvents } from '@postpone/attempt';
+import type { AttemptEvents } from './attempt/events.js';
 import type { ClaimedTask, PruneResult, ReclaimedTask } from '@postpone/core';
-import type { RebuildReason, WheelRebuilt } from '@postpone/discovery';
+import type { RebuildReason, WheelRebuilt } from './discovery/discovery.js';
 
 /** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
 export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'snooze' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';

@@ -16,21 +16,11 @@ export {
   type ResolvedOptions,
   type WorkerOptions,
 } from './options.js';
-export { HYBRID_DEFAULTS, type DiscoveryMode, type DiscoveryStats, type HybridOptions, type ResolvedHybridOptions } from '@postpone/discovery';
-export {
-  NonRetryableError,
-  Snooze,
-  type SnoozeUntil,
-  TaskAbortedError,
-  type AbortReason,
-  type AttemptEvents,
-  type AttemptOperation,
-  type CompletionWrite,
-  type Handler,
-  type HandlerContext,
-  type HandlerMap,
-  type PayloadMap,
-} from '@postpone/attempt';
+export { HYBRID_DEFAULTS, type DiscoveryMode, type HybridOptions, type ResolvedHybridOptions } from './discovery/hybrid-options.js';
+export type { DiscoveryStats } from './discovery/discovery.js';
+export { NonRetryableError, Snooze, type SnoozeUntil, TaskAbortedError, type AbortReason } from './attempt/errors.js';
+export type { AttemptEvents, AttemptOperation } from './attempt/events.js';
+export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './attempt/handler.js';
 export {
   TypedEmitter,
   waitForEvent,
@@ -44,13 +34,5 @@ export {
 } from './events.js';
 export { WorkerStoppedError } from './errors.js';
 export { ManualPacing, systemPacing, type Pacing } from '@postpone/wheel';
-export {
-  ATTRIBUTES,
-  DUE_WAITING_MIN_INTERVAL_MS,
-  INSTRUMENTATION_SCOPE,
-  METRICS,
-  activeTraceContext,
-  traceSchedules,
-  withTraceContext,
-  type AttemptOutcome,
-} from '@postpone/telemetry';
+export { ATTRIBUTES, DUE_WAITING_MIN_INTERVAL_MS, INSTRUMENTATION_SCOPE, METRICS, type AttemptOutcome } from './telemetry/telemetry.js';
+export { activeTraceContext, traceSchedules, withTraceContext } from './telemetry/trace-context.js';

@@ -14,7 +14,7 @@
  * with a fenced `release`). `drain()` empties the queue at shutdown.
  */
 import type { ClaimedTask } from '@postpone/core';
-import type { LeaseRenewer } from '@postpone/attempt';
+import type { LeaseRenewer } from './attempt/lease-renewer.js';
 import { type Pacing, raceTimer, settle, TIMED_OUT } from '@postpone/wheel';
 
 /** A queued task and its lease as the queue knows it. */

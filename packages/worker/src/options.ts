@@ -31,8 +31,8 @@ import {
   type ValidationCode,
 } from '@postpone/core';
 import type { LevelWithSilent, Logger } from 'pino';
-import type { HandlerMap, PayloadMap } from '@postpone/attempt';
-import { type DiscoveryMode, HYBRID_DEFAULTS, type HybridOptions, type ResolvedHybridOptions, resolveHybridOptions } from '@postpone/discovery';
+import type { HandlerMap, PayloadMap } from './attempt/handler.js';
+import { type DiscoveryMode, HYBRID_DEFAULTS, type HybridOptions, type ResolvedHybridOptions, resolveHybridOptions } from './discovery/hybrid-options.js';
 import { MAX_TIMER_MS, type Pacing, systemPacing } from '@postpone/wheel';
 
 /** Most tasks one claim may ask for (the store's limit, docs/contract.md#transitions). */

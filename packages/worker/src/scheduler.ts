@@ -11,7 +11,7 @@
  * ```
  */
 import type { CancelOptions, CancelOutcome, ScheduledTask, ScheduleInput, ScheduleOptions, Store, TaskId } from '@postpone/core';
-import type { PayloadMap } from '@postpone/attempt';
+import type { PayloadMap } from './attempt/handler.js';
 
 export type { PayloadMap };
 

@@ -16,9 +16,14 @@ import {
   validateNonNegativeMs,
 } from '@postpone/core';
 import type { Logger } from 'pino';
-import { type AttemptEmitter, AttemptReporter, type Handler, LeaseRenewer, type PayloadMap, TaskRun } from '@postpone/attempt';
-import { createDiscovery, type Discovery, type DiscoveryStats } from '@postpone/discovery';
-import { WorkerTelemetry } from '@postpone/telemetry';
+import type { AttemptEmitter } from './attempt/events.js';
+import { AttemptReporter } from './attempt/attempt-reporter.js';
+import type { Handler, PayloadMap } from './attempt/handler.js';
+import { LeaseRenewer } from './attempt/lease-renewer.js';
+import { TaskRun } from './attempt/task-run.js';
+import { createDiscovery } from './discovery/create.js';
+import type { Discovery, DiscoveryStats } from './discovery/discovery.js';
+import { WorkerTelemetry } from './telemetry/telemetry.js';
 import { MAX_TIMER_MS, settle, whenAborted } from '@postpone/wheel';
 import { WorkerStoppedError } from './errors.js';
 import { type StoreOperation, TypedEmitter, type WorkerEventName, type WorkerEvents, type WorkerEventSource, type WorkerListener } from './events.js';

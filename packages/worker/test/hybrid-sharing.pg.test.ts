@@ -5,7 +5,8 @@
  * another (lateness, never a task). Assertions are on counts and states; waits are bounded.
  */
 import { TaskState } from '@postpone/core';
-import { Peers, PEER_TTL_MS, SLICE_TICKS } from '@postpone/discovery';
+import { Peers } from '../src/discovery/peers.js';
+import { PEER_TTL_MS, SLICE_TICKS } from '../src/discovery/hybrid.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type Worker, type WorkerEvents } from '../src/index.js';
 import { type CountingStore, countingStore } from './counting-store.js';

@@ -7,7 +7,7 @@ import { overrideStore, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { expect, it } from 'vitest';
 import { createWorker } from '../src/index.js';
-import { LISTEN_RETRY_MS } from '@postpone/discovery';
+import { LISTEN_RETRY_MS } from '../src/discovery/poll.js';
 import { until } from './harness.js';
 
 it('poll: a refused LISTEN is reported once and never asked again; claims go on', async () => {

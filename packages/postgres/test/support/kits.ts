@@ -9,8 +9,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll } from 'vitest';
 import type { Param, PostgresStore, PostgresStoreOptions, Row } from '../../src/index.js';
-import { createPgStore, type PgTx } from '../../src/pg.js';
-import { createPostgresJsStore, type PostgresJsTx } from '../../src/postgres-js.js';
+import { createPgStore, type PgTx } from '../../src/drivers/pg.js';
+import { createPostgresJsStore, type PostgresJsTx } from '../../src/drivers/postgres-js.js';
 
 export type DriverName = 'pg' | 'postgres';
 

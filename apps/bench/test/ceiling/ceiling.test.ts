@@ -1,0 +1,36 @@
+/**
+ * The SQL-only ceiling on a real PostgreSQL, at a tiny size: every task is claimed and completed
+ * through the store's own statements (the loop throws on a completion that missed a claimed task),
+ * at each batch size. No timing assertion: only counts.
+ */
+import { openStatementCounter } from '../../dist/peers/db/statements.js';
+import { RunDatabases } from '../../dist/peers/run-databases.js';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import { afterAll, describe, expect, it } from 'vitest';
+// The built package: the ceiling forks dist/ceiling/child.js.
+import { runSqlCeiling } from '../../dist/ceiling/index.js';
+
+// The ceiling's processes need no Node.js 24: run them on this Node.js (no download in tests).
+process.env.POSTPONE_BENCH_NODE = process.execPath;
+
+describe('runSqlCeiling', () => {
+  const databases = new RunDatabases(testDatabaseUrl());
+  afterAll(async () => await databases.dropTemplates());
+
+  it('claims and completes every task at each batch size, in at least tasks / batch claims', async () => {
+    const counter = await openStatementCounter(testDatabaseUrl());
+    const tasks = 300;
+    const processes = 2;
+    const { points } = await runSqlCeiling({ adminUrl: testDatabaseUrl(), databases, counter }, { tasks, processes, batches: [10, 50] });
+    expect(points.map((p) => p.batch)).toEqual([10, 50]);
+    for (const p of points) {
+      expect(p.completed).toBe(tasks);
+      expect(p.processes).toBe(processes);
+      // Each non-empty claim is followed by one completeMany; each process ends on one empty claim.
+      const statements = Math.round(p.statementsPerTask * tasks);
+      expect(statements % 2).toBe(0);
+      expect(statements).toBeGreaterThanOrEqual(2 * Math.ceil(tasks / p.batch) + processes);
+      expect(p.tasksPerSecond).toBeGreaterThan(0);
+    }
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * Builds a worker handler from a {@link HandlerPlan}: it reports what it does to the test, parks at
+ * chosen fault points, blocks its event loop, calls the fake external service, fails on chosen
+ * attempts, and otherwise returns `{ by: <worker name>, attempt }` as the task's result.
+ *
+ * The handler ignores its abort signal on purpose (except for `awaitAbortMs`): the store, not the
+ * worker's good manners, must reject a late commit.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClaimedTask } from '@postpone/core';
+import type { HandlerContext } from '@postpone/worker';
+import { callExternal } from '../faults/external-service.js';
+import type { ParentChannel } from './channel.js';
+import type { FaultPoint, HandlerPlan } from './protocol.js';
+import type { ChildResources } from './resources.js';
+
+/** The result a planned handler returns: who completed which attempt. */
+export interface PlannedResult {
+  readonly by: string;
+  readonly attempt: number;
+  [key: string]: string | number;
+}
+
+/** Spins the CPU for `ms` without yielding: no timer, no I/O callback runs meanwhile. */
+export function blockEventLoop(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy wait
+  }
+}
+
+/** Resolves when `signal` aborts or after `ms`, whichever comes first. */
+function abortedOrAfter(signal: AbortSignal, ms: number): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return sleep(ms, undefined, { signal }).catch(() => {});
+}
+
+export function planHandler(plan: HandlerPlan, name: string, channel: ParentChannel, resources?: ChildResources) {
+  const parksAt = (point: FaultPoint, attempt: number) =>
+    (plan.park ?? []).some((p) => p.point === point && (p.attempts === undefined || p.attempts.includes(attempt)));
+
+  return async (task: ClaimedTask, ctx: HandlerContext): Promise<PlannedResult> => {
+    const { id } = task;
+    const { attempt } = ctx;
+    const wallMs = Date.now();
+    await channel.emit({ type: 'handlerStarted', id, attempt, wallMs });
+    if (!plan.reportEnd) return await body(task, ctx);
+    try {
+      return await body(task, ctx);
+    } finally {
+      await channel.emit({ type: 'handlerEnded', id, attempt, wallMs: Date.now() });
+    }
+  };
+
+  async function body(task: ClaimedTask, ctx: HandlerContext): Promise<PlannedResult> {
+    const { id } = task;
+    const { attempt } = ctx;
+    if (plan.blockMs !== undefined) {
+      blockEventLoop(plan.blockMs);
+      // Yield once, so timers that fell due during the block (the lease renewal) run now.
+      await sleep(0);
+    }
+    if (parksAt('afterClaim', attempt)) await channel.park(id, attempt, 'afterClaim');
+    if (plan.external) {
+      const key = plan.external.key === 'task' ? ctx.idempotencyKey : `${ctx.idempotencyKey}-a${attempt}`;
+      const applied = await callExternal(plan.external.url, key);
+      await channel.emit({ type: 'externalCalled', id, attempt, key, applied });
+      if (parksAt('afterExternal', attempt)) await channel.park(id, attempt, 'afterExternal');
+    }
+    if (plan.holdConnectionMs !== undefined && resources) {
+      const release = await resources.takeConnection();
+      try {
+        await sleep(plan.holdConnectionMs);
+      } finally {
+        release();
+      }
+    }
+    if (plan.workMs !== undefined) await sleep(plan.workMs);
+    if (plan.awaitAbortMs !== undefined) await abortedOrAfter(ctx.signal, plan.awaitAbortMs);
+    if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
+    if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
+    return { by: name, attempt };
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * @postpone/postgres-sql — every SQL statement and migration of the Postpone PostgreSQL store, once,
+ * as text with `$1..$n` placeholders, for any driver (River's "SQL exists once"). No driver
+ * dependency: `@postpone/postgres-store` runs these statements over a driver port, and
+ * `@postpone/postgres` binds them to node-postgres and postgres.js.
+ *
+ * - `statements(schema)`: the task, effect, clock and migration statements (`./sql.ts`);
+ * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
+ * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres-history-sql`);
+ * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
+ * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres-history-sql`);
+ * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
+ * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
+ * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
+ * - `RECLAIM_LOCK_SQL`: one reclaimer at a time per schema (`./reclaim-lock-sql.ts`).
+ */
+export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, adminStatements } from './admin-sql.js';
+export { HEALTH_STATEMENTS, type HealthStatements, type OldestSnapshot, type TableVacuumHealth, type VacuumHealth, vacuumHealthFrom } from './health-sql.js';
+export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
+export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type HistoryPartitionRow, type HistoryStatements, historyMigrationSql, historyStatements, historyStateTable, historyInsert, TASK_COLUMN_NAMES } from './history-sql.js';
+export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
+export { type Migration, migrations } from './migrations.js';
+export {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_TASKS_PER_NOTICE,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  scheduledManyPayloads,
+  type TaskNotice,
+  type TaskNoticeOp,
+  type WorkerNotice,
+  workerNoticePayload,
+} from './notice.js';
+export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
+export { type RenewStatements, renewStatements } from './renew-sql.js';
+export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

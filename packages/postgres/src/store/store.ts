@@ -1,0 +1,974 @@
+/**
+ * `PostgresStore` — the core `Store` contract in SQL (docs/contract.md#transitions), over either driver.
+ *
+ * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
+ * conformance suite and the differential test hold the two to the same outcomes. Each operation is
+ * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
+ * per-item resolution of the items it missed) and cancel (one statement, then a read of a terminal state
+ * when it hit nothing).
+ */
+import {
+  checkCallParams,
+  type CancelOptions,
+  type CancelOutcome,
+  type ClaimedTask,
+  type ClaimParams,
+  type ConnectionBudget,
+  type MigrateResult,
+  type Clock,
+  type CompleteManyItem,
+  type CompleteOutcome,
+  type CompleteParams,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  rejectUnknownFields,
+  type Effect,
+  type ExtendParams,
+  type FailParams,
+  type FailResult,
+  type Json,
+  type NormalizedSchedule,
+  DuplicateKeyError,
+  type OnConflict,
+  type PeekParams,
+  type PeekResult,
+  PostponeError,
+  type ReclaimedTask,
+  type ReclaimOutcome,
+  type TaskRecord,
+  type ReclaimParams,
+  type ReleaseOutcome,
+  type ReleaseParams,
+  type RetryPolicy,
+  type SnoozeParams,
+  type SnoozeResult,
+  validateFailRetry,
+  validateSnoozeParams,
+  type ScheduledTask,
+  type ScheduleInput,
+  type ScheduleOptions,
+  type StateCounts,
+  type Store,
+  StoreClosedError,
+  StoreError,
+  TASK_STATES,
+  type Task,
+  type TaskId,
+  TaskState,
+  type TraceContext,
+  parseTaskId,
+  validateAttempt,
+  validateCancelOptions,
+  validateCompleteMany,
+  validateExtendMany,
+  type ExtendManyParams,
+  validateJson,
+  validateNonNegativeMs,
+  validatePositiveInt,
+  validatePositiveMs,
+  validateSchedule,
+  validateScheduleMany,
+  validateScheduleOptions,
+  validateKindLimits,
+  validateSelection,
+  ValidationError,
+  DEFAULT_BATCH_LIMIT,
+  errorText,
+  MAX_BATCH_LIMIT,
+  MAX_CLAIM_LIMIT,
+  validateOwner,
+} from '@postpone/core';
+import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
+import { isDriverLevelError, SqlState, translateError } from './errors.js';
+import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
+import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
+import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
+import { migrations } from '../sql/migrations.js';
+import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
+import { type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { PostgresAdmin } from './admin.js';
+import { NoticeCoalescer } from './notice-coalescer.js';
+import { PostgresCron } from './cron.js';
+import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
+
+/** Default schema of the tables. */
+export const DEFAULT_SCHEMA = 'postpone';
+/** Default and largest reclaim / peek batches (shared with every store through core). */
+export const DEFAULT_RECLAIM_LIMIT = DEFAULT_BATCH_LIMIT;
+export const MAX_RECLAIM_LIMIT = MAX_BATCH_LIMIT;
+export const DEFAULT_PEEK_LIMIT = DEFAULT_BATCH_LIMIT;
+export const MAX_PEEK_LIMIT = MAX_BATCH_LIMIT;
+
+export interface PostgresStoreOptions {
+  /** Schema of the tables (default `postpone`); an identifier `[A-Za-z_][A-Za-z0-9_]*`, at most 63 characters. */
+  readonly schema?: string;
+  /**
+   * A clock whose time enters every statement as `$1` (tests, differential models). Omit it in
+   * production: the database clock (`now()`, `clock_timestamp()`) judges due times and leases (docs/contract.md#promise-1).
+   */
+  readonly clock?: Clock;
+  /** Payload and result size limit in bytes of UTF-8 JSON (default 1 MiB). */
+  readonly maxPayloadBytes?: number;
+  /** LISTEN/NOTIFY channel (default `postpone_<schema>`, cut to 63 bytes). */
+  readonly notifyChannel?: string;
+  /**
+   * How `schedule`/`scheduleMany` announce new tasks to listening workers (docs/contract.md#schedule-notices):
+   * `'near'` (default) — a NOTIFY per task inside the schedule statement, delivered at its commit,
+   * only when a task of the call is due within {@link NEAR_NOTICE_MS} (30 s; by `delayMs`, or `runAt`
+   * against this process's clock): a hybrid worker's periodic re-read (`fallbackPollMs`, 2 s by
+   * default; keep it well below 30 s) lists later tasks long before they are due, and every commit
+   * that notifies takes PostgreSQL's notification-queue lock; `'each'` — as `'near'` for every task,
+   * however far; `'coalesced'` — in the caller's transaction (`tx`) as `'near'`, otherwise after the
+   * insert committed a NOTIFY of its own for the tasks due within 30 s, one in flight per store, the
+   * tasks scheduled meanwhile going together in the next one (one more statement per near schedule:
+   * it pays only when one process schedules near tasks faster than a NOTIFY round trip); `'off'` —
+   * none (hybrid workers find new tasks by their fallback read).
+   */
+  readonly scheduleNotices?: 'coalesced' | 'each' | 'near' | 'off';
+  /**
+   * For the connections the store creates (from `connectionString`): a connection that waited this
+   * long (ms) for the server, connecting or after sending a request, is destroyed and the call
+   * rejects with `ConnectionLostError` (or `ConnectionError` TIMEOUT while connecting). This bounds
+   * half-open connections. Default 30 000. Keep `statement_timeout` below it: a statement silent
+   * for longer is cut. Under TLS only the connect phase is bounded (set TCP keepalive and, for pg,
+   * `query_timeout`). Ignored for a `pool` / `sql` you pass: set the equivalents yourself.
+   */
+  readonly replyTimeoutMs?: number;
+  /**
+   * `'transaction'` when a transaction pooler (PgBouncer `pool_mode = transaction`, RDS Proxy…)
+   * stands between the store and PostgreSQL. Then postgres.js runs without prepared statements
+   * (a passed `sql` must have `prepare: false`), and `listen` needs `listenConnectionString`
+   * (LISTEN holds a session, which such a pooler does not keep). Default `'none'`.
+   */
+  readonly pooler?: 'none' | 'transaction';
+  /**
+   * A direct connection string (bypassing the pooler) used only for LISTEN. The store creates
+   * a connection of its own on it and ends it on `close()`.
+   */
+  readonly listenConnectionString?: string;
+  /**
+   * Called with the translated error when a connection the store holds is lost outside any call
+   * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
+   */
+  readonly onConnectionError?: (error: PostponeError) => void;
+}
+
+/** The options every PostgreSQL store factory takes, beside its driver's own. */
+export const STORE_OPTION_NAMES: readonly string[] = [
+  'schema',
+  'clock',
+  'maxPayloadBytes',
+  'notifyChannel',
+  'scheduleNotices',
+  'replyTimeoutMs',
+  'pooler',
+  'listenConnectionString',
+  'onConnectionError',
+];
+
+/**
+ * Checks the options of a store factory before it creates anything: an object of known fields
+ * (the common ones and the driver's `own`), exactly one of `connection` (the driver's handle: `pool`,
+ * `sql`) and `connectionString`, and the connection options.
+ * @returns `replyTimeoutMs` and `listenConnectionString` when given
+ * @throws ValidationError INVALID_OPTION naming the field
+ */
+export function validateDriverOptions(
+  options: PostgresStoreOptions & { readonly connectionString?: string },
+  connection: string,
+  own: readonly string[],
+): { replyTimeoutMs?: number; listenConnectionString?: string } {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('INVALID_OPTION', 'options', 'must be an object');
+  rejectUnknownFields(options, [...STORE_OPTION_NAMES, connection, 'connectionString', ...own]);
+  if (((options as Record<string, unknown>)[connection] === undefined) === (options.connectionString === undefined)) {
+    throw new ValidationError('INVALID_OPTION', connection, `give exactly one of ${connection} and connectionString`);
+  }
+  return validateConnectionOptions(options);
+}
+
+/** The connection options of {@link validateDriverOptions}, alone (a store built on a given driver). */
+function validateConnectionOptions(options: PostgresStoreOptions): { replyTimeoutMs?: number; listenConnectionString?: string } {
+  const replyTimeoutMs = options.replyTimeoutMs === undefined ? undefined : validatePositiveMs(options.replyTimeoutMs, 'replyTimeoutMs');
+  if (options.pooler !== undefined && options.pooler !== 'none' && options.pooler !== 'transaction') {
+    throw new ValidationError('INVALID_OPTION', 'pooler', "must be 'none' or 'transaction'");
+  }
+  const listen = options.listenConnectionString;
+  if (listen !== undefined && (typeof listen !== 'string' || listen.trim() === '')) {
+    throw new ValidationError('INVALID_OPTION', 'listenConnectionString', 'must be a non-empty connection string');
+  }
+  if (options.onConnectionError !== undefined && typeof options.onConnectionError !== 'function') {
+    throw new ValidationError('INVALID_OPTION', 'onConnectionError', 'must be a function');
+  }
+  return { ...(replyTimeoutMs === undefined ? {} : { replyTimeoutMs }), ...(listen === undefined ? {} : { listenConnectionString: listen }) };
+}
+
+/** The driver events of a store's options: errors translated, a throwing callback contained. */
+export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
+  return {
+    onConnectionError: (error) => {
+      try {
+        options.onConnectionError?.(translateError(error));
+      } catch {
+        // A throwing callback must not turn a lost idle connection into a crash.
+      }
+    },
+  };
+}
+
+/** `scheduleNotices` `'near'` (default) and `'coalesced'`: a schedule call announces its tasks only when one is due within this many ms. */
+export const NEAR_NOTICE_MS = 30_000;
+
+/** `$1` channel, `$2` payload: the probe `listen` sends itself. */
+const NOTIFY_PROBE = 'select pg_notify($1, $2)';
+
+/** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
+export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function validateIdentifier(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value) || value.length > MAX_IDENTIFIER_LENGTH) {
+    throw new ValidationError('INVALID_OPTION', field, `must match ${IDENTIFIER.source} and be at most ${MAX_IDENTIFIER_LENGTH} characters`);
+  }
+  return value;
+}
+
+function parseJson(text: unknown): Json {
+  return typeof text === 'string' ? (JSON.parse(text) as Json) : null;
+}
+
+function date(ms: unknown): Date {
+  return new Date(Number(ms));
+}
+
+function toTask(row: Row): Task {
+  const r = row as unknown as TaskRow;
+  return {
+    id: r.id,
+    kind: r.kind,
+    key: r.key ?? null,
+    queue: r.queue,
+    priority: r.priority,
+    payload: parseJson(r.payload),
+    state: r.state as TaskState,
+    dueAt: date(r.dueatms),
+    attempt: r.attempt,
+    failures: r.failures,
+    maxAttempts: r.maxattempts,
+    leaseOwner: r.leaseowner,
+    leaseUntil: r.leaseuntilms === null ? null : date(r.leaseuntilms),
+    cancelRequested: r.cancelrequested,
+    result: parseJson(r.result),
+    lastError: r.lasterror,
+    createdAt: date(r.createdatms),
+    updatedAt: date(r.updatedatms),
+    ...traceContextOf(r.tracecontext),
+    ...retryOf(r.retry),
+  };
+}
+
+/** `{ retry }` from the `retry` column's text (migration 8), or `{}` when it is null (the field is then absent). */
+function retryOf(text: unknown): { retry?: RetryPolicy } {
+  return text === null || text === undefined ? {} : { retry: JSON.parse(String(text)) as RetryPolicy };
+}
+
+/** `{ traceContext }` from the `trace_context` column's text, or `{}` when it is null (the field is then absent). */
+function traceContextOf(text: unknown): { traceContext?: TraceContext } {
+  return text === null || text === undefined ? {} : { traceContext: JSON.parse(String(text)) as TraceContext };
+}
+
+/**
+ * The PostgreSQL store. `Tx` is the driver's native transaction handle: a `pg.PoolClient` from
+ * `@postpone/postgres/pg`, a postgres.js `TransactionSql` from `@postpone/postgres/postgres-js`.
+ *
+ * Every method throws {@link @postpone/core!StoreClosedError} after {@link close}, `ConnectionLostError` when the
+ * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
+ * for bad input before anything is sent.
+ */
+export class PostgresStore<Tx> implements Store<Tx>, CronStore {
+  readonly name: string;
+  readonly schema: string;
+  readonly notifyChannel: string;
+  readonly sql: Statements;
+  readonly connectionBudget: ConnectionBudget | undefined;
+  private readonly driver: Driver<Tx>;
+  private readonly clock: Clock | undefined;
+  private readonly maxPayloadBytes: number;
+  private readonly pooler: 'none' | 'transaction';
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
+  /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
+  readonly notices: NoticeCoalescer;
+
+  /** @throws ValidationError INVALID_OPTION for a bad schema, channel or size limit */
+  constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
+    this.driver = driver;
+    this.name = driver.name;
+    this.connectionBudget = driver.connectionBudget;
+    this.schema = validateIdentifier(options.schema ?? DEFAULT_SCHEMA, 'schema');
+    this.notifyChannel = validateIdentifier(options.notifyChannel ?? defaultNotifyChannel(this.schema), 'notifyChannel');
+    this.maxPayloadBytes =
+      options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : validatePositiveInt(options.maxPayloadBytes, 'maxPayloadBytes', 2 ** 30);
+    this.clock = options.clock;
+    const notices = options.scheduleNotices ?? 'near';
+    if (notices !== 'coalesced' && notices !== 'each' && notices !== 'near' && notices !== 'off') {
+      throw new ValidationError('INVALID_OPTION', 'scheduleNotices', "must be 'each', 'coalesced', 'near' or 'off'");
+    }
+    this.scheduleNotices = notices;
+    this.notices = new NoticeCoalescer(
+      async (payload) => {
+        await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, payload]));
+      },
+      () => {},
+    );
+    validateConnectionOptions(options);
+    this.pooler = options.pooler ?? 'none';
+    this.sql = statements(this.schema);
+    const context = {
+      driver: driver as Driver<unknown>,
+      schema: this.schema,
+      notifyChannel: this.notifyChannel,
+      nowParam: () => this.nowParam(),
+      call: <T>(op: () => Promise<T>) => this.call(op),
+      assertOpen: () => this.assertOpen(),
+    };
+    this.admin = new PostgresAdmin({ ...context, toTask });
+    this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
+  }
+
+  /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
+  private readonly cron: PostgresCron;
+  reconcileCronSchedules(params: ReconcileCronParams): Promise<ReconcileCronResult> {
+    return this.cron.reconcile(params);
+  }
+  scheduleCronOccurrence(params: ScheduleCronOccurrenceParams): Promise<ScheduleCronOccurrenceResult> {
+    return this.cron.scheduleOccurrence(params);
+  }
+  listCronSchedules(): Promise<CronScheduleRecord[]> {
+    return this.cron.list();
+  }
+
+  /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */
+  private readonly admin: PostgresAdmin;
+  listTasks(params?: ListTasksParams): Promise<TaskPage> {
+    return this.admin.listTasks(params);
+  }
+  retry(params: RetryParams): Promise<RetryResult> {
+    return this.admin.retry(params);
+  }
+  prune(params: PruneParams): Promise<PruneResult> {
+    return this.admin.prune(params);
+  }
+  stats(): Promise<StoreStats> {
+    return this.admin.stats();
+  }
+  /**
+   * Creates the missing day partitions of `task_history` from the store's now through `daysAhead`
+   * more UTC days (default 7), for every terminal state (docs/contract.md#live-and-history). `migrate()`
+   * and `prune({ retention })` run it; call it at least weekly (or prune with a retention daily) so
+   * finished tasks never land in the default partition. @returns how many partitions it created
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  ensureHistoryPartitions(daysAhead?: number): Promise<number> {
+    return this.admin.ensureHistoryPartitions(daysAhead === undefined ? undefined : validatePositiveInt(daysAhead, 'daysAhead', 366));
+  }
+  /**
+   * Dead rows and autovacuum's record for the `task` and `effect` tables and `task_history` (one entry summed over its partitions), and the oldest snapshot in
+   * this database holding back their cleanup (docs/contract.md#vacuum). Reads statistics views only.
+   * @throws StoreError with SQLSTATE 42P01 when the schema is not migrated, ConnectionLostError, StoreClosedError, StoreError
+   */
+  async vacuumHealth(): Promise<VacuumHealth> {
+    this.assertOpen();
+    return await this.call(async () => {
+      const tables = await this.driver.query(HEALTH_STATEMENTS.tables, [this.schema]);
+      // The statistics views list only tables that exist: none means the schema was never migrated.
+      if (!tables.some((t) => t.tablename === 'task')) {
+        throw new StoreError(`PostgreSQL error ${SqlState.UNDEFINED_TABLE}: relation "${this.schema}.task" does not exist (hint: call store.migrate() once for this schema)`, SqlState.UNDEFINED_TABLE);
+      }
+      const snapshot = await this.driver.query(HEALTH_STATEMENTS.oldestSnapshot, []);
+      return vacuumHealthFrom(tables, snapshot, Date.now());
+    });
+  }
+
+  /**
+   * One task with its operator fields (failures, last error, retry links), or null when no task has
+   * this id. Reads only; used by `postpone show`.
+   * @throws ConnectionLostError, StoreClosedError
+   */
+  getTaskRecord(id: string): Promise<TaskRecord | null> {
+    this.assertOpen();
+    return this.admin.getRecord(id);
+  }
+
+  /**
+   * Creates the schema and applies missing migrations, in one transaction holding a
+   * transaction-level advisory lock (PostgreSQL 17 §9.28.10): concurrent callers wait, then find the
+   * versions applied. NOTICEs ("already exists") are silenced for the transaction.
+   * @returns the versions this call applied (in order; empty when the schema was up to date) and the
+   *   schema's version after it
+   * @throws PostponeError MIGRATION_ERROR (cause: the driver error), ConnectionLostError, StoreClosedError
+   */
+  async migrate(): Promise<MigrateResult> {
+    this.assertOpen();
+    const s = this.sql;
+    const done: number[] = [];
+    const all = migrations(this.schema);
+    try {
+      await this.driver.transaction(async (query) => {
+        await query(s.migrationQuiet);
+        await query(s.migrationLock, [this.schema]);
+        await query(s.schemaCreate);
+        await query(s.migrationTableCreate);
+        const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
+        for (const m of all) {
+          if (applied.has(m.version)) continue;
+          await query(m.sql);
+          await query(s.migrationInsert, [m.version, m.name]);
+          done.push(m.version);
+        }
+        // History partitions from the store's now on (docs/contract.md#live-and-history): a store
+        // whose clock runs elsewhere than the database's (tests) gets its own days, not the default partition.
+        await query(this.admin.history.ensurePartitions, [this.nowParam(), HISTORY_DAYS_AHEAD]);
+      });
+      return { applied: done, version: all.at(-1)?.version ?? 0 };
+    } catch (error) {
+      const translated = translateError(error, this.closed);
+      if (translated instanceof StoreError) {
+        throw new PostponeError('MIGRATION_ERROR', `migrating schema ${this.schema} failed: ${translated.message}`, { cause: error });
+      }
+      throw translated;
+    }
+  }
+
+  /** Schedules one task (see {@link scheduleMany}). @throws ValidationError naming the field (`kind`, `delayMs`…) */
+  // Overloads: an ORM transaction ({@link SqlExecutor}) is accepted too, while `Store<Tx>` is still
+  // inferred from the last signature as the driver's own `Tx` (createWorker({ store }) types `tx` by it).
+  schedule(input: ScheduleInput, options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask>;
+  schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
+  async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
+    this.assertOpen();
+    const { tx, onConflict } = validateScheduleOptions(options);
+    const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes });
+    const [scheduled] = await this.insert([task], tx, onConflict);
+    return scheduled as ScheduledTask;
+  }
+
+  /**
+   * Schedules many tasks in ONE INSERT … SELECT from `jsonb_to_recordset` (all or nothing), after
+   * validating every input (a bad one throws `ValidationError` naming `tasks[i].field`; nothing is
+   * sent). With `options.tx` the insert runs in the caller's open transaction and commits or rolls
+   * back with it. Each new or replaced task sends a NOTIFY, delivered on commit. A keyed input whose
+   * (kind, key) a live task holds is decided by `task_key_idx` in the same statement
+   * (docs/contract.md#dedup-keys): `keep` returns the holder, `replace` rewrites it while SCHEDULED;
+   * `fail` runs the statement in a transaction (a savepoint inside the caller's) and rolls it back.
+   * @returns `{ id, dueAt, created, replaced }` in input order
+   * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
+   */
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<SqlExecutor>): Promise<ScheduledTask[]>;
+  scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
+  async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
+    this.assertOpen();
+    const { tx, onConflict } = validateScheduleOptions(options);
+    const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes });
+    if (tasks.length === 0) return [];
+    return await this.insert(tasks, tx, onConflict);
+  }
+
+  /**
+   * The query function of the caller's transaction `tx`: the driver's native handle, or an
+   * {@link SqlExecutor} (an ORM's transaction through `@postpone/orm`).
+   * @throws ValidationError INVALID_OPTION `tx` for anything else (a pool, a top-level `sql`)
+   */
+  private queryInTx(tx: unknown): QueryFn {
+    if (this.driver.isTx(tx)) return (text, p) => this.driver.queryIn(tx, text, p);
+    if (isSqlExecutor(tx) && typeof (tx as { totalCount?: unknown }).totalCount !== 'number') {
+      return async (text, p) => [...(await tx.query(text, p ?? [])).rows];
+    }
+    const native = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
+    throw new ValidationError('INVALID_OPTION', 'tx', `must be ${native}, or an SqlExecutor (@postpone/orm) on an open transaction`);
+  }
+
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
+    const inTx = tx === undefined ? undefined : this.queryInTx(tx);
+    const json = `[${tasks
+      .map(
+        (t) =>
+          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
+          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
+      )
+      .join(',')}]`;
+    // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
+    const after = inTx === undefined && this.scheduleNotices === 'coalesced';
+    const now = this.clock?.now() ?? Date.now();
+    const near = tasks.map((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) <= NEAR_NOTICE_MS);
+    const far = this.scheduleNotices !== 'each' && !near.includes(true);
+    const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
+    const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
+    const run = async (query: QueryFn) => {
+      const rows = await query(this.sql.taskInsertMany, params);
+      if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
+      const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
+      const input = tasks[taken];
+      if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+      return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
+    };
+    if (after) {
+      const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
+      this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
+      return scheduled;
+    }
+    return await this.call(async () => {
+      if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      const query = inTx;
+      if (onConflict !== 'fail') return await run(query);
+      await query(this.sql.scheduleSavepoint);
+      try {
+        const scheduled = await run(query);
+        await query(this.sql.scheduleReleaseSavepoint);
+        return scheduled;
+      } catch (error) {
+        if (error instanceof DuplicateKeyError) await query(this.sql.scheduleRollbackToSavepoint);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * One statement: SCHEDULED → CANCELLED (`CANCELLED`, moved to history, with a NOTIFY) or CLAIMED → cancel requested
+   * (`REQUESTED`). When it hit no row, a fresh read tells the terminal state apart (terminal states
+   * never change, so the read is safe): DONE/DEAD → `TOO_LATE`, CANCELLED → `ALREADY_CANCELLED`,
+   * none → `NOT_FOUND`. With `options.tx` (the driver's native handle or an {@link SqlExecutor}) both
+   * run in the caller's transaction: the row stays locked and the NOTIFY waits until it commits;
+   * a rollback undoes the cancel.
+   * @throws ValidationError INVALID_TASK_ID for a malformed id, INVALID_OPTION `tx` for a handle that is not a transaction
+   */
+  cancel(id: TaskId, options?: CancelOptions<SqlExecutor>): Promise<CancelOutcome>;
+  cancel(id: TaskId, options?: CancelOptions<Tx>): Promise<CancelOutcome>;
+  async cancel(id: TaskId, options?: CancelOptions<Tx | SqlExecutor>): Promise<CancelOutcome> {
+    this.assertOpen();
+    const { tx } = validateCancelOptions(options);
+    const taskId = parseTaskId(id);
+    const query: QueryFn = tx === undefined ? (text, p) => this.driver.query(text, p) : this.queryInTx(tx);
+    return await this.call(async () => {
+      // Two rounds at most: a row first seen live by the read was inserted after the UPDATE's
+      // snapshot; the second UPDATE then sees it (it is committed) and either hits or finds it terminal.
+      for (let round = 0; round < 2; round++) {
+        const [hit] = await query(this.sql.taskCancel, [this.nowParam(), taskId, this.notifyChannel]);
+        if (hit) return hit.state === TaskState.CANCELLED ? 'CANCELLED' : 'REQUESTED';
+        const [row] = await query(this.sql.taskGetForOutcome, [taskId]);
+        if (!row) return 'NOT_FOUND';
+        if (row.state === TaskState.CANCELLED) return 'ALREADY_CANCELLED';
+        if (row.state === TaskState.DONE || row.state === TaskState.DEAD) return 'TOO_LATE';
+      }
+      throw new StoreError(`cancel of task ${taskId}: the task changed state during the call`, undefined);
+    });
+  }
+
+  /**
+   * Claims up to `limit` (1..10 000) due tasks in one UPDATE with FOR UPDATE SKIP LOCKED; each claim
+   * increments `attempt` and sets the lease to `clock_timestamp() + leaseMs`.
+   * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
+   * With `kindLimits` naming a kind it may take, ONE transaction instead: `kindCapLock` (advisory
+   * locks per capped kind, sorted), then `taskClaimCapped` (docs/contract.md#kind-concurrency); without,
+   * the single statement as before.
+   * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
+   */
+  async claim(params: ClaimParams): Promise<ClaimedTask[]> {
+    this.assertOpen();
+    checkCallParams('claim', params);
+    const owner = validateOwner(params.owner);
+    const limit = validatePositiveInt(params.limit, 'limit', MAX_CLAIM_LIMIT);
+    const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
+    const { queue, kinds } = validateSelection(params);
+    const caps = validateKindLimits(params.kindLimits);
+    const kindsJson = kinds === null ? null : JSON.stringify(kinds);
+    const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
+    // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
+    const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    const rows = await this.call(() =>
+      capped.length === 0
+        ? this.driver.query(this.sql.taskClaim, claimParams)
+        : this.driver.transaction(async (query) => {
+            await query(this.sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            return await query(this.sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+          }),
+    );
+    return rows
+      .map((r) => ({
+        id: String(r.id),
+        kind: String(r.kind),
+        payload: parseJson(r.payload),
+        attempt: Number(r.attempt),
+        failures: Number(r.failures),
+        maxAttempts: Number(r.maxattempts),
+        dueAt: date(r.dueatms),
+        leaseUntil: date(r.leaseuntilms),
+        claimedAt: date(r.claimedatms),
+        priority: Number(r.priority),
+        ...traceContextOf(r.tracecontext),
+        ...retryOf(r.retry),
+      }))
+      .sort((a, b) => b.priority - a.priority || a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
+  }
+
+  /** Renews the lease to `clock_timestamp() + leaseMs` if CLAIMED, same attempt, not cancel-requested, not expired. */
+  async extend(params: ExtendParams): Promise<boolean> {
+    this.assertOpen();
+    checkCallParams('extend', params);
+    const id = parseTaskId(params.id);
+    const attempt = validateAttempt(params.attempt);
+    const leaseMs = validatePositiveMs(params.leaseMs, 'leaseMs');
+    const rows = await this.call(() => this.driver.query(this.sql.taskExtend, [this.nowParam(), id, attempt, leaseMs]));
+    return rows.length === 1;
+  }
+
+  /** The `extendMany` statement, built on first use. */
+  private renewSql: RenewStatements | undefined;
+
+  /**
+   * ONE statement (`renewStatements().taskExtendMany`): renews to `clock_timestamp() + leaseMs` every
+   * item still CLAIMED with its attempt, not cancel-requested, not expired. @returns renewed or not, in input order
+   */
+  async extendMany(params: ExtendManyParams): Promise<boolean[]> {
+    this.assertOpen();
+    const { items, leaseMs } = validateExtendMany(params);
+    if (items.length === 0) return [];
+    this.renewSql ??= renewStatements(this.schema);
+    const json = `[${items.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt}}`).join(',')}]`;
+    const rows = await this.call(() => this.driver.query((this.renewSql as RenewStatements).taskExtendMany, [this.nowParam(), json, leaseMs]));
+    const renewed = items.map(() => false);
+    for (const r of rows) renewed[Number(r.ord) - 1] = true;
+    return renewed;
+  }
+
+  /**
+   * ONE transaction: the fenced move to DONE (delete from `task` + insert into `task_history`, one
+   * statement, docs/contract.md#live-and-history); only if it hit a row, the effect row and then
+   * `work(tx)`, all committing together. If it missed: CLAIMED + same attempt + cancel requested →
+   * CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt → `DONE`
+   * (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
+   * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
+   *
+   * @throws whatever `work` threw, unchanged, after the rollback (the task stays CLAIMED, no effect),
+   *   unless it is a failure of the connection or the driver (a connection error, SQLSTATE class
+   *   08, 25, 26, 40, 53, 57, 58 or 42P05, e.g. 26000 "prepared statement does not exist" behind a
+   *   transaction pooler): that is translated like the store's own (`ConnectionLostError`,
+   *   `StoreError` with the SQLSTATE…, the original as `cause`) — it is not the handler's failure.
+   */
+  async complete(params: CompleteParams<Tx>): Promise<CompleteOutcome> {
+    this.assertOpen();
+    checkCallParams('complete', params);
+    const id = parseTaskId(params.id);
+    const attempt = validateAttempt(params.attempt);
+    const owner = validateOwner(params.owner);
+    const { text: resultText } = validateJson(params.result === undefined ? null : params.result, 'result', this.maxPayloadBytes, 'INVALID_RESULT');
+    const work = params.work;
+    if (work !== undefined && typeof work !== 'function') throw new ValidationError('INVALID_OPTION', 'work', 'must be a function');
+    const s = this.sql;
+    let workFailure: { error: unknown } | undefined;
+    try {
+      return await this.driver.transaction<CompleteOutcome>(async (query, tx) => {
+        const now = this.nowParam();
+        const done = await query(s.taskCompleteFenced, [now, id, attempt, resultText]);
+        if (done.length === 1) {
+          await query(s.effectInsert, [now, id, attempt, owner]);
+          if (work) {
+            try {
+              await work(tx);
+            } catch (error) {
+              workFailure = { error };
+              throw error;
+            }
+          }
+          return 'DONE';
+        }
+        return await this.missedCompleteOutcome(query, now, id, attempt);
+      });
+    } catch (error) {
+      if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
+      throw translateError(error, this.closed);
+    }
+  }
+
+  /**
+   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced move to DONE of every
+   * item whose attempt is current, and their effect rows, committing together; row locks taken in id
+   * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
+   * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
+   * again for a committed attempt, else `REJECTED_STALE`).
+   * @returns outcomes in input order; [] for an empty batch (nothing sent)
+   * @throws ValidationError naming `items[i].field` before anything is sent
+   */
+  async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+    this.assertOpen();
+    const valid = validateCompleteMany(items, this.maxPayloadBytes);
+    if (valid.length === 0) return [];
+    const json = `[${valid
+      .map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`)
+      .join(',')}]`;
+    return await this.call(async () => {
+      const now = this.nowParam();
+      const hit = new Set((await this.driver.query(this.sql.taskCompleteManyFenced, [now, json])).map((r) => Number(r.ord) - 1));
+      const outcomes: CompleteOutcome[] = [];
+      for (const [idx, item] of valid.entries()) {
+        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, item.id, item.attempt));
+      }
+      return outcomes;
+    });
+  }
+
+  /**
+   * What a complete whose fenced move hit nothing reports: CLAIMED + same attempt + cancel
+   * requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt
+   * → `DONE` (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
+   * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
+   */
+  private async missedCompleteOutcome(query: QueryFn, now: string | null, id: TaskId, attempt: number): Promise<CompleteOutcome> {
+    const cancelled = await query(this.sql.taskCancelRequestedToCancelled, [now, id, attempt]);
+    if (cancelled.length === 1) return 'CANCELLED_BEFORE_COMMIT';
+    const [row] = await query(this.sql.taskGetForOutcome, [id]);
+    if (row && row.attempt === attempt) {
+      if (row.state === TaskState.DONE) return 'DONE';
+      if (row.state === TaskState.CANCELLED && row.cancelrequested === true) return 'CANCELLED_BEFORE_COMMIT';
+    }
+    return 'REJECTED_STALE';
+  }
+
+  /**
+   * One UPDATE fenced by id + attempt + CLAIMED, counting one failure: cancel requested → CANCELLED;
+   * failures reach max attempts → DEAD; else SCHEDULED due at now + `backoffMs` (with a NOTIFY). `error` is kept in `last_error`
+   * (2 000 characters at most). No row → `REJECTED_STALE`.
+   */
+  async fail(params: FailParams): Promise<FailResult> {
+    this.assertOpen();
+    checkCallParams('fail', params);
+    const id = parseTaskId(params.id);
+    const attempt = validateAttempt(params.attempt);
+    const error = errorText(params.error);
+    const backoff = validateNonNegativeMs(params.backoffMs, 'backoffMs');
+    const { retryable = true, maxAttempts = null } = validateFailRetry(params);
+    const [row] = await this.call(() =>
+      this.driver.query(this.sql.taskFail, [this.nowParam(), id, attempt, error, backoff, this.notifyChannel, retryable, maxAttempts]),
+    );
+    if (!row) return { outcome: 'REJECTED_STALE' };
+    if (row.state === TaskState.SCHEDULED) return { outcome: 'SCHEDULED', dueAt: date(row.dueatms) };
+    return { outcome: row.state === TaskState.DEAD ? 'DEAD' : 'CANCELLED' };
+  }
+
+  /**
+   * Puts the attempt off without counting a failure, in one UPDATE fenced by id + attempt + CLAIMED
+   * (`taskSnooze`): cancel requested → CANCELLED, else SCHEDULED due at `dueAt` or the store's now +
+   * `delayMs` (with a NOTIFY), as core `transition('snooze')`. No row → `REJECTED_STALE`.
+   */
+  async snooze(params: SnoozeParams): Promise<SnoozeResult> {
+    this.assertOpen();
+    const p = validateSnoozeParams(params);
+    const dueAt = p.dueAt === null ? null : p.dueAt.toISOString();
+    const [row] = await this.call(() => this.driver.query(this.sql.taskSnooze, [this.nowParam(), p.id, p.attempt, dueAt, p.delayMs, this.notifyChannel]));
+    if (!row) return { outcome: 'REJECTED_STALE' };
+    return row.state === TaskState.SCHEDULED ? { outcome: 'SCHEDULED', dueAt: date(row.dueatms) } : { outcome: 'CANCELLED' };
+  }
+
+  /**
+   * Hands the current attempt back (graceful shutdown) in one UPDATE fenced by id + attempt +
+   * CLAIMED: cancel requested → CANCELLED, else SCHEDULED due now (with a NOTIFY). The lease is not
+   * checked and no failure is counted, as core `transition('release')`. No row → `REJECTED_STALE`.
+   */
+  async release(params: ReleaseParams): Promise<ReleaseOutcome> {
+    this.assertOpen();
+    checkCallParams('release', params);
+    const id = parseTaskId(params.id);
+    const attempt = validateAttempt(params.attempt);
+    const [row] = await this.call(() => this.driver.query(this.sql.taskRelease, [this.nowParam(), id, attempt, this.notifyChannel]));
+    if (!row) return 'REJECTED_STALE';
+    return row.state === TaskState.CANCELLED ? 'CANCELLED' : 'SCHEDULED';
+  }
+
+  /**
+   * ONE conditional UPDATE over expired leases (`lease_until < now`), at most `limit` (default
+   * 1 000, max 10 000), FOR UPDATE SKIP LOCKED, in autocommit (one round trip). The same statement
+   * first tries the schema's reclaim lock with `pg_try_advisory_xact_lock` (`taskReclaimExpired`):
+   * one caller per schema reclaims at a time, and a caller that finds the lock held returns `[]` at
+   * once without scanning (docs/contract.md#connection-budget). Each task is reclaimed once.
+   * @returns what each task moved to, by id (`[]` when another caller holds the reclaim lock)
+   */
+  async reclaimExpired(params: ReclaimParams = {}): Promise<ReclaimedTask[]> {
+    this.assertOpen();
+    checkCallParams('reclaimExpired', params);
+    const limit = params.limit === undefined ? DEFAULT_RECLAIM_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_RECLAIM_LIMIT);
+    const rows = await this.call(() => this.driver.query(this.sql.taskReclaimExpired, [this.nowParam(), limit, this.notifyChannel]));
+    return rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), outcome: r.state as ReclaimOutcome }));
+  }
+
+  /** SCHEDULED tasks of the queue (and kinds) due by now + `withinMs`, by due time (index `task_claim_idx`), and the store's now. */
+  async peekDue(params: PeekParams): Promise<PeekResult> {
+    this.assertOpen();
+    checkCallParams('peekDue', params);
+    const withinMs = validateNonNegativeMs(params.withinMs, 'withinMs');
+    const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
+    const { queue, kinds } = validateSelection(params);
+    const kindsJson = kinds === null ? null : JSON.stringify(kinds);
+    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    const now = date(rows[0]?.nowms);
+    const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
+    return { now, tasks };
+  }
+
+  /** @throws ValidationError INVALID_TASK_ID for a malformed id */
+  async getTask(id: TaskId): Promise<Task | null> {
+    this.assertOpen();
+    const taskId = parseTaskId(id);
+    const [row] = await this.call(() => this.driver.query(this.sql.taskGet, [taskId]));
+    return row ? toTask(row) : null;
+  }
+
+  /** @throws ValidationError INVALID_TASK_ID for a malformed id */
+  async getEffect(id: TaskId): Promise<Effect | null> {
+    this.assertOpen();
+    const taskId = parseTaskId(id);
+    const [row] = await this.call(() => this.driver.query(this.sql.effectGet, [taskId]));
+    if (!row) return null;
+    return { taskId: String(row.taskid), attempt: Number(row.attempt), worker: String(row.worker), createdAt: date(row.createdatms) };
+  }
+
+  async countByState(): Promise<StateCounts> {
+    this.assertOpen();
+    const rows = await this.call(() => this.driver.query(this.sql.taskCountByState));
+    const counts = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
+    for (const r of rows) counts[r.state as TaskState] = Number(r.n);
+    return counts;
+  }
+
+  /** The store's clock: the injected clock's time, else the database's `now()`. */
+  async now(): Promise<Date> {
+    this.assertOpen();
+    const [row] = await this.call(() => this.driver.query(this.sql.clockNow, [this.nowParam()]));
+    return date(row?.nowms);
+  }
+
+  /**
+   * Calls `listener` when the pool loses an idle connection (`pg` emits it; postgres.js reconnects
+   * silently and never calls it). @returns a function that removes the listener
+   */
+  onConnectionError(listener: (error: unknown) => void): () => void {
+    return this.driver.onConnectionError?.(listener) ?? (() => {});
+  }
+
+  /**
+   * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
+   * listens again after a lost connection, then calls `options.onReconnect`).
+   *
+   * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
+   * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
+   * listening one. A listener that would get nothing (e.g. LISTEN through a transaction pooler)
+   * is stopped and the call throws, so a caller never believes it listens when it does not.
+   *
+   * @returns a function that stops listening
+   * @throws ValidationError INVALID_OPTION `listenConnectionString` when `pooler` is `'transaction'`
+   *   and no direct connection was given; StoreError when the probe never arrived;
+   *   ConnectionLostError / ConnectionError when the connection failed
+   */
+  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void }): Promise<Unlisten> {
+    this.assertOpen();
+    if (this.pooler === 'transaction' && !this.driver.directListen) {
+      throw new ValidationError(
+        'INVALID_OPTION',
+        'listenConnectionString',
+        "LISTEN does not work through a transaction pooler: give a direct connection string for it (or use polling discovery)",
+      );
+    }
+    const probe = `{"op":"probe","nonce":"${Math.random().toString(36).slice(2)}${Date.now().toString(36)}"}`;
+    let probed: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      probed = resolve;
+    });
+    const unlisten = await this.call(() =>
+      this.driver.listen(
+        this.notifyChannel,
+        (payload) => {
+          if (payload === probe) {
+            probed();
+            return;
+          }
+          const notice = parseTaskNotice(payload);
+          if (notice) onNotice(notice);
+          else if (payload.startsWith('{"op":"scheduledMany"')) {
+            for (const each of parseScheduledMany(payload) ?? []) onNotice(each);
+          } else if (options?.onWorker) {
+            const worker = parseWorkerNotice(payload);
+            if (worker) options.onWorker(worker);
+          }
+        },
+        options,
+      ),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      const heard = await Promise.race([
+        arrived.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), LISTEN_PROBE_TIMEOUT_MS);
+        }),
+      ]);
+      if (!heard) {
+        throw new StoreError(
+          `LISTEN on ${this.notifyChannel} receives no notifications (a probe sent through the store did not arrive within ${LISTEN_PROBE_TIMEOUT_MS} ms): ` +
+            `is a transaction pooler in between? Set pooler: 'transaction' and listenConnectionString, or use polling discovery`,
+          undefined,
+        );
+      }
+      return unlisten;
+    } catch (error) {
+      await unlisten().catch(() => {});
+      throw translateError(error, this.closed);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Announces a hybrid worker on this store's channel (one NOTIFY through the pool, delivered to
+   * every listener including the sender's; docs/contract.md#discovery-sharing). Listeners get it
+   * through `listen`'s `onWorker` option.
+   * @param notice `worker` (1..200 characters) and `group` (1..200) name the worker and what it claims; `hello` asks the others to answer
+   * @throws ValidationError INVALID_OPTION for a bad `worker` or `group`; ConnectionLostError / ConnectionError / StoreError from the database
+   */
+  async announceWorker(notice: { readonly worker: string; readonly group: string; readonly hello: boolean }): Promise<void> {
+    this.assertOpen();
+    for (const field of ['worker', 'group'] as const) {
+      const value: unknown = notice?.[field];
+      if (typeof value !== 'string' || value.length === 0 || value.length > 200) throw new ValidationError('INVALID_OPTION', field, 'must be a string of 1..200 characters');
+    }
+    await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, workerNoticePayload({ worker: notice.worker, group: notice.group, hello: notice.hello === true })]));
+  }
+
+  /** Stops listeners and ends the pool if the store created it. Idempotent; later calls throw StoreClosedError. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.closing ??= this.driver.close();
+    await this.closing;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreClosedError();
+  }
+
+  private nowParam(): string | null {
+    return this.clock === undefined ? null : new Date(this.clock.now()).toISOString();
+  }
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (error) {
+      throw translateError(error, this.closed);
+    }
+  }
+}
+
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,0 +1,40 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { formatCase, recordCase, recordEnv } from '../src/evidence.js';
+
+describe('evidence recorder', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'postpone-evidence-'));
+    process.env.POSTPONE_EVIDENCE_DIR = dir;
+  });
+  afterEach(() => {
+    delete process.env.POSTPONE_EVIDENCE_DIR;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('formats key=value pairs, arrays and decimals', () => {
+    expect(formatCase('x_y', true, { a: 1, b: 2.345, c: [1, 2], d: 'two words' })).toBe('CASE x_y PASS a=1 b=2.3 c=[1,2] d=two_words');
+    expect(formatCase('x_y', false, {})).toBe('CASE x_y FAIL');
+  });
+
+  it('orders output.txt as docs/contract.md#evidence and replaces a re-run case', () => {
+    recordCase('retry_exhausted_dead', true, { attempts: 3 });
+    recordCase('normal_three_workers', false, { completed: 1 });
+    recordCase('normal_three_workers', true, { completed: 300 });
+    const lines = readFileSync(join(dir, 'output.txt'), 'utf8').trim().split('\n');
+    expect(lines).toEqual(['CASE normal_three_workers PASS completed=300', 'CASE retry_exhausted_dead PASS attempts=3']);
+  });
+
+  it('merges env entries', () => {
+    recordEnv({ node: 'v20', cpus: 2 });
+    recordEnv({ cpus: 4, leaseMs: 1000 });
+    expect(readFileSync(join(dir, 'env.txt'), 'utf8')).toBe('node: v20\ncpus: 4\nleaseMs: 1000\n');
+  });
+
+  it('rejects a case name that is not snake_case', () => {
+    expect(() => recordCase('Bad Name', true)).toThrow(TypeError);
+  });
+});

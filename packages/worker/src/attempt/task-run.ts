@@ -1,0 +1,243 @@
+/**
+ * One attempt of one task: runs its handler under a renewed lease, then reports the end to the store.
+ *
+ * Phases: `running` (handler executing, lease renewed) → `finishing` (complete or fail in flight) →
+ * `finished`; or `running` → `handedBack` at shutdown. A handler whose signal aborted (lease lost,
+ * cancel requested, timeout) gets `abandonGraceMs` to settle; after that the run stops waiting for it
+ * (a promise cannot be killed), records the failure and frees its slot. Whatever happened, the end is
+ * still reported with a fenced complete or fail, so the store — not the worker — rejects a stale one.
+ */
+import {
+  type ClaimedTask,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  describeThrown,
+  idempotencyKey,
+  type Json,
+  type Store,
+  UnknownKindError,
+  ValidationError,
+  validateJson,
+} from '@postpone/core';
+import type { Logger } from 'pino';
+import type { AttemptTelemetry, WorkerTelemetry } from '../telemetry/telemetry.js';
+import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from '@postpone/wheel';
+import type { AttemptReporter } from './attempt-reporter.js';
+import { type AbortReason, retryIntent, type SnoozeUntil, TaskAbortedError } from './errors.js';
+import { resolveRetry } from './retry-policy.js';
+import type { AttemptEmitter } from './events.js';
+import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
+import { keepLease, type LeaseEstimate, type LeaseLossReason } from './lease-keeper.js';
+import type { LeaseRenewer } from './lease-renewer.js';
+import type { AttemptSettings } from './settings.js';
+
+export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
+
+export interface RunDeps<Tx> {
+  readonly store: Store<Tx>;
+  readonly options: AttemptSettings;
+  readonly events: AttemptEmitter;
+  readonly reporter: AttemptReporter<Tx>;
+  readonly logger: Logger;
+  readonly telemetry: WorkerTelemetry;
+  /** Batches this worker's lease renewals into one `extendMany` (default: one `extend` each). */
+  readonly renewer?: LeaseRenewer;
+  /**
+   * Called once when the attempt stops occupying a slot: its handler settled (or was abandoned, or
+   * handed back), so only its report to the store is left. The worker runs the next task then,
+   * without waiting for the (batched) report to be acknowledged.
+   */
+  readonly onSlotFree?: () => void;
+}
+
+const ABORTED = Symbol('aborted');
+/** The reason `halt` aborts with: a given reason spares the DOMException `abort()` would build per attempt. */
+const HALTED = Symbol('halted');
+
+export class TaskRun<Tx> {
+  private currentPhase: RunPhase = 'running';
+  /** The handler's signal. */
+  private readonly abort = new AbortController();
+  /** Aborted when the run leaves `running`: stops the lease keeper, the timeout and the grace wait. */
+  private readonly halt = new AbortController();
+  private readonly writes: CompletionWrite<Tx>[] = [];
+  private readonly startedAt: number;
+  /** The attempt's child logger, made on first use (most attempts never log). */
+  private childLogger: Logger | null = null;
+  /** The lease's end as the keeper knows it (monotonic ms). */
+  private readonly lease: LeaseEstimate = { confirmedUntil: 0 };
+  /** The attempt's span and handler timing. */
+  private readonly telemetry: AttemptTelemetry;
+  private slotFreed = false;
+  /** Resolves when the attempt's end was reported and acknowledged, or handed back (never rejects). */
+  readonly finished: Promise<void>;
+
+  constructor(
+    readonly task: ClaimedTask,
+    claimSentAt: number,
+    private readonly handler: Handler<Json, Tx> | undefined,
+    private readonly deps: RunDeps<Tx>,
+  ) {
+    this.startedAt = deps.options.pacing.now();
+    this.telemetry = deps.telemetry.attempt(task);
+    this.finished = this.execute(claimSentAt)
+      .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
+      .finally(() => {
+        this.freeSlot();
+        if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
+        this.telemetry.end();
+      });
+  }
+
+  private get logger(): Logger {
+    this.childLogger ??= this.deps.logger.child({ taskId: this.task.id, kind: this.task.kind, attempt: this.task.attempt });
+    return this.childLogger;
+  }
+
+  private freeSlot(): void {
+    if (this.slotFreed) return;
+    this.slotFreed = true;
+    this.deps.onSlotFree?.();
+  }
+
+  get phase(): RunPhase {
+    return this.currentPhase;
+  }
+
+  /** Shutdown: aborts the handler (reason `shutdown`) and releases the attempt. A no-op unless running. */
+  async handBack(): Promise<void> {
+    if (this.currentPhase !== 'running') return;
+    this.currentPhase = 'handedBack';
+    this.freeSlot();
+    this.halt.abort(HALTED);
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
+    const outcome = await this.deps.reporter.release(this.task);
+    this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
+  }
+
+  private async execute(claimSentAt: number): Promise<void> {
+    const { handler, task } = this;
+    if (handler === undefined) {
+      this.currentPhase = 'finishing';
+      this.freeSlot();
+      await this.fail(describeThrown(new UnknownKindError(task.kind)));
+      return;
+    }
+    this.watchLease(claimSentAt);
+    this.watchTimeout();
+    const handlerStartedAt = this.deps.options.pacing.now();
+    const settled = settle(() => this.telemetry.run(() => handler(task, this.context())));
+    let outcome: Settled<unknown> | typeof ABORTED | typeof TIMED_OUT = await Promise.race([
+      settled,
+      whenAborted(this.abort.signal).then((): typeof ABORTED => ABORTED),
+    ]);
+    if (outcome === ABORTED) {
+      if (this.currentPhase !== 'running') return; // handed back at shutdown
+      outcome = await raceTimer(this.deps.options.pacing, settled, this.deps.options.abandonGraceMs, this.halt.signal);
+      if (this.currentPhase !== 'running') return; // handed back while waiting
+    }
+    this.currentPhase = 'finishing';
+    this.freeSlot();
+    this.halt.abort(HALTED);
+    const reason = this.abortReason();
+    this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
+    if (outcome === TIMED_OUT) {
+      this.deps.events.emit('abandoned', { task, reason: reason ?? 'lease-lost' });
+      const grace = this.deps.options.abandonGraceMs;
+      await this.fail(`handler did not settle within ${grace} ms after its signal aborted (${reason}); abandoned`);
+      return;
+    }
+    if (reason === 'timeout') {
+      await this.fail(describeThrown(this.abort.signal.reason));
+      return;
+    }
+    if (!outcome.ok) {
+      const intent = retryIntent(outcome.error);
+      if (intent.type === 'snooze') await this.snooze(intent.until);
+      else await this.fail(describeThrown(outcome.error), intent.retryable);
+      return;
+    }
+    await this.completeWith(outcome.value);
+  }
+
+  /** Records the failed attempt (fenced `fail`) and what the store answered. */
+  private async fail(error: string, retryable = true): Promise<void> {
+    const result = await this.deps.reporter.fail(this.task, error, retryable);
+    this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome, error);
+  }
+
+  /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
+  private async snooze(until: SnoozeUntil): Promise<void> {
+    const result = await this.deps.reporter.snooze(this.task, until);
+    this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome === 'SCHEDULED' ? 'SNOOZED' : result.outcome);
+  }
+
+  private async completeWith(value: unknown): Promise<void> {
+    let result: Json;
+    try {
+      result = validateJson(value === undefined ? null : value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
+    } catch (error) {
+      await this.fail(describeThrown(error));
+      return;
+    }
+    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt, this.lease.confirmedUntil);
+    if (outcome !== null && typeof outcome === 'object') await this.fail(describeThrown(outcome.writeError));
+    else this.telemetry.finished(outcome ?? 'UNKNOWN');
+  }
+
+  private abortReason(): AbortReason | null {
+    const reason: unknown = this.abort.signal.reason;
+    return this.abort.signal.aborted && reason instanceof TaskAbortedError ? reason.reason : null;
+  }
+
+  /** The store announced a cancel request for this task: abort the handler now (no-op unless running). */
+  cancelRequested(): void {
+    this.lose('cancel-requested');
+  }
+
+  private lose(reason: LeaseLossReason): void {
+    if (this.currentPhase !== 'running' || this.abortReason() === reason) return;
+    this.logger.warn({ reason }, 'lease lost; aborting the handler');
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
+    this.deps.events.emit('leaseLost', { task: this.task, reason });
+  }
+
+  private watchLease(claimSentAt: number): void {
+    const { store, options, events, renewer } = this.deps;
+    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs, ...(renewer ? { renewer } : {}) };
+    void keepLease(this.task, claimSentAt, deps, this.halt.signal, this.lease).then((reason) => reason !== null && this.lose(reason));
+  }
+
+  private watchTimeout(): void {
+    const ms = this.deps.options.handlerTimeoutMs;
+    if (ms === null) return;
+    void this.deps.options.pacing.sleep(ms, this.halt.signal).then(() => {
+      if (this.halt.signal.aborted || this.abort.signal.aborted) return;
+      this.logger.warn({ handlerTimeoutMs: ms }, 'handler timed out; aborting it');
+      this.abort.abort(new TaskAbortedError('timeout', `${ms} ms`));
+    });
+  }
+
+  private context(): HandlerContext<Tx> {
+    const { task, deps } = this;
+    const run = this;
+    return {
+      signal: this.abort.signal,
+      attempt: task.attempt,
+      failures: task.failures,
+      maxAttempts: resolveRetry(task, deps.options).maxAttempts,
+      idempotencyKey: idempotencyKey(task.id),
+      workerId: deps.options.id,
+      get logger() {
+        return run.logger;
+      },
+      onCompleteTx: (write) => {
+        if (typeof write !== 'function') throw new ValidationError('INVALID_OPTION', 'onCompleteTx', 'expects a function (tx) => Promise');
+        if (this.currentPhase !== 'running') {
+          this.logger.warn('onCompleteTx called after the handler settled; the write is ignored');
+          return;
+        }
+        this.writes.push(write);
+      },
+    };
+  }
+}
