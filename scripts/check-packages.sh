@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every publishable package (packages/* without "private": true), packs it with pnpm (as it
+# Builds every publishable package (packages/* and apps/* without "private": true), packs it with pnpm (as it
 # would be published: workspace: ranges rewritten), and checks the tarball with publint (--strict:
 # warnings fail too) and @arethetypeswrong/cli (profile esm-only: the packages are ESM-only, so the
 # CommonJS `require` resolutions are not judged). Prints one line per package and check, and exits
@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 
 mapfile -t dirs < <(node -e '
   const { readdirSync, readFileSync, existsSync } = require("node:fs");
-  for (const d of readdirSync("packages").sort()) {
-    const f = `packages/${d}/package.json`;
-    if (existsSync(f) && !JSON.parse(readFileSync(f, "utf8")).private) console.log(`packages/${d}`);
-  }')
+  for (const root of ["packages", "apps"])
+    for (const d of readdirSync(root).sort()) {
+      const f = `${root}/${d}/package.json`;
+      if (existsSync(f) && !JSON.parse(readFileSync(f, "utf8")).private) console.log(`${root}/${d}`);
+    }')
 if [ "${#dirs[@]}" -eq 0 ]; then echo "check-packages: no publishable package found"; exit 1; fi
 
 filters=()
