@@ -1,4 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig({ test: sharedTestConfig() });
+// The ceiling, curves, hosts, schedule and seed tests drive a real PostgreSQL.
+export default defineConfig({
+  test: sharedTestConfig({ globalSetup: ['@postpone/embedded/vitest-setup'] }),
+});

@@ -1,7 +1,7 @@
 /**
  * @postpone/bench — the command line behind `pnpm bench` (`dist/main.js`) and the run that ties the
- * sections together. The measurements live in `@postpone/bench-curves` (Postpone alone) and
- * `@postpone/bench-peers` (side by side), the sizes, results and report in `@postpone/bench-report`;
+ * sections together. The measurements live in `apps/bench/src/curves` (Postpone alone) and
+ * `apps/bench/src/peers` (side by side), the sizes, results and report in `apps/bench/src/report`;
  * this entry still exports what it exported before they moved.
  */
 export { claimSql, clockTimestampClaimSql } from './seed/claim-variants.js';

@@ -64,7 +64,7 @@ const program = new Command()
   .option('--no-progress', 'no progress bar')
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
-  .option('--scale', 'instead of the sections: the scale run of @postpone/bench-scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
+  .option('--scale', 'instead of the sections: the scale run of apps/bench/src/scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
   .option('--hosts', 'only the hosts section: 1, 4, 8, 16 network-namespace worker hosts × 2 processes (needs root; writes hosts.md)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
@@ -101,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const base = opts.quick ? QUICK : FULL;
   const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;
-  // `schedule` (@postpone/bench-schedule) writes a report fragment of its own: run unless left out.
+  // `schedule` (apps/bench/src/schedule) writes a report fragment of its own: run unless left out.
   const withoutSchedule = (names: string[] | undefined) => names?.filter((n) => n !== 'schedule');
   const scheduleWanted = (opts.only === undefined || opts.only.includes('schedule')) && !opts.skip?.includes('schedule');
   const only = withoutSchedule(opts.only);

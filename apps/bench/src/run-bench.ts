@@ -1,7 +1,7 @@
 /**
  * Runs the selected sections in order against one PostgreSQL server and collects their results.
  * Seed and curve sections run in databases of their own; the side-by-side sections give every run
- * a fresh database (`RunDatabases` of `@postpone/bench-peers`). A section that fails is noted and
+ * a fresh database (`RunDatabases` of `apps/bench/src/peers`). A section that fails is noted and
  * the bench goes on with the next one.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -7,5 +7,5 @@
  * ```
  */
 export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
-// The harness contract and the shared assertions live in @postpone/conformance-kit; exported here too.
+// The harness contract and the shared assertions live in @postpone/conformance src/kit/; exported here too.
 export * from './kit/index.js';

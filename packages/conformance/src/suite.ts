@@ -1,8 +1,8 @@
 /**
  * The one conformance suite every Store runs (docs/contract.md#transitions, #outcomes, #input-errors):
- * the transition cases of this package, then the reads and operations of `@postpone/conformance-ops`,
- * then queues, kinds and priorities of `@postpone/conformance-queues`, then the live/history split and
- * retention of `@postpone/conformance-history`.
+ * the transition cases of this package, then the reads and operations of `src/ops/`,
+ * then queues, kinds and priorities of `src/queues/`, then the live/history split and
+ * retention of `src/history/`.
  */
 import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';

@@ -36,7 +36,7 @@ describe('conformance suite', () => {
     ]);
   });
 
-  it('registers the reads and operations of @postpone/conformance-ops, then @postpone/conformance-queues, then @postpone/conformance-history, in their order, then the cron cases', () => {
+  it('registers the reads and operations of packages/conformance/src/ops, then packages/conformance/src/queues, then packages/conformance/src/history, in their order, then the cron cases', () => {
     const tail = OPERATIONS_CASES.length + QUEUE_CASES.length + HISTORY_CASES.length;
     expect(CONFORMANCE_CASES.slice(-tail - 1, -1)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
   });

@@ -1,5 +1,5 @@
 /**
- * @postpone/cron-store — the store capability recurring schedules rest on (docs/contract.md#recurring-schedules):
+ * The store capability recurring schedules rest on (docs/contract.md#recurring-schedules):
  * a durable table of schedules, each with a *watermark* (the latest occurrence already turned into a
  * task), and two operations every store implements in one transaction:
  *
@@ -10,9 +10,8 @@
  *   high-water mark moved in the same transaction as the insert; a dedup key alone frees itself once
  *   the task is DONE, so it cannot give "once per occurrence").
  *
- * Types and input checks only (no I/O, no cron parsing): `@postpone/memory`, `@postpone/postgres-store`
- * implement {@link CronStore}; `@postpone/cron` (the scheduler, with croner) uses it. Kept out of
- * `@postpone/core`, which is at its size limit; it depends on core, and nothing in core depends on it.
+ * Types and input checks only (no I/O, no cron parsing): `@postpone/memory`, `@postpone/postgres`
+ * implement {@link CronStore}; `@postpone/cron` (the scheduler, with croner) uses it.
  */
 import { type NormalizedSchedule, type ScheduleInput, type TaskId, validateRunAt, validateSchedule } from './input/validate.js';
 import { ValidationError } from './errors/errors.js';

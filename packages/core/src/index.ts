@@ -1,7 +1,7 @@
 /**
  * @postpone/core — the pure heart of Postpone: states, outcomes, the transition function, the Store
  * contract, typed errors, Clock, backoff and input validation. No I/O. The typed errors and
- * `describeThrown` live in `@postpone/errors` and are re-exported here.
+ * `describeThrown` live in `@postpone/core` and are re-exported here.
  *
  * Terminology:
  * - task: one unit of delayed work (`kind` + JSON `payload`), due at `dueAt`.

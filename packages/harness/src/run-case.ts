@@ -1,6 +1,6 @@
 /**
  * Runs one evidence case: a fresh {@link CaseContext}, the body filling a {@link Verdict}, then one
- * `CASE <name> PASS|FAIL k=v ...` line through `@postpone/evidence` with the values measured in this
+ * `CASE <name> PASS|FAIL k=v ...` line through `packages/testkit/src/evidence.ts` with the values measured in this
  * run. A failed check or an error records FAIL (with `failed=[...]`) and throws, so the test fails.
  */
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';

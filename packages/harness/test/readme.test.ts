@@ -44,9 +44,10 @@ describe('README examples', () => {
       expect(imports.length, `README line ${b.line}`).toBeGreaterThan(0);
       for (const line of imports) {
         const from = /from '([^']+)'/.exec(line)?.[1] ?? '';
-        // Inside its own package the file imports `@postpone/orm/<entry>` from its source, `../src/<entry>.js`.
-        const own = /^@postpone\/orm\/(\w+)$/.exec(from);
-        const expected = own ? `'../src/${own[1]}.js'` : `'${from}'`;
+        // Inside its own package the file imports the ORM entry `@postpone/postgres/<orm>` from its
+        // source, `../../src/orm/<orm>.js` (the test sits in packages/postgres/test/orm/).
+        const own = /^@postpone\/postgres\/(kysely|drizzle|knex|prisma)$/.exec(from);
+        const expected = own ? `'../../src/orm/${own[1]}.js'` : `'${from}'`;
         expect(other, `README line ${b.line}: ${b.checkedIn} imports ${expected}`).toContain(expected);
       }
     }

@@ -1,5 +1,5 @@
 /**
- * Recurring schedules in memory (`CronStore` of `@postpone/cron-store`, docs/contract.md#recurring-schedules):
+ * Recurring schedules in memory (`CronStore` of `@postpone/core`, docs/contract.md#recurring-schedules):
  * the schedule rows and their watermarks, beside the tasks. Each operation runs without an `await`
  * between its reads and writes, so on one event loop it is one transaction: the watermark moves and
  * the task is committed together, or neither.

@@ -5,8 +5,8 @@
  * - `@postpone/postgres/pg` — node-postgres: `createPgStore({ pool | connectionString })`
  * - `@postpone/postgres/postgres-js` — postgres.js: `createPostgresJsStore({ sql | connectionString })`
  *
- * Both bind the same SQL text (`statements(schema)`, from `@postpone/postgres-sql`), build the same
- * `PostgresStore` (from `@postpone/postgres-store`), apply the same migrations, and pass the same
+ * Both bind the same SQL text (`statements(schema)`, from `packages/postgres/src/sql`), build the same
+ * `PostgresStore` (from `packages/postgres/src/store`), apply the same migrations, and pass the same
  * conformance suite. This entry re-exports what those two packages offer applications.
  */
 export { type Migration, migrations } from './sql/migrations.js';
@@ -15,5 +15,6 @@ export { quoteIdent } from './sql/quote.js';
 export { type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
 export { SqlState, sqlStateOf, translateError } from './store/errors.js';
+export { NoticeCoalescer } from './store/notice-coalescer.js';
 export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PostgresStore, type PostgresStoreOptions } from './store/store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';

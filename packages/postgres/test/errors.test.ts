@@ -1,5 +1,5 @@
 /**
- * Driver errors → core typed errors (`@postpone/postgres-store` errors.ts), with real errors from both drivers and a real
+ * Driver errors → core typed errors (`packages/postgres/src/store` errors.ts), with real errors from both drivers and a real
  * lost connection (`pg_terminate_backend` from another session).
  */
 import { ConnectionLostError, StoreClosedError, StoreError, TestClock, ValidationError } from '@postpone/core';

@@ -1,5 +1,5 @@
 /**
- * @postpone/evidence — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
+ * packages/testkit/src/evidence.ts — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
  *
  * Each case writes `evidence/cases/<name>.txt` (one line) and then regenerates
  * `evidence/output.txt` from all case files, ordered as in docs/contract.md#evidence (unknown names last,

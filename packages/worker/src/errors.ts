@@ -1,6 +1,6 @@
 /**
  * Misuse of a stopped worker: a core `PostponeError`. Why a handler's signal aborted is
- * `TaskAbortedError` (`@postpone/attempt`); store and validation errors are core's.
+ * `TaskAbortedError` (`@postpone/worker`); store and validation errors are core's.
  */
 import { PostponeError } from '@postpone/core';
 

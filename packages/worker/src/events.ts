@@ -11,7 +11,7 @@ export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release
 
 export type { RebuildReason };
 
-/** Every event of the worker: those of each attempt (`@postpone/attempt`) and those of its loop. */
+/** Every event of the worker: those of each attempt (`@postpone/worker`) and those of its loop. */
 export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
   /** One event per task claimed; `task.claimedAt - task.dueAt` is the lateness (store clock). */
   claimed: { readonly task: ClaimedTask };
@@ -19,7 +19,7 @@ export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
   reclaimed: { readonly task: ReclaimedTask };
   /** A store call failed (the worker carries on: it retries, polls again, or leaves the task to lease expiry). */
   error: { readonly error: unknown; readonly operation: StoreOperation; readonly task?: ClaimedTask };
-  /** Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel (`@postpone/discovery`). */
+  /** Hybrid discovery re-read the store (`peekDue`) and merged it into its wheel (`@postpone/worker`). */
   wheelRebuilt: WheelRebuilt;
   /**
    * The worker's own store calls (claim, reclaim, discovery's reads, listening) started failing, or

@@ -17,7 +17,7 @@ export {
   type WorkerOptions,
 } from './options.js';
 export { HYBRID_DEFAULTS, type DiscoveryMode, type HybridOptions, type ResolvedHybridOptions } from './discovery/hybrid-options.js';
-export type { DiscoveryStats } from './discovery/discovery.js';
+export type { ClaimCause, ClaimCount, DiscoveryOperation, DiscoveryStats, WheelRebuilt } from './discovery/discovery.js';
 export { NonRetryableError, Snooze, type SnoozeUntil, TaskAbortedError, type AbortReason } from './attempt/errors.js';
 export type { AttemptEvents, AttemptOperation } from './attempt/events.js';
 export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap } from './attempt/handler.js';

@@ -6,7 +6,7 @@
  * its lease must hold while it waits. The queue renews the leases of everything it holds in ONE
  * `extendMany` (through the worker's {@link LeaseRenewer}) every `renewEveryMs` of the monotonic
  * clock. Its estimate of each lease's end is conservative, dated like the lease keeper's
- * (`@postpone/attempt` `keepLease`): a lease granted by a claim or renewal sent at `t` lasts at least
+ * (`@postpone/worker` `keepLease`): a lease granted by a claim or renewal sent at `t` lasts at least
  * until `t + leaseMs` on the store's clock. A task is handed to a slot only while at least half of
  * `leaseMs − renewEveryMs` of that estimate is left, and the slot's keeper takes over from the last
  * renewal; a task the store did not renew (stale, cancel requested, expired) or whose estimate ran out

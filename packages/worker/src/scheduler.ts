@@ -42,7 +42,7 @@ export interface Scheduler<M extends PayloadMap, Tx = unknown> {
 /**
  * A {@link Scheduler} over `store`, typed by the payload map `M` of the worker's handlers. Give `Tx`
  * to type `{ tx }` too, e.g. `createScheduler<Payloads, PgTx | SqlExecutor>(store)` for a PostgreSQL
- * store that takes a `pg` client or an ORM transaction (`@postpone/orm`); by default `tx` is `unknown`
+ * store that takes a `pg` client or an ORM transaction (`@postpone/postgres`); by default `tx` is `unknown`
  * and checked by the store at run time.
  */
 export function createScheduler<M extends PayloadMap, Tx = unknown>(store: Store<Tx>): Scheduler<M, Tx> {

@@ -368,7 +368,17 @@ describe('a pg pool that loses an idle connection', () => {
     const recovered = collect(worker, 'storeRecovered');
     worker.start();
     await until(() => pool.idleCount > 0 && worker.discovery.listening, 'an idle connection');
-    await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and state = $2', [applicationName, 'idle']);
+    // A connection is idle in the pool only between two polls (50 ms apart), so one terminate may find
+    // every pool connection busy, or only the listener's (which is not the pool's: left out by its
+    // LISTEN). Terminate again, up to 20 times, until the pool reports the loss.
+    for (let round = 0; round < 20 && unavailable.length === 0; round++) {
+      await admin.query(
+        "select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and state = 'idle' and query not ilike 'listen%'",
+        [applicationName],
+      );
+      const deadline = Date.now() + 500;
+      while (unavailable.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    }
     await until(() => recovered.length === 1, 'the recovery');
     expect(unavailable.map((e) => e.operation)).toEqual(['connection']);
     expect(recovered).toHaveLength(1);

@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-ceiling — the SQL-only ceiling of Postpone's schema: the store's claim and batched
+ * apps/bench/src/ceiling — the SQL-only ceiling of Postpone's schema: the store's claim and batched
  * fenced completion (with effect rows) in a tight loop of prepared statements, one connection per
  * process, no worker logic. Postpone's throughput as a fraction of it is what the worker costs.
  */

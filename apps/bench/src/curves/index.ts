@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-curves — the bench's measurements of Postpone alone: the seed cases (the partial
+ * apps/bench/src/curves — the bench's measurements of Postpone alone: the seed cases (the partial
  * due index under `now()` vs `clock_timestamp()`, the poll interval trade-off) and the cost curves
  * (idle claim vs history, the claim while pruning, backlog, worker processes, timing wheel vs heap).
  */

@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-hosts — the bench section `--hosts` (issue 16, "Many worker hosts on one
+ * apps/bench/src/hosts — the bench section `--hosts` (issue 16, "Many worker hosts on one
  * primary"): worker hosts as network namespaces, measured for server connections, statements per
  * second per host, claims per task and p99 lateness. See {@link runHostsBench}.
  */

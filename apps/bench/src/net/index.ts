@@ -1,6 +1,6 @@
 /**
- * @postpone/bench-net — a network between the worker processes and PostgreSQL: each measured run's
- * workers connect through the harness TCP proxy (`@postpone/faults`, loopback only) that holds every
+ * apps/bench/src/net — a network between the worker processes and PostgreSQL: each measured run's
+ * workers connect through the harness TCP proxy (`packages/testkit/src/tcp-proxy.ts`, loopback only) that holds every
  * chunk `latencyMs` each way, and counts request/response turns. The bench's throughput and lateness
  * runs are reused unchanged through {@link latencyRoute}; the bench's own reads go direct.
  */

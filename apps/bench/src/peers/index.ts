@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-peers — Postpone, pg-boss and graphile-worker side by side on one PostgreSQL: each
+ * apps/bench/src/peers — Postpone, pg-boss and graphile-worker side by side on one PostgreSQL: each
  * run in a fresh database cloned from its system's migrated template, real worker processes
  * (`child.js`) running each system's own worker, contenders alternated A B A B over rounds. Also the
  * server helpers (databases, statement counts) and the statistics the whole bench shares.

@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-report — what a bench run is and what it found: the sections and their sizes
+ * apps/bench/src/report — what a bench run is and what it found: the sections and their sizes
  * (`FULL`, `QUICK`), the shape of `results.json`, and the report written from it (`report.md` with
  * the targets checked, SVG charts rendered headless with Vega).
  */

@@ -28,7 +28,7 @@ export async function writeReport(results: BenchResults, dir: string): Promise<s
 
 /**
  * The Markdown fragments other bench packages wrote into `<dir>/fragments/*.md` (e.g. the
- * scheduling-throughput section of `@postpone/bench-schedule`), in name order, appended to the report.
+ * scheduling-throughput section of `apps/bench/src/schedule`), in name order, appended to the report.
  */
 function fragments(dir: string): string {
   const folder = join(dir, 'fragments');

@@ -1,6 +1,6 @@
 /**
  * The claim at one history size: the store's real claim statement with due tasks waiting, measured
- * two ways (the probes of `@postpone/bench-curves`): `EXPLAIN (ANALYZE, BUFFERS)` rolled back (server
+ * two ways (the probes of `apps/bench/src/curves`): `EXPLAIN (ANALYZE, BUFFERS)` rolled back (server
  * time, buffers of the statement and of its index scan), and real `claim` calls timed at the client,
  * each claimed task handed back with the fenced `release`.
  */

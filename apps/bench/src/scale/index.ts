@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-scale — `pnpm bench --scale`: Postpone from 0 to 100 M finished tasks on one
+ * apps/bench/src/scale — `pnpm bench --scale`: Postpone from 0 to 100 M finished tasks on one
  * primary (issue #16): claim p50/p99 and buffers per size, table and index sizes, retention by
  * DELETE against DROP PARTITION, dead tuples and autovacuum under steady load, and a long-held
  * REPEATABLE READ snapshot under load.

@@ -60,7 +60,7 @@ function hostsSection(dir: string): string[] {
 }
 
 export async function writeScaleReport(dir: string, runs: readonly ScaleRun[]): Promise<string> {
-  const out: string[] = ['# Postpone at scale', '', 'Written by `pnpm bench --scale` (`@postpone/bench-scale`). Raw figures: [scale-results.json](scale-results.json). One run per table layout; a layout\'s run replaces its earlier one.', ''];
+  const out: string[] = ['# Postpone at scale', '', 'Written by `pnpm bench --scale` (`apps/bench/src/scale`). Raw figures: [scale-results.json](scale-results.json). One run per table layout; a layout\'s run replaces its earlier one.', ''];
   out.push('## Summary', '', '| layout | largest size | claim buffers smallest → largest | claim p50 / p99 ms smallest → largest | claim server ms before → during a 10-minute snapshot | removing 1 M finished: DELETE + VACUUM vs DROP |', '| --- | --- | --- | --- | --- | --- |');
   for (const run of runs) {
     const a = run.points[0];

@@ -1,5 +1,5 @@
 /**
- * @postpone/bench-schedule — the bench's scheduling-throughput section (issue 13): producers calling
+ * apps/bench/src/schedule — the bench's scheduling-throughput section (issue 13): producers calling
  * `schedule` while hybrid workers listen, with schedule notices `each`, `coalesced` and `off`; the
  * result is a Markdown fragment of its own that the bench report includes.
  */

@@ -1,6 +1,6 @@
 /**
  * Recurring schedules (docs/contract.md#recurring-schedules): the `CronStore` operations of
- * `@postpone/cron-store` — reconcile (add, change, remove) and the once-per-occurrence insert that
+ * `@postpone/core` — reconcile (add, change, remove) and the once-per-occurrence insert that
  * moves the schedule's watermark in the same transaction as the task.
  */
 import { TaskState } from '@postpone/core';

@@ -1,8 +1,8 @@
 /**
- * @postpone/conformance-kit — what the conformance cases stand on: the harness a store adapter hands
+ * @postpone/conformance src/kit/ — what the conformance cases stand on: the harness a store adapter hands
  * the suite ({@link ConformanceHarness}), the assertions the cases share ({@link captureError},
  * {@link expectValidationError}, {@link claimExactly}, …) and the builders of terminal tasks
- * ({@link makeTerminal}). `@postpone/conformance` and `@postpone/conformance-ops` build on it;
+ * ({@link makeTerminal}). `@postpone/conformance` and `src/ops/` build on it;
  * differential tests may reuse it.
  */
 export type { ConformanceHarness, HarnessRef } from './harness.js';

@@ -1,5 +1,5 @@
 /**
- * @postpone/conformance-ops — the conformance cases for reading and operating a Postpone store:
+ * @postpone/conformance src/ops/ — the conformance cases for reading and operating a Postpone store:
  * `peekDue`, `countByState`, `getTask` / `getEffect`, `now` ({@link observeCases}), `migrate` again
  * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}),
  * the trace context a task carries ({@link traceContextCases}), `cancel` in the caller's

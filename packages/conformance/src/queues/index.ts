@@ -1,9 +1,9 @@
 /**
- * @postpone/conformance-queues — the conformance cases of queues, kind-filtered claims and priorities
+ * @postpone/conformance src/queues/ — the conformance cases of queues, kind-filtered claims and priorities
  * (docs/contract.md#queues, #priorities): {@link queueCases}; per-kind concurrency caps
  * (docs/contract.md#kind-concurrency): {@link kindLimitCases}. `describeStoreConformance` of
  * `@postpone/conformance` registers them after the operations cases; each group takes the current
- * test's harness ({@link HarnessRef} of `@postpone/conformance-kit`).
+ * test's harness ({@link HarnessRef} of `src/kit/`).
  */
 import { kindLimitCases } from './cases-kind-limits.js';
 import { queueCases } from './cases-queues.js';

@@ -1,5 +1,5 @@
 /**
- * @postpone/input — the one rule set for what users hand to Postpone: task ids, kinds, dedup keys,
+ * @postpone/core — the one rule set for what users hand to Postpone: task ids, kinds, dedup keys,
  * delays, due times, attempt limits, JSON payloads (size and depth bounded) and W3C trace context.
  * Every store validates through it before writing, so a bad input gets the same typed
  * `ValidationError` everywhere and nothing is written (docs/contract.md#input-errors). No I/O.

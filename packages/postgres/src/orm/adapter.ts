@@ -1,12 +1,12 @@
 /**
- * @postpone/orm — schedule and cancel Postpone tasks inside the transaction of the ORM an application
+ * @postpone/postgres — schedule and cancel Postpone tasks inside the transaction of the ORM an application
  * already uses, so "close reservation 42 in 30 minutes" commits or rolls back with the reservation's
  * own insert (docs/contract.md#transactions). One entry per ORM, each a peer dependency of its own:
  *
- * - `@postpone/orm/kysely` — `kyselyTx(trx)` (Kysely 0.29, `db.transaction()` or `db.startTransaction()`)
- * - `@postpone/orm/drizzle` — `drizzleTx(tx)` (Drizzle 0.45, `db.transaction(async (tx) => …)`)
- * - `@postpone/orm/knex` — `knexTx(trx)` (Knex 3, `knex.transaction(async (trx) => …)`)
- * - `@postpone/orm/prisma` — `prismaTx(tx)` (Prisma 7 with `@prisma/adapter-pg`, `prisma.$transaction(async (tx) => …)`)
+ * - `@postpone/postgres/kysely` — `kyselyTx(trx)` (Kysely 0.29, `db.transaction()` or `db.startTransaction()`)
+ * - `@postpone/postgres/drizzle` — `drizzleTx(tx)` (Drizzle 0.45, `db.transaction(async (tx) => …)`)
+ * - `@postpone/postgres/knex` — `knexTx(trx)` (Knex 3, `knex.transaction(async (trx) => …)`)
+ * - `@postpone/postgres/prisma` — `prismaTx(tx)` (Prisma 7 with `@prisma/adapter-pg`, `prisma.$transaction(async (tx) => …)`)
  *
  * Each returns an {@link SqlExecutor} for `store.schedule(…, { tx })`, `scheduleMany` and `cancel`
  * of a PostgreSQL store (`@postpone/postgres`, either driver). The store's own SQL runs through the

@@ -1,5 +1,5 @@
 /**
- * `@postpone/orm/drizzle` — a Drizzle transaction as the `tx` of a PostgreSQL store (drizzle-orm 0.45,
+ * `@postpone/postgres/drizzle` — a Drizzle transaction as the `tx` of a PostgreSQL store (drizzle-orm 0.45,
  * a peer dependency; node-postgres driver, and any PostgreSQL driver whose `execute` returns rows).
  *
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * `@postpone/orm/knex` — a Knex transaction as the `tx` of a PostgreSQL store (Knex 3 with the `pg`
+ * `@postpone/postgres/knex` — a Knex transaction as the `tx` of a PostgreSQL store (Knex 3 with the `pg`
  * client, a peer dependency).
  *
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * `@postpone/orm/kysely` — a Kysely transaction as the `tx` of a PostgreSQL store (Kysely 0.29 with
+ * `@postpone/postgres/kysely` — a Kysely transaction as the `tx` of a PostgreSQL store (Kysely 0.29 with
  * its `PostgresDialect`, a peer dependency).
  *
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * `@postpone/orm/prisma` — a Prisma interactive transaction as the `tx` of a PostgreSQL store (Prisma 7
+ * `@postpone/postgres/prisma` — a Prisma interactive transaction as the `tx` of a PostgreSQL store (Prisma 7
  * with the `@prisma/adapter-pg` driver adapter; the generated client is yours, so nothing is imported).
  *
  * ```ts

@@ -1,6 +1,6 @@
 /**
  * The SQL of recurring schedules (docs/contract.md#recurring-schedules; `CronStore` of
- * `@postpone/cron-store`) and their migration, once, for both drivers; conventions as in `./sql.ts`
+ * `@postpone/core`) and their migration, once, for both drivers; conventions as in `./sql.ts`
  * (`$1` is `now` or null, JSON as text, ids as text, times as epoch ms, aliases without underscores).
  */
 import { TaskState } from '@postpone/core';

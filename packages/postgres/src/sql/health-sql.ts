@@ -125,7 +125,7 @@ export interface VacuumHealth {
 const num = (v: unknown): number => Number(v ?? 0);
 const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : new Date(Number(v)));
 
-/** Builds the answer of `vacuumHealth()` from the rows of the two statements of `@postpone/postgres-sql`. */
+/** Builds the answer of `vacuumHealth()` from the rows of the two statements of `@postpone/postgres`. */
 export function vacuumHealthFrom(tableRows: readonly Record<string, unknown>[], snapshotRows: readonly Record<string, unknown>[], fallbackNowMs: number): VacuumHealth {
   const tables = tableRows.map(
     (r): TableVacuumHealth => ({

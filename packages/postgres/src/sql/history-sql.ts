@@ -17,7 +17,7 @@
 import { TaskState } from '@postpone/core';
 import { literal, quoteIdent } from './quote.js';
 
-/** `$1` (the store's clock, or null) else the transaction's `now()`, as `NOW` of `@postpone/postgres-sql`. */
+/** `$1` (the store's clock, or null) else the transaction's `now()`, as `NOW` of `@postpone/postgres`. */
 const NOW = 'coalesce($1::timestamptz, now())';
 
 /**

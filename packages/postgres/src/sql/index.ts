@@ -1,14 +1,14 @@
 /**
- * @postpone/postgres-sql — every SQL statement and migration of the Postpone PostgreSQL store, once,
+ * @postpone/postgres — every SQL statement and migration of the Postpone PostgreSQL store, once,
  * as text with `$1..$n` placeholders, for any driver (River's "SQL exists once"). No driver
- * dependency: `@postpone/postgres-store` runs these statements over a driver port, and
+ * dependency: `@postpone/postgres` runs these statements over a driver port, and
  * `@postpone/postgres` binds them to node-postgres and postgres.js.
  *
  * - `statements(schema)`: the task, effect, clock and migration statements (`./sql.ts`);
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
- * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres-history-sql`);
+ * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
- * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres-history-sql`);
+ * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);

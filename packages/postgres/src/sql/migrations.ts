@@ -2,7 +2,7 @@
  * Numbered schema migrations (graphile-worker style: numbered raw SQL, applied in order, each once).
  *
  * A migration, once released, never changes; a change to the schema is a new version. `migrate()`
- * (`PostgresStore` in `@postpone/postgres-store`) applies the missing versions inside one transaction holding an advisory lock.
+ * (`PostgresStore` in `@postpone/postgres`) applies the missing versions inside one transaction holding an advisory lock.
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
@@ -123,7 +123,7 @@ export interface Migration {
  * SHARE UPDATE EXCLUSIVE (PostgreSQL 17 ALTER TABLE, Notes) — inside `migrate()`'s one transaction
  * the ADD's lock is kept until commit, so run both by hand first on a large backlog. A finished row
  * still in `task` (written by a process older than version 11) moves to history first. See
- * `live-state-sql.ts` of `@postpone/postgres-history-sql`. Re-runnable (a catalog check, a VALIDATE
+ * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
  * @param schema unquoted schema name
@@ -211,7 +211,7 @@ drop index if exists ${q}.task_due_idx;`,
     }),
     // Version 11 — live and history apart: see ./history-sql.ts.
     Object.freeze({ version: HISTORY_MIGRATION_VERSION, name: 'live and history apart', sql: historyMigrationSql(schema) }),
-    // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres-history-sql.
+    // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema) }),
   ]);
 }

@@ -1,6 +1,6 @@
 /**
  * Quoting for SQL text built from constants and schema names. The one definition both SQL packages
- * use (`@postpone/postgres-sql` re-exports it).
+ * use (`@postpone/postgres` re-exports it).
  */
 
 /** Quotes an SQL identifier (PostgreSQL 17 §4.1.1): doubles embedded quotes. */

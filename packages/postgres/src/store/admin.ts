@@ -1,6 +1,6 @@
 /**
  * The store operations (list, retry, prune, stats) of `PostgresStore`, over the statements of
- * `@postpone/postgres-sql` (`admin-sql.ts`). Inputs are checked by core first (`validateListParams`, …), so every store
+ * `@postpone/postgres` (`admin-sql.ts`). Inputs are checked by core first (`validateListParams`, …), so every store
  * refuses the same calls with the same `ValidationError`.
  */
 import {

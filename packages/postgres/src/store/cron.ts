@@ -1,7 +1,7 @@
 /**
- * Recurring schedules of `PostgresStore` (`CronStore` of `@postpone/cron-store`,
- * docs/contract.md#recurring-schedules), over the statements of `@postpone/postgres-sql`
- * (`cron-sql.ts`). Inputs are checked by `@postpone/cron-store` first, so every store refuses the
+ * Recurring schedules of `PostgresStore` (`CronStore` of `@postpone/core`,
+ * docs/contract.md#recurring-schedules), over the statements of `@postpone/postgres`
+ * (`cron-sql.ts`). Inputs are checked by `@postpone/core` first, so every store refuses the
  * same calls with the same `ValidationError`.
  */
 import {

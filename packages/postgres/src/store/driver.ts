@@ -23,7 +23,7 @@ export type QueryFn = (text: string, params?: readonly Param[]) => Promise<Row[]
  * and `params` unchanged (every parameter is a primitive cast in the SQL, so any PostgreSQL client
  * binds it the same; `params` is absent or empty for a statement without any, e.g. SAVEPOINT) and
  * resolves with the result's rows, keyed by column alias. A `pg` client is
- * one as it is; `@postpone/orm` wraps Kysely, Drizzle, Knex and Prisma transactions. It must run on
+ * one as it is; `@postpone/postgres` wraps Kysely, Drizzle, Knex and Prisma transactions. It must run on
  * the transaction's own connection: the store cannot tell a pool from a transaction.
  */
 export interface SqlExecutor {

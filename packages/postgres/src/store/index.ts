@@ -1,7 +1,7 @@
 /**
- * @postpone/postgres-store — `PostgresStore`, the core `Store` contract over PostgreSQL, written
+ * @postpone/postgres — `PostgresStore`, the core `Store` contract over PostgreSQL, written
  * against a driver port (`Driver`) instead of a client library: the statements come from
- * `@postpone/postgres-sql`, driver errors become core's typed errors in one place
+ * `@postpone/postgres`, driver errors become core's typed errors in one place
  * (`translateError`). No driver dependency.
  *
  * Applications use `@postpone/postgres`, whose adapters (`@postpone/postgres/pg`,

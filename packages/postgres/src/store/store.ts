@@ -1,7 +1,7 @@
 /**
  * `PostgresStore` — the core `Store` contract in SQL (docs/contract.md#transitions), over either driver.
  *
- * Every guard lives in the SQL of `@postpone/postgres-sql` (`sql.ts`) and mirrors core `transition()` guard for guard; the
+ * Every guard lives in the SQL of `@postpone/postgres` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
  * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
  * per-item resolution of the items it missed) and cancel (one statement, then a read of a terminal state
@@ -477,7 +477,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * The query function of the caller's transaction `tx`: the driver's native handle, or an
-   * {@link SqlExecutor} (an ORM's transaction through `@postpone/orm`).
+   * {@link SqlExecutor} (an ORM's transaction through `@postpone/postgres`).
    * @throws ValidationError INVALID_OPTION `tx` for anything else (a pool, a top-level `sql`)
    */
   private queryInTx(tx: unknown): QueryFn {
@@ -486,7 +486,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       return async (text, p) => [...(await tx.query(text, p ?? [])).rows];
     }
     const native = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
-    throw new ValidationError('INVALID_OPTION', 'tx', `must be ${native}, or an SqlExecutor (@postpone/orm) on an open transaction`);
+    throw new ValidationError('INVALID_OPTION', 'tx', `must be ${native}, or an SqlExecutor (@postpone/postgres) on an open transaction`);
   }
 
   private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {

@@ -1,5 +1,5 @@
 /**
- * @postpone/attempt — one attempt of one task, as a Postpone worker runs it: the handler (by kind)
+ * @postpone/worker — one attempt of one task, as a Postpone worker runs it: the handler (by kind)
  * under a renewed lease, with an abort signal for lease loss, cancel, timeout and shutdown; its end
  * reported to the store fenced by attempt (complete with the handler's writes in the same
  * transaction, batched completes, fail with backoff, release at shutdown), retried when the

@@ -1,5 +1,5 @@
 /**
- * @postpone/discovery — how a Postpone worker finds due tasks (docs/contract.md#discovery): polling,
+ * @postpone/worker — how a Postpone worker finds due tasks (docs/contract.md#discovery): polling,
  * or hybrid discovery (a timing wheel of near tasks read from the store, kept current by
  * notifications, re-read on a fallback period, after a pause and after a reconnect). Discovery only
  * says when to claim; the claim is the store's atomic claim, so it never decides correctness.

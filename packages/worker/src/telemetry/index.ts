@@ -1,5 +1,5 @@
 /**
- * @postpone/telemetry — the worker's metrics and traces through `@opentelemetry/api` only (no-ops
+ * @postpone/worker — the worker's metrics and traces through `@opentelemetry/api` only (no-ops
  * until the application installs an SDK), and the W3C trace context carried from a schedule to the
  * attempt spans that run it. Names, units and attributes: the worker's README ("Metrics and traces").
  */
