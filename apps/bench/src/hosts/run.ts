@@ -1,7 +1,7 @@
 /**
  * The `--hosts` bench: for each host count (default 1, 4, 8, 16) × `processesPerHost` worker
  * processes (default 2), every process started inside its host's network namespace with
- * `ip netns exec` (`NetnsHosts` of `packages/harness/src/faults`), reaching PostgreSQL through a counting
+ * `ip netns exec` (`NetnsHosts` of `packages/faultnet/src/faults`), reaching PostgreSQL through a counting
  * proxy per host that listens on the bridge address only. Per host count it measures:
  *
  * - server connections: the most `pg_stat_activity` rows of the workers' application names seen
@@ -12,8 +12,8 @@
  * - p99 lateness: claimed at − due at, by the database clock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NetnsHosts, netnsUnavailable } from '@postpone/harness';
-import { allReady, FaultRun, lateness, startAll, withCaseContext, type WorkerSettings } from '@postpone/harness';
+import { NetnsHosts, netnsUnavailable } from '@postpone/faultnet';
+import { allReady, FaultRun, lateness, startAll, withCaseContext, type WorkerSettings } from '@postpone/faultnet';
 import { CountingProxy } from './counting-proxy.js';
 
 export interface HostsBenchOptions {

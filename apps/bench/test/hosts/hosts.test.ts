@@ -4,7 +4,7 @@
  * whose figures come from real processes in network namespaces (skipped where netns is refused).
  */
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { netnsUnavailable } from '@postpone/harness';
+import { netnsUnavailable } from '@postpone/faultnet';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { CountingProxy, runHostsBench } from '../../src/hosts/index.js';

@@ -1,5 +1,5 @@
 /**
- * @postpone/harness — fault injection on real processes for Postpone's evidence cases (private).
+ * @postpone/faultnet — fault injection on real processes for Postpone's evidence cases (private).
  *
  * - `child/`: the program the child processes run — the real worker runtime ({@link spawnHarnessChild}),
  *   with events back over IPC and controls to them (`start`, `proceed` past a fault point, `stop`);

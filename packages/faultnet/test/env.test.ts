@@ -22,7 +22,7 @@ describe('evidence environment', () => {
       'harness workers': describeSettings(CASE_WORKER),
       'harness workers (stall_event_loop_fenced)': describeSettings(STALL_WORKER),
       'harness claim load (naive control and its twin)': Object.entries(CLAIM_LOAD).map(([k, n]) => `${k}=${n}`).join(' '),
-      'harness child entry': childEntry().pathname.endsWith('.ts') ? '@postpone/harness src/child/worker-main.ts through tsx' : '@postpone/harness dist/child/worker-main.js',
+      'harness child entry': childEntry().pathname.endsWith('.ts') ? '@postpone/faultnet src/child/worker-main.ts through tsx' : '@postpone/faultnet dist/child/worker-main.js',
     };
     recordEnv(entries);
     const text = readFileSync(join(evidenceDir(), 'env.txt'), 'utf8');

@@ -1,5 +1,5 @@
 /**
- * `@postpone/harness/faults` — the database and host faults the evidence cases inject, each on
+ * `@postpone/faultnet/faults` — the database and host faults the evidence cases inject, each on
  * 127.0.0.1 (the TCP proxy that cuts and delays connections is `TcpProxy` of `@postpone/testkit`):
  *
  * - A PostgreSQL server of a case's own, stopped in immediate mode and started again on the same

@@ -215,7 +215,7 @@ export function soakMarkdown(r: SoakReport, when: Date): string {
   const lines = [
     '# Soak',
     '',
-    `Run ${when.toISOString()} by \`pnpm soak\` (packages/harness/scripts/soak.ts). Seed ${r.options.seed ?? 12_345}.`,
+    `Run ${when.toISOString()} by \`pnpm soak\` (packages/faultnet/scripts/soak.ts). Seed ${r.options.seed ?? 12_345}.`,
     '',
     `**Verdict: ${r.verdict.violations.length === 0 && r.allTerminal && r.crashed.length === 0 ? 'PASS' : 'FAIL'} — ${r.verdict.violations.length} violations** (history checker: claim before due, claim after CANCELLED, duplicate effect, effect not of the DONE attempt, lost task, terminal state changed, attempt not +1 per claim, stale commit accepted).`,
     '',

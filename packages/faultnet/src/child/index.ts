@@ -1,5 +1,5 @@
 /**
- * packages/harness/src/child — the program the harness forks for a fault case, and the messages it
+ * packages/faultnet/src/child — the program the harness forks for a fault case, and the messages it
  * speaks. The entry `worker-main` (run as a file, never imported) reads its {@link ChildConfig} from
  * `POSTPONE_HARNESS_CONFIG`, opens its own pool and the real PostgreSQL store, and runs the real
  * worker with a planned handler, a claim loop, or migrations, reporting {@link ChildEvent}s over IPC
