@@ -12,6 +12,8 @@ export type ValidationCode =
   | 'INVALID_MAX_ATTEMPTS'
   | 'INVALID_PAYLOAD'
   | 'PAYLOAD_TOO_LARGE'
+  /** A payload or result holds an integer beyond ±(2^53 − 1): JSON.parse would round it (send it as a string). */
+  | 'UNSAFE_INTEGER'
   | 'INVALID_KIND'
   | 'INVALID_TASK_ID'
   | 'INVALID_OPTION'
