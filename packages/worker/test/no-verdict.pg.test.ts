@@ -12,7 +12,8 @@
 import { type StoreError, type TaskId, StoreError as StoreErrorClass } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { createPgStore, type PgTx } from '@postpone/postgres/pg';
+import { createPgStore } from '@postpone/postgres/pg';
+import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker, type WorkerEventName, type WorkerEvents } from '../src/index.js';
@@ -66,11 +67,16 @@ afterEach(async () => {
   await admin.query(`delete from ${t('task')}`);
 });
 
-/** A store whose sessions have `settings` (e.g. `{ lock_timeout: 200 }`), as the worker's store. */
-function storeWith(settings: { lock_timeout?: number; statement_timeout?: number }) {
-  const store = createPgStore({ connectionString: url, schema, poolConfig: settings });
-  stores.push(store);
-  return store;
+type Settings = { lock_timeout?: number; statement_timeout?: number };
+
+/** A store of `driver` whose sessions have `settings` (e.g. `{ lock_timeout: 200 }`), as the worker's store. */
+function storeWith(settings: Settings, driver: 'pg' | 'postgres-js' = 'pg') {
+  const store =
+    driver === 'pg'
+      ? createPgStore({ connectionString: url, schema, poolConfig: settings })
+      : createPostgresJsStore({ connectionString: url, schema, connectionOptions: { connection: settings } });
+  stores.push(store as { close(): Promise<void> });
+  return store as ReturnType<typeof createPgStore>;
 }
 
 /** Every event of `names` the worker emits, in order. */
@@ -99,12 +105,12 @@ async function row(id: TaskId): Promise<{ state: string; attempt: number; failur
 
 const EVENTS: readonly WorkerEventName[] = ['error', 'completed', 'failed', 'leaseLost', 'reclaimed', 'renewed', 'rejectedStale'];
 
-describe('writes with no verdict are tried again under the lease (PostgreSQL)', () => {
+describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried again under the lease (PostgreSQL, %s)', (driver) => {
   it('55P03: a complete blocked by another session’s row lock past lock_timeout ends DONE at attempt 1 with failures 0', async () => {
-    const store = storeWith({ lock_timeout: 200 });
+    const store = storeWith({ lock_timeout: 200 }, driver);
     const started = gate();
     const proceed = gate();
-    const worker = createWorker<PgTx>({
+    const worker = createWorker({
       store,
       id: 'no-verdict-lock',
       leaseMs: 5_000,
@@ -150,8 +156,8 @@ describe('writes with no verdict are tried again under the lease (PostgreSQL)', 
 
   it('57014: completions cut by statement_timeout for longer than two leases are retried, the lease renewed meanwhile; DONE at attempt 1, failures 0', async () => {
     const leaseMs = 1_500;
-    const store = storeWith({ statement_timeout: 300 });
-    const worker = createWorker<PgTx>({
+    const store = storeWith({ statement_timeout: 300 }, driver);
+    const worker = createWorker({
       store,
       id: 'no-verdict-timeout',
       leaseMs,
@@ -187,9 +193,9 @@ describe('writes with no verdict are tried again under the lease (PostgreSQL)', 
   }, 20_000);
 
   it('40001: a fail refused with a serialization failure is retried and counted once; the next attempt completes', async () => {
-    const store = storeWith({});
+    const store = storeWith({}, driver);
     let calls = 0;
-    const worker = createWorker<PgTx>({
+    const worker = createWorker({
       store,
       id: 'no-verdict-fail',
       leaseMs: 5_000,
