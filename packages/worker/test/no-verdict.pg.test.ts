@@ -192,6 +192,65 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     expect(unhandled).toEqual([]);
   }, 20_000);
 
+  it('a fault that outlasts the lease: retries stop once the lease is gone (bounded, nothing unhandled), and reclaim takes the task', async () => {
+    const leaseMs = 1_500;
+    const store = storeWith({ lock_timeout: 200 }, driver);
+    const started = gate();
+    const proceed = gate();
+    let calls = 0;
+    const worker = createWorker({
+      store,
+      id: 'no-verdict-lost',
+      leaseMs,
+      renewEveryMs: 500,
+      reclaimEveryMs: 100,
+      pollIntervalMs: 20,
+      completeBatchSize: 1,
+      handlers: {
+        charge: async () => {
+          calls += 1;
+          if (calls === 1) {
+            started.open();
+            await proceed.promise;
+          }
+          return { charged: calls };
+        },
+      },
+    });
+    workers.push(worker);
+    const seen = record(worker, EVENTS);
+    const { id } = await store.schedule({ kind: 'charge' });
+    worker.start();
+    await started.promise;
+
+    // The row lock is held for two leases: renewals and completes are all refused with 55P03.
+    const holder = await admin.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select id from ${t('task')} where id = $1 for update`, [id]);
+      proceed.open();
+      await new Promise((resolve) => setTimeout(resolve, leaseMs + 1_000));
+      const triesAfterLease = storeErrors(seen, 'complete').length;
+      await new Promise((resolve) => setTimeout(resolve, leaseMs));
+      // No try since the lease ran out: the worker left the task to reclaim.
+      expect(storeErrors(seen, 'complete').length).toBe(triesAfterLease);
+      expect(triesAfterLease).toBeGreaterThanOrEqual(2);
+      expect(storeErrors(seen, 'extend').every((e) => e.sqlState === '55P03' && e.transient)).toBe(true);
+      expect(await row(id)).toEqual({ state: 'CLAIMED', attempt: 1, failures: 0 });
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+
+    await until(() => seen.some((e) => e.name === 'completed'), 'the completion of attempt 2');
+    expect(seen.filter((e) => e.name === 'reclaimed')).toHaveLength(1);
+    expect(seen.filter((e) => e.name === 'completed').map((e) => (e.payload as WorkerEvents['completed']).task.attempt)).toEqual([2]);
+    expect(seen.filter((e) => e.name === 'failed')).toEqual([]);
+    // Reclaim counts the expired lease (docs/contract.md#transitions): the one failure is the lost lease's.
+    expect(await row(id)).toEqual({ state: 'DONE', attempt: 2, failures: 1 });
+    expect(unhandled).toEqual([]);
+  }, 20_000);
+
   it('40001: a fail refused with a serialization failure is retried and counted once; the next attempt completes', async () => {
     const store = storeWith({}, driver);
     let calls = 0;
