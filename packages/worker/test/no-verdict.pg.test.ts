@@ -12,7 +12,7 @@
 import { type StoreError, type TaskId, StoreError as StoreErrorClass } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { createPgStore } from '@postpone/postgres/pg';
+import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -58,7 +58,7 @@ afterAll(async () => {
   await dropSchema(url, schema);
 });
 
-const workers: Worker[] = [];
+const workers: Worker<PgTx>[] = [];
 const stores: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
@@ -76,11 +76,12 @@ function storeWith(settings: Settings, driver: 'pg' | 'postgres-js' = 'pg') {
       ? createPgStore({ connectionString: url, schema, poolConfig: settings })
       : createPostgresJsStore({ connectionString: url, schema, connectionOptions: { connection: settings } });
   stores.push(store as { close(): Promise<void> });
+  // One type for both: the tests use only the Store API, never the transaction handle.
   return store as ReturnType<typeof createPgStore>;
 }
 
 /** Every event of `names` the worker emits, in order. */
-function record(worker: Worker, names: readonly WorkerEventName[]): { name: WorkerEventName; payload: unknown }[] {
+function record(worker: Worker<PgTx>, names: readonly WorkerEventName[]): { name: WorkerEventName; payload: unknown }[] {
   const seen: { name: WorkerEventName; payload: unknown }[] = [];
   for (const name of names) worker.on(name, (payload) => void seen.push({ name, payload }));
   return seen;
