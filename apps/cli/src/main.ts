@@ -16,6 +16,7 @@ import {
   TASK_STATES,
   type TaskState,
   ValidationError,
+  validateJsonTextIntegers,
 } from '@postpone/core';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -40,12 +41,26 @@ function parseDate(text: string, field: string): Date {
   return d;
 }
 
+/**
+ * Parses the payload text. An integer beyond ±(2^53 − 1) is refused from the text itself
+ * (UNSAFE_INTEGER, naming its path and the number as typed): `JSON.parse` has already rounded it
+ * (9007199254740993 becomes 9007199254740992), so the parsed value cannot say what was meant.
+ * @throws UsageError INVALID_PAYLOAD (not JSON), UNSAFE_INTEGER
+ */
 function parsePayload(text: string, field: string): Json {
+  let payload: Json;
   try {
-    return JSON.parse(text) as Json;
+    payload = JSON.parse(text) as Json;
   } catch (error) {
     throw new UsageError('INVALID_PAYLOAD', `${field}: not JSON (${(error as Error).message})`);
   }
+  try {
+    validateJsonTextIntegers(text, 'payload');
+  } catch (error) {
+    if (ValidationError.isInstance(error)) throw new UsageError(error.code, `${field}: ${error.message}`);
+    throw error;
+  }
+  return payload;
 }
 
 /** The payload of `schedule`: `--payload <json>`, or `--payload-file <path>` (`-`: standard input), not both. */

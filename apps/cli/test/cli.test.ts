@@ -221,6 +221,36 @@ describe('postpone', () => {
     }
   });
 
+  it('refuses an integer beyond ±(2^53 − 1) in the payload as typed, before JSON.parse rounds it: exit 2, UNSAFE_INTEGER, nothing scheduled', async () => {
+    const kind = 'unsafe-integer';
+    const dir = mkdtempSync(join(tmpdir(), 'postpone-cli-'));
+    try {
+      const file = join(dir, 'payload.json');
+      writeFileSync(file, '{"note": "9007199254740993 in a string is fine", "lines": [{"qty": 1}, {"qty": -9.007199254740993e15}]}');
+      const cases: [string[], string, RegExp][] = [
+        [['schedule', kind, '--payload', '{"n": 9007199254740993}'], '', /^postpone: error UNSAFE_INTEGER: --payload: payload\.n: is the integer 9007199254740993, beyond ±9007199254740991 /],
+        [['schedule', kind, '--payload', '{"order": {"id": 12345678901234567890}}'], '', /^postpone: error UNSAFE_INTEGER: --payload: payload\.order\.id: is the integer 12345678901234567890,/],
+        [['schedule', kind, '--payload', '9007199254740992'], '', /^postpone: error UNSAFE_INTEGER: --payload: payload: is the integer 9007199254740992,/],
+        [['schedule', kind, '--payload-file', file], '', /^postpone: error UNSAFE_INTEGER: --payload-file: payload\.lines\[1\]\.qty: is the integer -9\.007199254740993e15,/],
+        [['schedule', kind, '--payload-file', '-'], '[1, 2e20]', /^postpone: error UNSAFE_INTEGER: --payload-file: payload\[1\]: is the integer 2e20,/],
+      ];
+      for (const [args, stdin, stderr] of cases) {
+        const r = await postpone(args, { DATABASE_URL: url }, stdin);
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stdout, args.join(' ')).toBe('');
+        expect(r.stderr, args.join(' ')).toMatch(stderr);
+      }
+      // The largest safe integers and a big number inside a string go through exactly.
+      const ok = await json<{ id: string }>(['schedule', kind, '--payload', '{"max": 9007199254740991, "min": -9007199254740991, "id": "9007199254740993"}']);
+      const shown = await json<{ task: { payload: unknown } }>(['show', ok.id]);
+      expect(shown.task.payload).toEqual({ max: 9007199254740991, min: -9007199254740991, id: '9007199254740993' });
+      const listed = await json<{ tasks: { id: string }[] }>(['list', '--kind', kind]);
+      expect(listed.tasks.map((t) => t.id)).toEqual([ok.id]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('bad usage exits 2 with the typed error code on stderr; failures exit 1', async () => {
     const cases: [string[], number, RegExp][] = [
       [['list', '--bogus'], 2, /^postpone: error USAGE: unknown option '--bogus'/],

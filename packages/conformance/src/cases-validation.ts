@@ -40,6 +40,8 @@ const BAD_SCHEDULES: readonly [string, () => unknown, ValidationCode, string][] 
   ['payload with \\u0000', () => ({ kind: 'k', payload: { s: 'a\u0000b' } }), 'INVALID_PAYLOAD', 'payload.s'],
   ['payload NaN', () => ({ kind: 'k', payload: [1, Number.NaN] }), 'INVALID_PAYLOAD', 'payload[1]'],
   ['payload a function', () => ({ kind: 'k', payload: () => 1 }), 'INVALID_PAYLOAD', 'payload'],
+  ['payload integer 2^53', () => ({ kind: 'k', payload: { orderId: 2 ** 53 } }), 'UNSAFE_INTEGER', 'payload.orderId'],
+  ['payload integer below -(2^53 - 1)', () => ({ kind: 'k', payload: { items: [1, -(2 ** 60)] } }), 'UNSAFE_INTEGER', 'payload.items[1]'],
   ['payload too large', () => ({ kind: 'k', payload: 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES) }), 'PAYLOAD_TOO_LARGE', 'payload'],
   ['empty kind', () => ({ kind: '' }), 'INVALID_KIND', 'kind'],
   ['201-character kind', () => ({ kind: 'k'.repeat(MAX_KIND_LENGTH + 1) }), 'INVALID_KIND', 'kind'],
@@ -81,8 +83,25 @@ export function validationCases(h: HarnessRef): void {
     it('accepts a payload of exactly the size limit', async () => {
       const { store } = h();
       const payload = 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES - 2); // plus two quotes = the limit
-      const { id } = await store.schedule({ kind: 'k', payload });
+      const { id } = await store.schedule({ kind: 'k', payload, delayMs: 60_000 });
       expect((await mustGetTask(store, id)).payload).toBe(payload);
+    });
+
+    it('keeps integers up to ±(2^53 − 1) exact; refuses a larger one in a result and leaves the attempt CLAIMED', async () => {
+      const { store } = h();
+      const payload = { max: Number.MAX_SAFE_INTEGER, min: -Number.MAX_SAFE_INTEGER, orderId: '9007199254740993' };
+      const { id } = await store.schedule({ kind: 'k', payload, delayMs: 60_000 });
+      expect((await mustGetTask(store, id)).payload).toEqual(payload);
+      const c = await scheduleAndClaim(store);
+      const before = await mustGetTask(store, c.id);
+      await expectValidationError(() => store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: { total: 2 ** 53 } }), 'UNSAFE_INTEGER', 'result.total');
+      await expectValidationError(
+        () => store.completeMany([{ id: c.id, attempt: c.attempt, owner: 'w1', result: { total: -(2 ** 53) } }]),
+        'UNSAFE_INTEGER',
+        'items[0].result.total',
+      );
+      expect(await mustGetTask(store, c.id)).toEqual(before);
+      expect(await store.getEffect(c.id)).toBeNull();
     });
 
     it.each(MALFORMED_IDS)('refuses the malformed id %j in every call that takes one', async (badId) => {

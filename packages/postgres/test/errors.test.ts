@@ -7,7 +7,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { SqlState, translateError } from '../src/index.js';
+import { NO_VERDICT_SQLSTATES, SqlState, translateError } from '../src/index.js';
 import { createPgStore } from '../src/drivers/pg.js';
 import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { blockStore, DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
@@ -32,6 +32,27 @@ const RAW: Record<(typeof DRIVERS)[number], (text: string, params: unknown[]) =>
       return await captureError(() => sql.unsafe(text, params as string[]));
     } finally {
       // postgres.js 3.4.9: end() after a connection died mid-query waits for its timeout (porsager/postgres#1097).
+      await sql.end({ timeout: 1 });
+    }
+  },
+};
+
+/** `select pg_sleep(5)` through each driver on a connection whose `statement_timeout` is 50 ms: what it threw. */
+const TIMED_OUT: Record<(typeof DRIVERS)[number], () => Promise<unknown>> = {
+  async pg() {
+    const client = new pg.Client({ connectionString: admin.url, statement_timeout: 50 });
+    await client.connect();
+    try {
+      return await captureError(() => client.query('select pg_sleep(5)'));
+    } finally {
+      await client.end();
+    }
+  },
+  async postgres() {
+    const sql = postgres(admin.url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 50 } });
+    try {
+      return await captureError(() => sql.unsafe('select pg_sleep(5)'));
+    } finally {
       await sql.end({ timeout: 1 });
     }
   },
@@ -67,6 +88,30 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     const error = translateError(await RAW[driver]('selec 1', []));
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe('42601');
+  });
+
+  it('57014 (a real statement_timeout) → StoreError transient: the statement has no verdict, a retry may succeed', async () => {
+    const error = translateError(await TIMED_OUT[driver]());
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).sqlState).toBe(SqlState.QUERY_CANCELED);
+    expect((error as StoreError).transient).toBe(true);
+  });
+
+  it.each([
+    ['55P03', true],
+    ['40P01', true],
+    ['40001', true],
+    ['57014', true],
+    // A standby after a failover: "wrong node", not "try again here".
+    ['25006', false],
+    ['23505', false],
+    ['42P01', false],
+  ])('SQLSTATE %s raised by the server → StoreError transient %s', async (sqlState, transient) => {
+    const error = translateError(await RAW[driver](`do $$ begin raise exception 'raised' using errcode = '${sqlState}'; end $$`, []));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).sqlState).toBe(sqlState);
+    expect((error as StoreError).transient).toBe(transient);
+    expect(NO_VERDICT_SQLSTATES.has(sqlState)).toBe(transient);
   });
 
   it('57P01 (backend terminated) → ConnectionLostError', async () => {

@@ -12,6 +12,8 @@ export type ValidationCode =
   | 'INVALID_MAX_ATTEMPTS'
   | 'INVALID_PAYLOAD'
   | 'PAYLOAD_TOO_LARGE'
+  /** A payload or result holds an integer beyond ±(2^53 − 1): JSON.parse would round it (send it as a string). */
+  | 'UNSAFE_INTEGER'
   | 'INVALID_KIND'
   | 'INVALID_TASK_ID'
   | 'INVALID_OPTION'
@@ -164,12 +166,22 @@ export class ConnectionError extends PostponeError {
   }
 }
 
-/** Any other database error, with its SQLSTATE (PostgreSQL 17 Appendix A). */
+/**
+ * Any other database error, with its SQLSTATE (PostgreSQL 17 Appendix A).
+ *
+ * `transient` is true when the error gives no verdict on the statement — it was cut short by the
+ * database (statement or lock timeout, query canceled, deadlock victim, serialization failure) and
+ * rolled back, so the same call may succeed when tried again; a fenced write (complete, fail,
+ * release, extend) is safe to retry then (the store's list: `NO_VERDICT_SQLSTATES` of
+ * `@postpone/postgres`). False for an error that will repeat (a constraint, a missing table…).
+ */
 export class StoreError extends PostponeError {
   readonly sqlState: string | undefined;
-  constructor(message: string, sqlState: string | undefined, options?: { cause?: unknown }) {
-    super('STORE_ERROR', message, options);
+  readonly transient: boolean;
+  constructor(message: string, sqlState: string | undefined, options?: { cause?: unknown; transient?: boolean }) {
+    super('STORE_ERROR', message, options === undefined ? undefined : { cause: options.cause });
     this.name = 'StoreError';
     this.sqlState = sqlState;
+    this.transient = options?.transient === true;
   }
 }

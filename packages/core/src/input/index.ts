@@ -8,3 +8,4 @@
 export * from './json.js';
 export * from './trace-context.js';
 export * from './validate.js';
+export * from './json-text.js';

@@ -249,7 +249,7 @@ export function validateMaxAttempts(maxAttempts: unknown, field = 'maxAttempts')
 /**
  * Checks that `value` is JSON that `jsonb` accepts and returns it with its text.
  * Refused: undefined at the top level or in arrays, functions, symbols, bigints, non-finite numbers,
- * cycles, nesting deeper than {@link MAX_JSON_DEPTH}, class instances without `toJSON`, strings with `\u0000` (jsonb rejects it, §8.14) or
+ * integers beyond ±(2^53 − 1) (UNSAFE_INTEGER, whatever `code` is: JSON.parse would round them), cycles, nesting deeper than {@link MAX_JSON_DEPTH}, class instances without `toJSON`, strings with `\u0000` (jsonb rejects it, §8.14) or
  * lone UTF-16 surrogates, and text longer than `maxBytes` of UTF-8.
  */
 export function validateJson(
@@ -267,6 +267,21 @@ export function validateJson(
   return { value: normalized, text };
 }
 
+/**
+ * The error for an integer JSON cannot carry to JavaScript exactly: beyond ±(2^53 − 1)
+ * (`Number.MAX_SAFE_INTEGER`), `JSON.parse` rounds it (9007199254740993 reads back as
+ * 9007199254740992), so a worker would see another number than the one meant. Large ids and amounts
+ * travel as strings (or `bigint` turned to text by the caller).
+ * @param shown the value as the caller wrote it (its JSON text when known)
+ */
+export function unsafeInteger(field: string, shown: string): ValidationError {
+  return new ValidationError(
+    'UNSAFE_INTEGER',
+    field,
+    `is the integer ${shown}, beyond ±${Number.MAX_SAFE_INTEGER} (Number.MAX_SAFE_INTEGER), which JSON.parse cannot read back exactly; send it as a string`,
+  );
+}
+
 /** `viaToJson`: `value` came from a `toJSON()` call, whose result is not replaced again (ECMA-262 SerializeJSONProperty). */
 /** A field path as errors show it: at most about 120 characters (a 1 000-level path is 3 000), the middle elided. */
 function shortPath(path: string): string {
@@ -281,6 +296,7 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
       return value;
     case 'number':
       if (!Number.isFinite(value)) throw new ValidationError(code, shortPath(path), `is not a finite number (${value}); JSON has no NaN or Infinity`);
+      if (Number.isInteger(value) && !Number.isSafeInteger(value)) throw unsafeInteger(shortPath(path), String(value));
       return value;
     case 'boolean':
       return value;

@@ -23,6 +23,9 @@ import {
   validateRunAt,
   validateSchedule,
   validateScheduleMany,
+  findUnsafeInteger,
+  isUnsafeIntegerToken,
+  validateJsonTextIntegers,
 } from '../../src/input/index.js';
 import { type ValidationCode, ValidationError } from '../../src/errors/errors.js';
 
@@ -157,6 +160,74 @@ describe('INVALID_PAYLOAD and PAYLOAD_TOO_LARGE', () => {
     const { value, text } = validateJson(input);
     expect(value).toEqual({ when: '2030-01-01T00:00:00.000Z', emoji: '😀', bare: { x: 1 }, shared: [{ x: 1 }, { x: 1 }] });
     expect(text).toBe(JSON.stringify(input));
+  });
+});
+
+describe('UNSAFE_INTEGER: integers JSON.parse cannot read back exactly', () => {
+  it.each([
+    ['2^53', { orderId: 2 ** 53 }, 'payload.orderId', '9007199254740992'],
+    ['-(2^53)', [1, -(2 ** 53)], 'payload[1]', '-9007199254740992'],
+    ['1e300', { a: { b: [0, 1e300] } }, 'payload.a.b[1]', '1e+300'],
+  ])('refuses %s in a payload, naming its path', (_label, value, field, shown) => {
+    const error = thrown(() => validateJson(value));
+    expect(error.code).toBe('UNSAFE_INTEGER');
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(shown);
+  });
+
+  it('refuses it in a result with the same code, and in schedule / scheduleMany by path', () => {
+    expectCode(() => validateJson({ total: 2 ** 60 }, 'result', 100, 'INVALID_RESULT'), 'UNSAFE_INTEGER', 'result.total');
+    expectCode(() => validateSchedule({ kind: 'k', payload: { orderId: 2 ** 53 } }), 'UNSAFE_INTEGER', 'payload.orderId');
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', payload: { orderId: 2 ** 53 } }]), 'UNSAFE_INTEGER', 'tasks[1].payload.orderId');
+  });
+
+  it('accepts ±(2^53 − 1) and fractions beyond it (a double is what a fraction is)', () => {
+    const value = { max: Number.MAX_SAFE_INTEGER, min: -Number.MAX_SAFE_INTEGER, half: 0.5, big: 1.5e15 + 0.5 };
+    expect(validateJson(value).text).toBe(JSON.stringify(value));
+  });
+
+  it.each([
+    ['9007199254740993', true],
+    ['9007199254740992', true],
+    ['-9007199254740992', true],
+    ['9007199254740991', false],
+    ['-9007199254740991', false],
+    ['9.007199254740993e15', true],
+    ['9007199254740993.0', true],
+    ['9007199254740993.5', false],
+    ['900719925474099.3e1', true],
+    ['90071992547409.93e1', false],
+    ['1e16', true],
+    ['1e15', false],
+    ['1e300', true],
+    ['1e-300', false],
+    ['0', false],
+    ['-0.0e99999', false],
+    ['12345678901234567890e-10', false],
+    ['90071992547409930e-1', true],
+    ['1.5', false],
+  ])('the number token %s is an unsafe integer: %s', (token, unsafe) => {
+    expect(isUnsafeIntegerToken(token)).toBe(unsafe);
+  });
+
+  it('finds the first unsafe integer in JSON text by path, never inside a string', () => {
+    const text = ' { "id" : "9007199254740993", "a\\"b": [1, {"x": 2.5e3, "": [ ]}, {}], "order": {"n" : 9007199254740993 }, "m": 1e400 } ';
+    expect(JSON.parse(text).order.n).toBe(9007199254740992); // what the check exists for
+    expect(findUnsafeInteger(text)).toEqual({ path: 'payload.order.n', token: '9007199254740993' });
+    expect(findUnsafeInteger('[0, [1, [2, -9007199254740993]]]', 'result')).toEqual({ path: 'result[1][1][1]', token: '-9007199254740993' });
+    expect(findUnsafeInteger('9007199254740993')).toEqual({ path: 'payload', token: '9007199254740993' });
+    expect(findUnsafeInteger('{"a": [9007199254740991, "9007199254740993", true, false, null, {"b": {}}]}')).toBeNull();
+    expect(findUnsafeInteger('"\\" 9007199254740993"')).toBeNull();
+    expectCode(() => validateJsonTextIntegers('{"orderId": 9007199254740993}'), 'UNSAFE_INTEGER', 'payload.orderId');
+    expect(() => validateJsonTextIntegers('{"orderId": 9007199254740991}')).not.toThrow();
+  });
+
+  it('walks deep nesting without recursion', () => {
+    const depth = 100_000;
+    const text = `${'['.repeat(depth)}9007199254740993${']'.repeat(depth)}`;
+    const found = findUnsafeInteger(text);
+    expect(found?.token).toBe('9007199254740993');
+    expect(found?.path).toBe(`payload${'[0]'.repeat(depth)}`);
   });
 });
 

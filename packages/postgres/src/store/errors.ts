@@ -38,7 +38,38 @@ export const SqlState = Object.freeze({
   INVALID_SQL_STATEMENT_NAME: '26000',
   /** 42P05 duplicate_prepared_statement: e.g. a prepared statement name reused behind a transaction pooler. */
   DUPLICATE_PREPARED_STATEMENT: '42P05',
+  /** 57014 query_canceled: `statement_timeout` ran out, or `pg_cancel_backend`. */
+  QUERY_CANCELED: '57014',
+  /** 55P03 lock_not_available: `lock_timeout` ran out (or `NOWAIT`). */
+  LOCK_NOT_AVAILABLE: '55P03',
+  /** 40P01 deadlock_detected: this transaction was chosen as the deadlock's victim. */
+  DEADLOCK_DETECTED: '40P01',
+  /** 40001 serialization_failure. */
+  SERIALIZATION_FAILURE: '40001',
+  /** 25006 read_only_sql_transaction: a standby (after a failover, the wrong node): not a retry here. */
+  READ_ONLY_SQL_TRANSACTION: '25006',
 } as const);
+
+/**
+ * SQLSTATEs that say nothing about the statement's own verdict: the database cut it short and rolled
+ * it back (statement or lock timeout, cancel, deadlock victim, serialization failure) or the server
+ * went away under it (admin or crash shutdown, cannot connect now). Trying the same call again may
+ * succeed, and a fenced write (complete, fail, release, extend) is safe to try again: if an earlier
+ * try did commit, the retry answers as a committed or stale attempt. The typed error says so with
+ * `transient: true` (a {@link StoreError}; 57P01–57P03 surface as connection errors, retried as such).
+ *
+ * Not here: 25006 read_only_sql_transaction, which means "wrong node" after a failover (retrying on
+ * the same connection gets the same answer), and every error about the statement itself.
+ */
+export const NO_VERDICT_SQLSTATES: ReadonlySet<string> = new Set([
+  SqlState.QUERY_CANCELED,
+  SqlState.LOCK_NOT_AVAILABLE,
+  SqlState.DEADLOCK_DETECTED,
+  SqlState.SERIALIZATION_FAILURE,
+  SqlState.ADMIN_SHUTDOWN,
+  SqlState.CRASH_SHUTDOWN,
+  SqlState.CANNOT_CONNECT_NOW,
+]);
 
 /** Extra words for SQLSTATEs whose usual cause is a known mistake. */
 const HINTS: Readonly<Record<string, string>> = {
@@ -201,7 +232,8 @@ export function sqlStateOf(error: unknown): string | undefined {
  * - connection failures (Node socket codes, node-postgres "Connection terminated…", postgres.js
  *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link @postpone/core!ConnectionLostError};
  * - 22021 / 22P05 (text the database cannot store) → {@link @postpone/core!ValidationError} `INVALID_PAYLOAD`;
- * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error).
+ * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error),
+ *   `transient: true` when the SQLSTATE is one of {@link NO_VERDICT_SQLSTATES} (57014, 55P03, 40P01, 40001).
  *
  * @param closed whether the store had been closed when the error surfaced
  */
@@ -228,7 +260,8 @@ export function translateError(error: unknown, closed = false): PostponeError {
     });
   }
   const hint = sqlState === undefined ? '' : (HINTS[sqlState] ?? '');
-  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error });
+  const transient = sqlState !== undefined && NO_VERDICT_SQLSTATES.has(sqlState);
+  return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error, transient });
 }
 
 function messageOf(error: unknown): string {

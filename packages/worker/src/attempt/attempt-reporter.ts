@@ -10,7 +10,13 @@ import type { CompletionWrite } from './handler.js';
 import type { AttemptSettings } from './settings.js';
 import type { SnoozeUntil } from './errors.js';
 import { resolveRetry, retryDelayFor } from './retry-policy.js';
-import { callStore } from './store-call.js';
+import { callStore, type StoreCallDeps } from './store-call.js';
+
+/**
+ * Whether the attempt still holds its lease (the lease keeper's word), asked before each retry of a
+ * write that got no verdict: retries stop once it says no (see `callStore`).
+ */
+export type HoldsLease = () => boolean;
 
 /** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
 export interface WriteFailed {
@@ -43,11 +49,22 @@ export class AttemptReporter<Tx> {
   /**
    * Fenced complete with the handler's completion writes in the same transaction; without writes,
    * queued to the completion batcher (one `completeMany` for many tasks) unless batching is off.
+   * A write with no verdict (lost connection, statement or lock timeout, deadlock…) is tried again
+   * while `holdsLease()`; it is never the handler's failure.
    * @param leaseUntil the lease's end as the lease keeper knows it (monotonic ms): bounds the batch wait
+   * @param holdsLease whether the lease is still held (default: for `leaseMs` from now, nobody renewing)
    * @returns the store's outcome; `{ writeError }` when a completion write threw (nothing committed);
    *          null when the store could not be reached (the lease will expire and the task be reclaimed)
    */
-  async complete(task: ClaimedTask, result: Json, writes: readonly CompletionWrite<Tx>[], startedAt: number, leaseUntil?: number): Promise<CompleteOutcome | WriteFailed | null> {
+  async complete(
+    task: ClaimedTask,
+    result: Json,
+    writes: readonly CompletionWrite<Tx>[],
+    startedAt: number,
+    leaseUntil?: number,
+    holdsLease?: HoldsLease,
+  ): Promise<CompleteOutcome | WriteFailed | null> {
+    const deps = this.depsFor(holdsLease);
     const failure: { writeFailed: WriteFailed | null } = { writeFailed: null };
     const work =
       writes.length === 0
@@ -67,8 +84,8 @@ export class AttemptReporter<Tx> {
     try {
       outcome =
         work === undefined && this.batcher !== null
-          ? await this.batcher.complete(task, result, leaseUntil)
-          : await callStore(this.deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), (error) => failure.writeFailed === null || PostponeError.isInstance(error));
+          ? await this.batcher.complete(task, result, leaseUntil, deps.holdsLease)
+          : await callStore(deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), (error) => failure.writeFailed === null || PostponeError.isInstance(error));
     } catch (error) {
       // A write that failed because the store failed (connection lost, refused, driver error — the
       // store rethrows those as PostponeError) is not the handler's failure: the lease decides.
@@ -89,9 +106,10 @@ export class AttemptReporter<Tx> {
    * random)` — the delay follows the failure count, not the claim count, so hand-backs and snoozes do
    * not lengthen it — or DEAD when this failure brings the count to the policy's `maxAttempts` or
    * `retryable` is false (a `NonRetryableError`), or CANCELLED when cancel was requested.
+   * @param holdsLease whether the lease is still held, asked before retrying a write with no verdict
    * @returns the store's answer, or null when the store could not be reached
    */
-  async fail(task: ClaimedTask, error: string, retryable = true): Promise<FailResult | null> {
+  async fail(task: ClaimedTask, error: string, retryable = true, holdsLease?: HoldsLease): Promise<FailResult | null> {
     const policy = resolveRetry(task, this.options);
     const delayMs = retryable ? retryDelayFor(task, policy, this.options.random) : 0;
     const params = {
@@ -104,7 +122,7 @@ export class AttemptReporter<Tx> {
     };
     let result: FailResult;
     try {
-      result = await callStore(this.deps, 'fail', task, () => this.store.fail(params));
+      result = await callStore(this.depsFor(holdsLease), 'fail', task, () => this.store.fail(params));
     } catch (err) {
       this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'fail could not be recorded; the lease will expire and the task be reclaimed');
       return null;
@@ -123,11 +141,11 @@ export class AttemptReporter<Tx> {
    * counting a failure, or CANCELLED when cancel was requested.
    * @returns the store's answer, or null when the store could not be reached (the lease decides)
    */
-  async snooze(task: ClaimedTask, until: SnoozeUntil): Promise<SnoozeResult | null> {
+  async snooze(task: ClaimedTask, until: SnoozeUntil, holdsLease?: HoldsLease): Promise<SnoozeResult | null> {
     const when = until.dueAt !== undefined ? { dueAt: until.dueAt } : { delayMs: until.delayMs as number };
     let result: SnoozeResult;
     try {
-      result = await callStore(this.deps, 'snooze', task, () => this.store.snooze({ id: task.id, attempt: task.attempt, ...when }));
+      result = await callStore(this.depsFor(holdsLease), 'snooze', task, () => this.store.snooze({ id: task.id, attempt: task.attempt, ...when }));
     } catch (err) {
       this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'snooze could not be recorded; the lease will expire and the task be reclaimed');
       return null;
@@ -138,11 +156,14 @@ export class AttemptReporter<Tx> {
     return result;
   }
 
-  /** Hands the attempt back (shutdown): due again now, or CANCELLED when cancel was requested. */
-  async release(task: ClaimedTask): Promise<ReleaseOutcome | null> {
+  /**
+   * Hands the attempt back (shutdown): due again now, or CANCELLED when cancel was requested.
+   * @param holdsLease whether the lease is still held (default: for `leaseMs` from now, nobody renewing)
+   */
+  async release(task: ClaimedTask, holdsLease?: HoldsLease): Promise<ReleaseOutcome | null> {
     let outcome: ReleaseOutcome;
     try {
-      outcome = await callStore(this.deps, 'release', task, () => this.store.release({ id: task.id, attempt: task.attempt }));
+      outcome = await callStore(this.depsFor(holdsLease), 'release', task, () => this.store.release({ id: task.id, attempt: task.attempt }));
     } catch (err) {
       this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'release failed; the lease will expire and the task be reclaimed');
       return null;
@@ -158,7 +179,14 @@ export class AttemptReporter<Tx> {
     this.logger.warn({ taskId: task.id, attempt: task.attempt, operation }, 'store rejected a stale attempt');
   }
 
-  private get deps() {
-    return { pacing: this.options.pacing, events: this.events };
+  /**
+   * The retry deps of one write. Without the keeper's word, the lease is taken as held for `leaseMs`
+   * from now: no renewal is known after that, so by then it may be another worker's.
+   */
+  private depsFor(holdsLease?: HoldsLease): StoreCallDeps & { readonly holdsLease: HoldsLease } {
+    const { pacing, leaseMs } = this.options;
+    if (holdsLease !== undefined) return { pacing, events: this.events, holdsLease };
+    const until = pacing.now() + leaseMs;
+    return { pacing, events: this.events, holdsLease: () => pacing.now() < until };
   }
 }

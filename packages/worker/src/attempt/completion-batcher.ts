@@ -7,7 +7,8 @@
  * batches. A batch is sent when it holds `completeBatchSize` items, when an item's lease would end
  * before the delay is over (never held past its lease), or `completeBatchDelayMs` after its first
  * item (0: on the next macrotask, `setImmediate`, so completions that settle in the same turn of the
- * event loop share a batch). A lost connection retries the whole batch (`callStore`): safe, a retried
+ * event loop share a batch). A write with no verdict (a lost connection, a statement or lock timeout…)
+ * retries the whole batch (`callStore`) while any of its attempts holds its lease: safe, a retried
  * completeMany answers DONE again for the attempts it committed. When the store refuses the batch
  * as invalid input (say a result above the store's own size limit), every item is sent alone with
  * `complete`, so one bad item never holds the others back.
@@ -32,6 +33,8 @@ interface Pending {
   readonly result: Json;
   readonly resolve: (outcome: CompleteOutcome) => void;
   readonly reject: (error: unknown) => void;
+  /** Whether this attempt still holds its lease (asked before retrying a write with no verdict). */
+  readonly holdsLease: (() => boolean) | undefined;
 }
 
 export class CompletionBatcher<Tx> {
@@ -44,14 +47,16 @@ export class CompletionBatcher<Tx> {
    * Queues the fenced complete of `task` with `result`.
    * @param leaseUntil the lease's end as the worker knows it (monotonic ms, the lease keeper's
    *   estimate): when it comes before the batch would be sent, the batch is sent at once
+   * @param holdsLease whether the attempt still holds its lease: a batch whose write got no verdict
+   *   is tried again while any of its attempts does (default: the tries' own bound)
    * @returns the store's outcome for this task once its batch was acknowledged
-   * @throws the store's error (after the retries of a lost connection); the task stays CLAIMED
+   * @throws the store's error (after the retries of a write with no verdict); the task stays CLAIMED
    */
-  complete(task: ClaimedTask, result: Json, leaseUntil?: number): Promise<CompleteOutcome> {
+  complete(task: ClaimedTask, result: Json, leaseUntil?: number, holdsLease?: () => boolean): Promise<CompleteOutcome> {
     return new Promise<CompleteOutcome>((resolve, reject) => {
-      this.queue.push({ task, result, resolve, reject });
+      this.queue.push({ task, result, resolve, reject, holdsLease });
       // The lease guard: a completion whose lease would end before the batch delay is over is not
-      // held back; the batch goes now (the lease is not renewed once the handler settled).
+      // held back; the batch goes now (the estimate may be old: a renewal may be in flight).
       const { batchDelayMs, batchSize, pacing } = this.deps;
       if (this.queue.length >= batchSize || (batchDelayMs > 0 && leaseUntil !== undefined && leaseUntil - pacing.now() <= batchDelayMs)) this.flush();
       else this.arm();
@@ -79,7 +84,7 @@ export class CompletionBatcher<Tx> {
 
   private async send(batch: readonly Pending[]): Promise<void> {
     const { store, owner } = this.deps;
-    const deps = { pacing: this.deps.pacing, events: this.deps.events };
+    const deps = { pacing: this.deps.pacing, events: this.deps.events, holdsLease: () => batch.some((p) => p.holdsLease?.() ?? true) };
     const items = batch.map((p) => ({ id: p.task.id, attempt: p.task.attempt, owner, result: p.result }));
     try {
       const outcomes = await callStore(deps, 'complete', batch.length === 1 ? batch[0]?.task : undefined, () => store.completeMany(items));
@@ -92,7 +97,7 @@ export class CompletionBatcher<Tx> {
       await Promise.all(
         batch.map(async (p, i) => {
           try {
-            p.resolve(await callStore(deps, 'complete', p.task, () => store.complete(items[i] as (typeof items)[number])));
+            p.resolve(await callStore({ ...deps, ...(p.holdsLease ? { holdsLease: p.holdsLease } : {}) }, 'complete', p.task, () => store.complete(items[i] as (typeof items)[number])));
           } catch (itemError) {
             p.reject(itemError);
           }

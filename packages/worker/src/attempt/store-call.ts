@@ -3,23 +3,36 @@ import type { ClaimedTask } from '@postpone/core';
 import type { Pacing } from '@postpone/wheel';
 import type { AttemptEmitter, AttemptOperation } from './events.js';
 
-/** Tries of a write whose connection was lost or could not be made (the first included). */
-export const STORE_CALL_TRIES = 3;
-/** Wait before the first retry; doubles per retry. */
+/** Most tries of a write that got no verdict (the first included), while the lease is held. */
+export const STORE_CALL_TRIES = 40;
+/** Wait before the first retry; doubles per retry up to {@link STORE_RETRY_MAX_MS}. */
 export const STORE_RETRY_BASE_MS = 100;
+/** Longest wait between two tries. */
+export const STORE_RETRY_MAX_MS = 2_000;
 
 export interface StoreCallDeps {
   readonly pacing: Pacing;
   readonly events: AttemptEmitter;
+  /**
+   * True while the attempt still holds its lease (the lease keeper's word: renewed, and not yet past
+   * its estimate). Retries stop once it is false: the lease runs out and reclaim takes the task, so
+   * the write is not tried against an attempt another worker may hold. Default: always true (the
+   * tries are still bounded by {@link STORE_CALL_TRIES}).
+   */
+  readonly holdsLease?: () => boolean;
 }
 
 /**
- * Runs one store write; on `ConnectionLostError` (outcome unknown) or a transient
- * `ConnectionError` (code CONNECTION_FAILED, e.g. refused while the server restarts: nothing was
- * sent) retries it up to {@link STORE_CALL_TRIES} times in all. That is safe because every write is
- * fenced by attempt and idempotent in effect: a retried complete of a committed attempt answers DONE
- * again (core `ConnectionLostError`). Every failure is emitted as an `error` event; the last one is
- * rethrown.
+ * Runs one fenced store write, and tries it again when the error gives no verdict on it
+ * ({@link isRetryableStoreError}): the connection was lost (outcome unknown), could not be made for
+ * a reason that passes (nothing was sent), or the database cut the statement short and rolled it
+ * back (`StoreError` with `transient`: statement or lock timeout, deadlock, serialization failure).
+ * Up to {@link STORE_CALL_TRIES} tries in all, with backoff from {@link STORE_RETRY_BASE_MS} to
+ * {@link STORE_RETRY_MAX_MS}, and only while `holdsLease()` (the lease keeper renews meanwhile).
+ * That is safe because every write is fenced by attempt and idempotent in effect: a retried
+ * complete of a committed attempt answers DONE again, a retried fail or release of one answers as
+ * a stale attempt. Such an error is never the handler's failure. Every failure is emitted as an
+ * `error` event; the last one is rethrown.
  *
  * @param retryable extra condition for retrying, given the error (e.g. "the handler's own write did not throw")
  */
@@ -30,24 +43,28 @@ export async function callStore<T>(
   fn: () => Promise<T>,
   retryable: (error: unknown) => boolean = () => true,
 ): Promise<T> {
+  const holdsLease = deps.holdsLease ?? (() => true);
   for (let tryNo = 1; ; tryNo++) {
     try {
       return await fn();
     } catch (error) {
       deps.events.emit('error', task ? { error, operation, task } : { error, operation });
-      if (!isRetryableStoreError(error) || !retryable(error) || tryNo >= STORE_CALL_TRIES) throw error;
-      await deps.pacing.sleep(STORE_RETRY_BASE_MS * 2 ** (tryNo - 1));
+      if (!isRetryableStoreError(error) || !retryable(error) || tryNo >= STORE_CALL_TRIES || !holdsLease()) throw error;
+      await deps.pacing.sleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_BASE_MS * 2 ** (tryNo - 1)));
+      if (!holdsLease()) throw error;
     }
   }
 }
 
 /**
- * True for the store errors a fenced write may be retried after: the connection was lost
- * (CONNECTION_LOST) or could not be made for a reason that usually passes (CONNECTION_FAILED with
- * `transient: true`: refused, DNS, unreachable, timeout, too many connections).
+ * True for the store errors a fenced write may be retried after, those that say nothing of whether
+ * it ran to a decision: the connection was lost (CONNECTION_LOST), could not be made for a reason
+ * that usually passes (CONNECTION_FAILED with `transient: true`: refused, DNS, unreachable, timeout,
+ * too many connections), or the database gave no verdict (STORE_ERROR with `transient: true`, e.g.
+ * SQLSTATE 57014, 55P03, 40P01, 40001 in the PostgreSQL store: its `NO_VERDICT_SQLSTATES`).
  */
 export function isRetryableStoreError(error: unknown): boolean {
   if (!PostponeError.isInstance(error)) return false;
   if (error.code === 'CONNECTION_LOST') return true;
-  return error.code === 'CONNECTION_FAILED' && (error as { transient?: unknown }).transient === true;
+  return (error.code === 'CONNECTION_FAILED' || error.code === 'STORE_ERROR') && (error as { transient?: unknown }).transient === true;
 }

@@ -57,8 +57,16 @@ export class TaskRun<Tx> {
   private currentPhase: RunPhase = 'running';
   /** The handler's signal. */
   private readonly abort = new AbortController();
-  /** Aborted when the run leaves `running`: stops the lease keeper, the timeout and the grace wait. */
+  /** Aborted when the run leaves `running`: stops the timeout and the grace wait. */
   private readonly halt = new AbortController();
+  /**
+   * Aborted once the attempt's end was reported (or handed back): stops the lease keeper. The lease
+   * is renewed while a complete or fail is still being tried, so a write the database gave no verdict
+   * on (a timeout, a deadlock, a lost connection) is tried again under a held lease.
+   */
+  private readonly leaseStop = new AbortController();
+  /** The lease keeper said the lease is gone: writes are not tried again. */
+  private leaseGone = false;
   private readonly writes: CompletionWrite<Tx>[] = [];
   private readonly startedAt: number;
   /** The attempt's child logger, made on first use (most attempts never log). */
@@ -83,7 +91,10 @@ export class TaskRun<Tx> {
       .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
       .finally(() => {
         this.freeSlot();
-        if (this.currentPhase !== 'handedBack') this.currentPhase = 'finished';
+        if (this.currentPhase !== 'handedBack') {
+          this.currentPhase = 'finished';
+          this.leaseStop.abort();
+        }
         this.telemetry.end();
       });
   }
@@ -110,19 +121,19 @@ export class TaskRun<Tx> {
     this.freeSlot();
     this.halt.abort(HALTED);
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
-    const outcome = await this.deps.reporter.release(this.task);
+    const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.leaseStop.abort());
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
   }
 
   private async execute(claimSentAt: number): Promise<void> {
     const { handler, task } = this;
+    this.watchLease(claimSentAt);
     if (handler === undefined) {
       this.currentPhase = 'finishing';
       this.freeSlot();
       await this.fail(describeThrown(new UnknownKindError(task.kind)));
       return;
     }
-    this.watchLease(claimSentAt);
     this.watchTimeout();
     const handlerStartedAt = this.deps.options.pacing.now();
     const settled = settle(() => this.telemetry.run(() => handler(task, this.context())));
@@ -161,13 +172,13 @@ export class TaskRun<Tx> {
 
   /** Records the failed attempt (fenced `fail`) and what the store answered. */
   private async fail(error: string, retryable = true): Promise<void> {
-    const result = await this.deps.reporter.fail(this.task, error, retryable);
+    const result = await this.deps.reporter.fail(this.task, error, retryable, this.holdsLease);
     this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome, error);
   }
 
   /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
   private async snooze(until: SnoozeUntil): Promise<void> {
-    const result = await this.deps.reporter.snooze(this.task, until);
+    const result = await this.deps.reporter.snooze(this.task, until, this.holdsLease);
     this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome === 'SCHEDULED' ? 'SNOOZED' : result.outcome);
   }
 
@@ -179,7 +190,7 @@ export class TaskRun<Tx> {
       await this.fail(describeThrown(error));
       return;
     }
-    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt, this.lease.confirmedUntil);
+    const outcome = await this.deps.reporter.complete(this.task, result, [...this.writes], this.startedAt, this.lease.confirmedUntil, this.holdsLease);
     if (outcome !== null && typeof outcome === 'object') await this.fail(describeThrown(outcome.writeError));
     else this.telemetry.finished(outcome ?? 'UNKNOWN');
   }
@@ -201,10 +212,18 @@ export class TaskRun<Tx> {
     this.deps.events.emit('leaseLost', { task: this.task, reason });
   }
 
+  /** The lease is held: the keeper has not said it is gone and its estimate has not run out. */
+  private readonly holdsLease = (): boolean => !this.leaseGone && this.deps.options.pacing.now() < this.lease.confirmedUntil;
+
+  /** Renews the lease from the claim until the attempt's end is reported (`leaseStop`). */
   private watchLease(claimSentAt: number): void {
     const { store, options, events, renewer } = this.deps;
     const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs, ...(renewer ? { renewer } : {}) };
-    void keepLease(this.task, claimSentAt, deps, this.halt.signal, this.lease).then((reason) => reason !== null && this.lose(reason));
+    void keepLease(this.task, claimSentAt, deps, this.leaseStop.signal, this.lease).then((reason) => {
+      if (reason === null) return;
+      this.leaseGone = true;
+      this.lose(reason);
+    });
   }
 
   private watchTimeout(): void {

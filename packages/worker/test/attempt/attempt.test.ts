@@ -3,11 +3,11 @@
  * store's TestClock, the worker's ManualPacing): fenced writes retried after a lost connection, and
  * the lease keeper's renewals and its verdict when the store says the lease is gone.
  */
-import { ConnectionLostError, overrideStore, TestClock, ValidationError } from '@postpone/core';
+import { ConnectionLostError, overrideStore, StoreError, TestClock, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { ManualPacing } from '@postpone/wheel';
 import { describe, expect, it } from 'vitest';
-import { type AttemptEmitter, type AttemptEvents, callStore, isRetryableStoreError, keepLease, STORE_CALL_TRIES, TaskAbortedError } from '../../src/attempt/index.js';
+import { type AttemptEmitter, type AttemptEvents, callStore, isRetryableStoreError, keepLease, STORE_CALL_TRIES, STORE_RETRY_MAX_MS, TaskAbortedError } from '../../src/attempt/index.js';
 
 function recorder(): AttemptEmitter & { readonly seen: { event: keyof AttemptEvents; payload: unknown }[] } {
   const seen: { event: keyof AttemptEvents; payload: unknown }[] = [];
@@ -64,6 +64,53 @@ describe('callStore', () => {
     const invalid = new ValidationError('INVALID_OPTION', 'error', 'too long');
     expect(isRetryableStoreError(invalid)).toBe(false);
     await expect(callStore({ pacing, events }, 'fail', undefined, async () => Promise.reject(invalid))).rejects.toBe(invalid);
+  });
+});
+
+describe('callStore and writes with no verdict', () => {
+  it('retries a StoreError marked transient (the database gave no verdict) and never one that is not', async () => {
+    const pacing = new ManualPacing();
+    const events = recorder();
+    let calls = 0;
+    const answer = callStore({ pacing, events }, 'complete', undefined, async () => {
+      calls += 1;
+      if (calls <= 2) throw new StoreError('PostgreSQL error 57014: canceling statement due to statement timeout', '57014', { transient: true });
+      return 'DONE';
+    });
+    for (let i = 0; i < 2; i++) {
+      await sleeping(pacing);
+      pacing.advance(STORE_RETRY_MAX_MS);
+    }
+    expect(await answer).toBe('DONE');
+    expect(calls).toBe(3);
+    expect(events.seen.map((e) => (e.payload as { error: StoreError }).error.sqlState)).toEqual(['57014', '57014']);
+
+    // 25006 (a standby after a failover) and a constraint are not "try again here".
+    for (const sqlState of ['25006', '23505']) {
+      const refused = new StoreError(`PostgreSQL error ${sqlState}`, sqlState);
+      expect(refused.transient).toBe(false);
+      expect(isRetryableStoreError(refused)).toBe(false);
+      await expect(callStore({ pacing, events }, 'fail', undefined, async () => Promise.reject(refused))).rejects.toBe(refused);
+    }
+  });
+
+  it('stops retrying once the lease is no longer held, even with tries left', async () => {
+    const pacing = new ManualPacing();
+    const events = recorder();
+    let held = true;
+    let calls = 0;
+    const answer = callStore({ pacing, events, holdsLease: () => held }, 'complete', undefined, async () => {
+      calls += 1;
+      throw new StoreError('PostgreSQL error 55P03: canceling statement due to lock timeout', '55P03', { transient: true });
+    });
+    await sleeping(pacing);
+    pacing.advance(STORE_RETRY_MAX_MS);
+    await sleeping(pacing);
+    held = false; // the lease keeper said the lease is gone while the write waited for its next try
+    pacing.advance(STORE_RETRY_MAX_MS);
+    await expect(answer).rejects.toThrow(/55P03/);
+    expect(calls).toBe(2);
+    expect(calls).toBeLessThan(STORE_CALL_TRIES);
   });
 });
 
