@@ -261,6 +261,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.currentState = 'running';
     const { discovery, concurrency, leaseMs, prune } = this.options;
     this.logger.info({ discovery, concurrency, leaseMs, ...(prune === null ? {} : { pruneEveryMs: prune.everyMs }) }, 'worker started');
+    if (this.options.handlerTimeoutMs === null) warnNoHandlerTimeout(this.logger);
     this.telemetry.start();
     this.pruner?.start();
     const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
@@ -457,6 +458,23 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.events.emit('stopped', result);
     return result;
   }
+}
+
+/** The code of the process warning emitted when a worker starts with `handlerTimeoutMs: null`. */
+export const NO_HANDLER_TIMEOUT_WARNING = 'POSTPONE_NO_HANDLER_TIMEOUT';
+let noHandlerTimeoutWarned = false;
+
+/**
+ * `handlerTimeoutMs: null`: a hung handler is never failed, only handed back at every stop, so its
+ * task never reaches DEAD. Logged at warn on every start, and a process warning (shown by Node.js on
+ * stderr even when the worker's logger is silent) once per process.
+ */
+function warnNoHandlerTimeout(logger: Logger): void {
+  const message = 'handlerTimeoutMs is null: a handler that never settles is never failed; its task is handed back at every stop and never goes DEAD';
+  logger.warn({ handlerTimeoutMs: null }, message);
+  if (noHandlerTimeoutWarned) return;
+  noHandlerTimeoutWarned = true;
+  process.emitWarning(message, { type: 'PostponeWarning', code: NO_HANDLER_TIMEOUT_WARNING });
 }
 
 /**
