@@ -48,11 +48,24 @@ export interface StopResult {
   readonly handedBack: number;
 }
 
+/** Default of {@link SignalHandlerOptions.sameSignalWindowMs}. */
+export const SAME_SIGNAL_WINDOW_MS = 1_000;
+
 export interface SignalHandlerOptions {
   /** Signals to handle (default SIGTERM and SIGINT). */
   readonly signals?: readonly NodeJS.Signals[];
-  /** Passed to `stop` on the first signal (default `shutdownTimeoutMs`). A second signal hands back at once. */
+  /**
+   * Passed to `stop` on the first signal (default `shutdownTimeoutMs`). A second signal, at least
+   * `sameSignalWindowMs` after the first, hands running tasks back at once.
+   */
   readonly timeoutMs?: number;
+  /**
+   * A signal that arrives less than this many ms after the first one is taken as the same signal and
+   * ignored (default 1 000; 0..2³¹−1, 0 counts every signal). One Ctrl-C under `tsx` or `nodemon`
+   * reaches the worker twice, a few ms apart: the terminal sends SIGINT to the whole process group,
+   * and the wrapper forwards its own copy to its child.
+   */
+  readonly sameSignalWindowMs?: number;
   /** Called once stopped, e.g. to close the store and exit. */
   readonly onStopped?: (result: StopResult, signal: NodeJS.Signals) => void | Promise<void>;
 }
@@ -295,14 +308,26 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   /**
-   * Stops gracefully on SIGTERM / SIGINT (a second signal hands running tasks back at once).
+   * Stops gracefully on SIGTERM / SIGINT; a second signal at least `sameSignalWindowMs` (default
+   * 1 000) after the first hands running tasks back at once, one sooner is the same signal delivered
+   * twice (`tsx`, `nodemon`) and is ignored. The window is measured on `performance.now()`.
    * @returns a function that removes the handlers
+   * @throws ValidationError INVALID_OPTION for a bad `sameSignalWindowMs` or `timeoutMs`
    */
   installSignalHandlers(options: SignalHandlerOptions = {}): () => void {
     const signals = options.signals ?? ['SIGTERM', 'SIGINT'];
+    const windowMs = options.sameSignalWindowMs === undefined ? SAME_SIGNAL_WINDOW_MS : validateNonNegativeMs(options.sameSignalWindowMs, 'sameSignalWindowMs', MAX_TIMER_MS);
+    if (options.timeoutMs !== undefined) validateNonNegativeMs(options.timeoutMs, 'timeoutMs', MAX_TIMER_MS);
     let received = 0;
+    let firstAt = 0;
     const onSignal = (signal: NodeJS.Signals) => {
+      const now = performance.now();
+      if (received > 0 && now - firstAt < windowMs) {
+        this.logger.info({ signal, afterMs: Math.round(now - firstAt), sameSignalWindowMs: windowMs }, 'signal again within sameSignalWindowMs: taken as the same signal');
+        return;
+      }
       received += 1;
+      if (received === 1) firstAt = now;
       if (received > 1) {
         this.logger.warn({ signal }, 'second signal: handing running tasks back now');
         void this.stop({ timeoutMs: 0 });
