@@ -16,7 +16,7 @@ export interface StoreCallDeps {
 /**
  * Runs one store write; on `ConnectionLostError` (outcome unknown) or a transient
  * `ConnectionError` (code CONNECTION_FAILED, e.g. refused while the server restarts: nothing was
- * sent) retries it up to {@link STORE_CALL_TRIES} times in all. That is safe because every write is
+ * sent) or a `PoolTimeoutError` (POOL_TIMEOUT, a full pool: nothing was sent) retries it up to {@link STORE_CALL_TRIES} times in all. That is safe because every write is
  * fenced by attempt and idempotent in effect: a retried complete of a committed attempt answers DONE
  * again (core `ConnectionLostError`). Every failure is emitted as an `error` event; the last one is
  * rethrown.
@@ -43,11 +43,12 @@ export async function callStore<T>(
 
 /**
  * True for the store errors a fenced write may be retried after: the connection was lost
- * (CONNECTION_LOST) or could not be made for a reason that usually passes (CONNECTION_FAILED with
- * `transient: true`: refused, DNS, unreachable, timeout, too many connections).
+ * (CONNECTION_LOST), could not be made for a reason that usually passes (CONNECTION_FAILED with
+ * `transient: true`: refused, DNS, unreachable, timeout, too many connections), or no pooled
+ * connection came free in time (POOL_TIMEOUT: nothing was sent).
  */
 export function isRetryableStoreError(error: unknown): boolean {
   if (!PostponeError.isInstance(error)) return false;
-  if (error.code === 'CONNECTION_LOST') return true;
+  if (error.code === 'CONNECTION_LOST' || error.code === 'POOL_TIMEOUT') return true;
   return error.code === 'CONNECTION_FAILED' && (error as { transient?: unknown }).transient === true;
 }
