@@ -5,7 +5,8 @@
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
  * option, bad value: the store's `ValidationError`). Errors go to stderr as
- * `postpone: error <CODE>: <message>`, CODE being the typed error's `code`.
+ * `postpone: error <CODE>: <message>`, CODE being the typed error's `code`; with `--json`, as one
+ * line of JSON `{"error":{"code":"<CODE>","message":"<message>"}}`.
  */
 import {
   type Json,
@@ -15,6 +16,7 @@ import {
   StoreError,
   TASK_STATES,
   type TaskState,
+  type ValidationCode,
   ValidationError,
   validateJsonTextIntegers,
 } from '@postpone/core';
@@ -138,17 +140,33 @@ function cliVersion(): string {
   return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
-/** Builds the program; `out` receives what goes to stdout (one call per command). */
-export function buildProgram(out: Out): Command {
+/** An error on stderr: `postpone: error <CODE>: <message>`, or with `--json` one line `{"error":{"code","message"}}`. */
+function errorLine(json: boolean, code: string, message: string): string {
+  return json ? `${JSON.stringify({ error: { code, message } })}\n` : `postpone: error ${code}: ${message}\n`;
+}
+
+/**
+ * Whether `--json` is among the global options of `argv`: read before parsing, so that commander's own
+ * usage errors (an unknown option, say), raised while parsing, are printed as JSON too.
+ */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/** Builds the program; `out` receives what goes to stdout (one call per command); `json`: usage errors as JSON. */
+export function buildProgram(out: Out, json = false): Command {
   const program = new Command('postpone')
     .description('Operate Postpone, durable delayed tasks on PostgreSQL: inspect, schedule, cancel, retry and prune tasks.')
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string').env('DATABASE_URL'))
     .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
     .option('--json', 'print JSON instead of text')
     .version(cliVersion(), '-V, --version', "print the CLI's version")
-    .showHelpAfterError('(run with --help for usage)')
+    .showHelpAfterError(json ? false : '(run with --help for usage)')
     // commander's own usage errors ("unknown option…") in the CLI's format, code USAGE; inherited by the commands.
-    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'postpone: error USAGE: ')) })
+    .configureOutput({
+      outputError: (text, write) => write(json ? errorLine(true, 'USAGE', text.replace(/^error: /, '').trimEnd()) : text.replace(/^error: /, 'postpone: error USAGE: ')),
+    })
     .exitOverride();
   const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
 
@@ -195,7 +213,11 @@ export function buildProgram(out: Out): Command {
           ...(opts.priority !== undefined ? { priority: (/^-?\d+$/.test(opts.priority) ? Number(opts.priority) : opts.priority) as number } : {}),
           ...(opts.key !== undefined ? { key: opts.key } : {}),
         };
-        const scheduled = await withStore(g, (store) => store.schedule(input, opts.onConflict === undefined ? {} : { onConflict: opts.onConflict }));
+        const scheduled = await withStore(g, (store) => store.schedule(input, opts.onConflict === undefined ? {} : { onConflict: opts.onConflict })).catch(
+          (error: unknown) => {
+            throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
+          },
+        );
         print(out, g, scheduled, () =>
           scheduled.created
             ? `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`
@@ -339,13 +361,24 @@ export function buildProgram(out: Out): Command {
 
 /** Runs the CLI on `argv` (without node and script); resolves to the exit code. */
 export async function run(argv: readonly string[], out: Out = { stdout: (t) => process.stdout.write(`${t}\n`) }): Promise<number> {
-  const program = buildProgram(out);
+  const json = wantsJson(argv);
+  const program = buildProgram(out, json);
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    return report(error, (program.opts() as Partial<GlobalOptions>).schema ?? DEFAULT_SCHEMA);
+    return report(error, (program.opts() as Partial<GlobalOptions>).schema ?? DEFAULT_SCHEMA, json);
   }
+}
+
+/**
+ * A ValidationError of the store about `payload…` (too large, not storable) when the payload came from
+ * `--payload-file`: the same error on the field `payloadFile…`, which the message names as `--payload-file`.
+ */
+function fromPayloadFile(error: unknown): unknown {
+  if (!ValidationError.isInstance(error) || !/^payload\b/.test(error.field)) return error;
+  const field = error.field.replace(/^payload/, 'payloadFile');
+  return new ValidationError(error.code as ValidationCode, field, error.message.slice(error.field.length + 2), { cause: error });
 }
 
 /** The store's field names (`maxAttempts: …`, `states[1]: …`) as the options a user typed. */
@@ -364,6 +397,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   retention: '--retention',
   before: '--before',
   payload: '--payload',
+  payloadFile: '--payload-file',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */
@@ -374,8 +408,8 @@ function asOptionText(error: ValidationError): string {
   return message.replace('delayMs or runAt', '--delay or --run-at');
 }
 
-function report(error: unknown, schema: string): number {
-  const say = (code: string, message: string) => process.stderr.write(`postpone: error ${code}: ${message}\n`);
+function report(error: unknown, schema: string, json = false): number {
+  const say = (code: string, message: string) => process.stderr.write(errorLine(json, code, message));
   // The store's hint names its API; on the command line the remedy is a command.
   if (StoreError.isInstance(error) && ([SqlState.UNDEFINED_TABLE, SqlState.INVALID_SCHEMA_NAME] as readonly string[]).includes((error as StoreError).sqlState ?? "")) {
     say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone --schema ${schema} migrate`);

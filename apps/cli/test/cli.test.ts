@@ -251,6 +251,58 @@ describe('postpone', () => {
     }
   });
 
+  it('a too-large payload from --payload-file is reported as --payload-file, not --payload (issue 27 item 10)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postpone-cli-'));
+    try {
+      const file = join(dir, 'huge.json');
+      writeFileSync(file, JSON.stringify('x'.repeat(1_048_576))); // 1 MiB + the quotes: over the default limit
+      const text = await postpone(['schedule', 'too-big', '--payload-file', file]);
+      expect(text.code).toBe(2);
+      expect(text.stdout).toBe('');
+      expect(text.stderr).toMatch(/^postpone: error PAYLOAD_TOO_LARGE: --payload-file: /);
+      expect(text.stderr).not.toContain('--payload:');
+      const piped = await postpone(['schedule', 'too-big', '--payload-file', '-'], { DATABASE_URL: url }, JSON.stringify({ note: 'x'.repeat(1_048_576) }));
+      expect(piped.code).toBe(2);
+      expect(piped.stderr).toMatch(/^postpone: error PAYLOAD_TOO_LARGE: --payload-file: /);
+      // Given inline it is still --payload.
+      const inline = await postpone(['schedule', 'bad', '--payload', '"a\\u0000b"']);
+      expect(inline.code).toBe(2);
+      expect(inline.stderr).toMatch(/^postpone: error INVALID_PAYLOAD: --payload: /);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('with --json, errors are one line of JSON on stderr: {"error":{"code","message"}} (issue 27 item 10)', async () => {
+    const cases: [string[], number, string, RegExp][] = [
+      [['--json', 'list', '--bogus'], 2, 'USAGE', /^unknown option '--bogus'$/],
+      [['--json', 'frobnicate'], 2, 'USAGE', /^unknown command 'frobnicate'$/],
+      [['--json', 'schedule', 'k', '--delay', '5x'], 2, 'INVALID_OPTION', /^--delay: expected a duration/],
+      [['--json', 'schedule', 'k', '--run-at', '2999-01-01T00:00:00Z'], 2, 'INVALID_RUN_AT', /^--run-at: must be at most 3155760000000 ms \(100 years\) after now/],
+      [['--json', 'show', '999999'], 1, 'NOT_FOUND', /^no task 999999$/],
+      [['--json', '--schema', 'never_migrated_here', 'stats'], 1, 'STORE_ERROR', /: the schema is not migrated; run: postpone --schema never_migrated_here migrate$/],
+    ];
+    for (const [args, code, errorCode, message] of cases) {
+      const r = await postpone(args);
+      expect(r.code, args.join(' ')).toBe(code);
+      expect(r.stderr.endsWith('\n'), args.join(' ')).toBe(true);
+      expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+      const parsed = JSON.parse(r.stderr) as { error: { code: string; message: string } };
+      expect(Object.keys(parsed), args.join(' ')).toEqual(['error']);
+      expect(Object.keys(parsed.error)).toEqual(['code', 'message']);
+      expect(parsed.error.code, args.join(' ')).toBe(errorCode);
+      expect(parsed.error.message, args.join(' ')).toMatch(message);
+    }
+    const noDatabase = await postpone(['--json', 'stats'], {});
+    expect(noDatabase).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${JSON.stringify({ error: { code: 'INVALID_OPTION', message: 'no database: set DATABASE_URL or pass --database-url (to try Postpone, `pnpm db` in a checkout starts one and prints its URL)' } })}\n`,
+    });
+    // Without --json, the text line as before.
+    expect((await postpone(['show', '999999'])).stderr).toBe('postpone: error NOT_FOUND: no task 999999\n');
+  });
+
   it('bad usage exits 2 with the typed error code on stderr; failures exit 1', async () => {
     const cases: [string[], number, RegExp][] = [
       [['list', '--bogus'], 2, /^postpone: error USAGE: unknown option '--bogus'/],

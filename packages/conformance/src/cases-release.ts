@@ -1,9 +1,10 @@
 /**
  * release: the holder hands its attempt back at shutdown, fenced by attempt: CLAIMED → SCHEDULED
- * due now (attempt kept, no failure counted), or CANCELLED when cancel was requested; a stale
- * attempt changes nothing.
+ * due now (attempt kept, no failure counted, `lastError` untouched: a hand-back is not an error), or
+ * CANCELLED when cancel was requested; a stale attempt changes nothing. And `lastError` means an
+ * error: a task that ends DONE has none, whatever its earlier attempts recorded.
  */
-import { CancelOutcome, RELEASED_ERROR, TaskState } from '@postpone/core';
+import { CancelOutcome, LEASE_EXPIRED_ERROR, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import { claimExactly, LEASE_MS, mustGetTask, observe, scheduleAndClaim } from './kit/helpers.js';
 import type { HarnessRef } from './kit/harness.js';
@@ -22,10 +23,39 @@ export function releaseCases(h: HarnessRef): void {
         failures: 0,
         leaseOwner: null,
         leaseUntil: null,
-        lastError: RELEASED_ERROR,
+        lastError: null,
       });
       expect(await store.getEffect(c.id)).toBeNull();
       expect(await claimExactly(store, c.id, 'w2')).toMatchObject({ attempt: 2, failures: 0 });
+    });
+
+    it('keeps the lastError of an earlier failure (a hand-back is not an error); DONE afterwards clears it', async () => {
+      const { store } = h();
+      const c = await scheduleAndClaim(store, { maxAttempts: 3 });
+      expect(await store.fail({ id: c.id, attempt: c.attempt, error: 'smtp 421', backoffMs: 0 })).toMatchObject({ outcome: 'SCHEDULED' });
+      const second = await claimExactly(store, c.id, 'w2');
+      expect(await store.release({ id: c.id, attempt: second.attempt })).toBe('SCHEDULED');
+      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 2, failures: 1, lastError: 'smtp 421' });
+      const third = await claimExactly(store, c.id, 'w3');
+      expect(await store.complete({ id: c.id, attempt: third.attempt, owner: 'w3', result: { sent: true } })).toBe('DONE');
+      expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DONE, attempt: 3, failures: 1, lastError: null, result: { sent: true } });
+    });
+
+    it('a task reclaimed after its lease expired and then DONE has no lastError (completeMany too)', async () => {
+      const { store, clock } = h();
+      const a = await scheduleAndClaim(store, { maxAttempts: 3 });
+      clock.tick(LEASE_MS + 1);
+      expect(await store.reclaimExpired()).toEqual([{ id: a.id, attempt: 1, outcome: 'SCHEDULED' }]);
+      expect((await mustGetTask(store, a.id)).lastError).toBe(LEASE_EXPIRED_ERROR);
+      const again = await claimExactly(store, a.id, 'w2');
+      expect(await store.complete({ id: a.id, attempt: again.attempt, owner: 'w2', result: null })).toBe('DONE');
+      expect(await mustGetTask(store, a.id)).toMatchObject({ state: TaskState.DONE, attempt: 2, failures: 1, lastError: null });
+
+      const b = await scheduleAndClaim(store, { maxAttempts: 3 });
+      expect(await store.fail({ id: b.id, attempt: b.attempt, error: 'boom', backoffMs: 0 })).toMatchObject({ outcome: 'SCHEDULED' });
+      const bAgain = await claimExactly(store, b.id, 'w2');
+      expect(await store.completeMany([{ id: b.id, attempt: bAgain.attempt, owner: 'w2', result: 1 }])).toEqual(['DONE']);
+      expect(await mustGetTask(store, b.id)).toMatchObject({ state: TaskState.DONE, failures: 1, lastError: null, result: 1 });
     });
 
     it('a cancel-requested task goes to CANCELLED', async () => {

@@ -69,7 +69,7 @@ export function validationCases(h: HarnessRef): void {
         [{ kind: 'k', delayMs: MAX_DELAY_MS }, now + MAX_DELAY_MS],
         [{ kind: 'k'.repeat(MAX_KIND_LENGTH), maxAttempts: 1 }, now],
         [{ kind: 'k', maxAttempts: 2 ** 31 - 1 }, now],
-        [{ kind: 'k', runAt: new Date(MAX_RUN_AT_MS) }, MAX_RUN_AT_MS],
+        [{ kind: 'k', runAt: new Date(now + MAX_DELAY_MS) }, now + MAX_DELAY_MS],
       ];
       for (const [input, dueMs] of cases) {
         const { id, dueAt } = await store.schedule(input);
@@ -78,6 +78,15 @@ export function validationCases(h: HarnessRef): void {
         expect(task).toMatchObject({ kind: input.kind, dueAt: new Date(dueMs), maxAttempts: input.maxAttempts ?? task.maxAttempts });
       }
       expect(await store.countByState()).toEqual(stateCounts({ SCHEDULED: cases.length }));
+    });
+
+    it('refuses a runAt more than 100 years after the store\'s now, the cap delayMs has, and inserts nothing', async () => {
+      const { store, clock } = h();
+      const tooLate = new Date(clock.now() + MAX_DELAY_MS + 1);
+      const error = await expectValidationError(() => store.schedule({ kind: 'k', runAt: tooLate }), 'INVALID_RUN_AT', 'runAt');
+      expect(error.message).toContain(`must be at most ${MAX_DELAY_MS} ms (100 years) after now (${new Date(clock.now()).toISOString()})`);
+      await expectValidationError(() => store.scheduleMany([{ kind: 'ok' }, { kind: 'k', runAt: new Date(MAX_RUN_AT_MS) }]), 'INVALID_RUN_AT', 'tasks[1].runAt');
+      expect(await store.countByState()).toEqual(stateCounts());
     });
 
     it('accepts a payload of exactly the size limit', async () => {

@@ -14,7 +14,7 @@ import { ValidationError } from './errors/errors.js';
 import { TASK_STATES, type TaskState } from './states.js';
 import type { TaskId } from './input/validate.js';
 import type { Task } from './task.js';
-import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateRunAt } from './input/validate.js';
+import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateDueAt, validateRunAt } from './input/validate.js';
 
 /** Default and largest page of `listTasks`. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -71,7 +71,7 @@ export interface RetryParams {
   readonly id: TaskId;
   /** Delay from the store's now in ms (default 0: due now). Not with `runAt`. */
   readonly delayMs?: number;
-  /** Absolute due time. Not with `delayMs`. */
+  /** Absolute due time, at most 100 years after now (as `delayMs`). Not with `delayMs`. */
   readonly runAt?: Date;
   /** Attempts of the new task (default: the original's `maxAttempts`). */
   readonly maxAttempts?: number;
@@ -306,7 +306,7 @@ export function validateRetryParams(params: unknown): NormalizedRetryParams {
   return {
     id,
     delayMs: p.delayMs === undefined ? 0 : validateDelayMs(p.delayMs),
-    runAt: p.runAt === undefined ? null : validateRunAt(p.runAt),
+    runAt: p.runAt === undefined ? null : validateDueAt(p.runAt),
     maxAttempts: p.maxAttempts === undefined ? null : validateMaxAttempts(p.maxAttempts),
   };
 }

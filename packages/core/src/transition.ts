@@ -13,7 +13,7 @@ export type Command =
   | { readonly type: 'claim'; readonly owner: string; readonly leaseMs: number }
   /** Renew the lease of the current attempt: CLAIMED, same attempt, not cancel-requested, lease not yet expired. */
   | { readonly type: 'extend'; readonly attempt: number; readonly leaseMs: number }
-  /** CLAIMED → DONE (fenced by attempt) or → CANCELLED when cancel was requested. */
+  /** CLAIMED → DONE (fenced by attempt; `lastError` cleared: a DONE task has no error) or → CANCELLED when cancel was requested. */
   | { readonly type: 'complete'; readonly attempt: number; readonly result: Json }
   /**
    * CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. Counts one
@@ -42,8 +42,9 @@ export type Command =
   /**
    * The holder hands its attempt back (graceful shutdown): CLAIMED → SCHEDULED due now, lease cleared,
    * fenced by attempt; → CANCELLED when cancel was requested. A hand-back is not a failure:
-   * `failures` is unchanged, so releases alone never make a task DEAD (two deploys are not two
-   * failures), while `attempt` keeps growing at every claim as the fencing token.
+   * `failures` and `lastError` are unchanged, so releases alone never make a task DEAD (two deploys
+   * are not two failures), while `attempt` keeps growing at every claim as the fencing token (hand-backs
+   * and snoozes so far: `attempt − failures`, less one while CLAIMED).
    */
   | { readonly type: 'release'; readonly attempt: number }
   /** A schedule with `onConflict: 'replace'` met this task by its dedup key: SCHEDULED → SCHEDULED with the new payload and due time; any other state unchanged. */
@@ -69,7 +70,11 @@ export interface Step {
 
 /** The reason recorded in `last_error` when a lease expires. */
 export const LEASE_EXPIRED_ERROR = 'lease expired';
-/** The reason recorded in `last_error` when a worker hands a task back. */
+/**
+ * The text `last_error` held after a hand-back before issue 27. A hand-back is not an error and no
+ * longer writes `last_error`; kept exported so code that compared with it still compiles.
+ * @deprecated nothing writes it any more
+ */
 export const RELEASED_ERROR = 'released by worker';
 
 /**
@@ -141,7 +146,7 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
           };
         }
         return {
-          task: { ...task, state: TaskState.DONE, result: command.result, leaseOwner: null, leaseUntil: null, updatedAt: now },
+          task: { ...task, state: TaskState.DONE, result: command.result, lastError: null, leaseOwner: null, leaseUntil: null, updatedAt: now },
           result: { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: true },
         };
       }
@@ -180,7 +185,7 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) {
         return { task, result: { type: 'release', outcome: 'REJECTED_STALE' } };
       }
-      const base = { ...task, leaseOwner: null, leaseUntil: null, lastError: RELEASED_ERROR, updatedAt: now };
+      const base = { ...task, leaseOwner: null, leaseUntil: null, updatedAt: now };
       if (task.cancelRequested) return { task: { ...base, state: TaskState.CANCELLED }, result: { type: 'release', outcome: 'CANCELLED' } };
       return { task: { ...base, state: TaskState.SCHEDULED, dueAt: now }, result: { type: 'release', outcome: 'SCHEDULED' } };
     }

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import {
   type Command,
   LEASE_EXPIRED_ERROR,
-  RELEASED_ERROR,
   type Result,
   type Task,
   TASK_STATES,
@@ -105,6 +104,7 @@ const ROWS: Row[] = [
 
   // complete: CLAIMED → DONE (effect) or → CANCELLED when requested; retries report the first answer.
   ['complete: CLAIMED → DONE with effect', claimed(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete: after an earlier failure → DONE, lastError cleared', claimed({ attempt: 2, failures: 1, lastError: LEASE_EXPIRED_ERROR }), complete(2), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, failures: 1, lastError: null, leaseOwner: null, leaseUntil: null }],
   ['complete: after lease expiry but before reclaim → DONE', claimed({ leaseUntil: T(-1) }), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
   ['complete: cancel requested → CANCELLED, no effect', claimed({ cancelRequested: true }), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
   ['complete retried: DONE stays DONE, no second effect', done(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: false }, UNCHANGED],
@@ -142,9 +142,9 @@ const ROWS: Row[] = [
   ['reclaim rejected: missing', null, reclaim, NO_RECLAIM, UNCHANGED],
 
   // release: the holder hands its attempt back → SCHEDULED due now, or CANCELLED when requested.
-  ['release: → SCHEDULED due now', claimed(), release(), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
-  ['release: last attempt still → SCHEDULED, no failure counted', claimed({ attempt: 3, failures: 2 }), release(3), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
-  ['release: cancel requested → CANCELLED', claimed({ cancelRequested: true }), release(), { type: 'release', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: RELEASED_ERROR, leaseOwner: null, leaseUntil: null }],
+  ['release: → SCHEDULED due now, no lastError', claimed(), release(), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), lastError: null, leaseOwner: null, leaseUntil: null }],
+  ['release: last attempt still → SCHEDULED, no failure counted, the failure\'s lastError kept', claimed({ attempt: 3, failures: 2, lastError: 'boom' }), release(3), { type: 'release', outcome: 'SCHEDULED' }, { state: 'SCHEDULED', dueAt: T(0), failures: 2, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
+  ['release: cancel requested → CANCELLED', claimed({ cancelRequested: true }), release(), { type: 'release', outcome: 'CANCELLED' }, { state: 'CANCELLED', lastError: null, leaseOwner: null, leaseUntil: null }],
   ['release rejected: stale attempt', claimed({ attempt: 2 }), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: SCHEDULED', task({ attempt: 1 }), release(1), STALE_RELEASE, UNCHANGED],
   ['release rejected: DONE', done(), release(1), STALE_RELEASE, UNCHANGED],

@@ -132,14 +132,14 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
     this.#assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
-    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes })], tx as MemoryTx | undefined, onConflict);
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() })], tx as MemoryTx | undefined, onConflict);
     return scheduled as ScheduledTask;
   }
 
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask[]> {
     this.#assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
-    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes }), tx as MemoryTx | undefined, onConflict);
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() }), tx as MemoryTx | undefined, onConflict);
   }
 
   /**

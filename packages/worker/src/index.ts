@@ -5,7 +5,7 @@
  * polling, or by hybrid discovery (a timing wheel of near tasks woken by LISTEN/NOTIFY).
  */
 export { createScheduler, type Scheduler, type TypedScheduleInput } from './scheduler.js';
-export { createWorker, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
+export { createWorker, NO_HANDLER_TIMEOUT_WARNING, SAME_SIGNAL_WINDOW_MS, Worker, type SignalHandlerOptions, type StopOptions, type StopResult, type WorkerState } from './worker.js';
 export {
   MAX_CONCURRENCY,
   POOL_RESERVE,

@@ -46,6 +46,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   backoffBaseMs: 1_000,
   maxBackoffMs: DEFAULT_MAX_BACKOFF_MS,
   shutdownTimeoutMs: 10_000,
+  /** 15 minutes: a hung handler fails its attempt instead of holding its task forever. */
+  handlerTimeoutMs: 900_000,
   maxAbandonGraceMs: 5_000,
   completeBatchSize: 50,
   completeBatchDelayMs: 0,
@@ -155,8 +157,17 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly random?: RandomSource;
   /** How long `stop()` waits for running handlers before handing their tasks back (default 10 000). */
   readonly shutdownTimeoutMs?: number;
-  /** Per-attempt time limit: the signal aborts with reason `timeout` and the attempt fails (default: none). */
-  readonly handlerTimeoutMs?: number;
+  /**
+   * Per-attempt time limit in ms, 1..2³¹−1 (default 900 000, 15 minutes): the handler's signal aborts
+   * with reason `timeout` and the attempt fails — one failure counted, so a handler that hangs
+   * (`new Promise(() => {})`) ends DEAD after `maxAttempts` instead of being handed back at every
+   * stop without ever failing. A handler that ignores its signal is abandoned `abandonGraceMs` later
+   * and its attempt failed the same way. `null` turns the limit off: a hung handler then holds its
+   * slot until the worker stops and is handed back (no failure counted); the worker logs a warning
+   * and emits a process warning (code `POSTPONE_NO_HANDLER_TIMEOUT`) at `start()`.
+   * @throws ValidationError INVALID_OPTION for anything else (0 included: use `null`)
+   */
+  readonly handlerTimeoutMs?: number | null;
   /** After a handler's signal aborts, how long to wait for it to settle before freeing its slot (default `min(leaseMs, 5 000)`). */
   readonly abandonGraceMs?: number;
   /**
@@ -289,7 +300,7 @@ const RULES: readonly Rule[] = [
   rule('retryByKind', () => Object.freeze({}), resolveRetryByKind),
   rule('random', () => Math.random, validateRandom),
   rule('shutdownTimeoutMs', () => defaults.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
-  rule('handlerTimeoutMs', () => null, positiveMs(MAX_TIMER_MS)),
+  rule('handlerTimeoutMs', () => defaults.handlerTimeoutMs, validateHandlerTimeout),
   rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
   rule('completeBatchSize', () => defaults.completeBatchSize, count(MAX_COMPLETE_MANY)),
   rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
@@ -378,6 +389,13 @@ function validateHandlers(handlers: unknown): void {
     validateKind(kind, `handlers[${JSON.stringify(kind)}]`);
     if (typeof (handlers as Record<string, unknown>)[kind] !== 'function') throw invalid(`handlers[${JSON.stringify(kind)}]`, 'must be a function');
   }
+}
+
+/** `null` (no time limit, explicitly) or whole ms 1..2³¹−1; 0 is refused with a hint, not read as "off". */
+function validateHandlerTimeout(value: unknown, field: string): number | null {
+  if (value === null) return null;
+  if (value === 0) throw invalid(field, 'must be whole milliseconds 1..2147483647, or null to run handlers without a time limit, got 0');
+  return validatePositiveMs(value, field, MAX_TIMER_MS);
 }
 
 function validateDiscovery(mode: unknown): DiscoveryMode {

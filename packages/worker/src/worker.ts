@@ -48,11 +48,24 @@ export interface StopResult {
   readonly handedBack: number;
 }
 
+/** Default of {@link SignalHandlerOptions.sameSignalWindowMs}. */
+export const SAME_SIGNAL_WINDOW_MS = 1_000;
+
 export interface SignalHandlerOptions {
   /** Signals to handle (default SIGTERM and SIGINT). */
   readonly signals?: readonly NodeJS.Signals[];
-  /** Passed to `stop` on the first signal (default `shutdownTimeoutMs`). A second signal hands back at once. */
+  /**
+   * Passed to `stop` on the first signal (default `shutdownTimeoutMs`). A second signal, at least
+   * `sameSignalWindowMs` after the first, hands running tasks back at once.
+   */
   readonly timeoutMs?: number;
+  /**
+   * A signal that arrives less than this many ms after the first one is taken as the same signal and
+   * ignored (default 1 000; 0..2³¹−1, 0 counts every signal). One Ctrl-C under `tsx` or `nodemon`
+   * reaches the worker twice, a few ms apart: the terminal sends SIGINT to the whole process group,
+   * and the wrapper forwards its own copy to its child.
+   */
+  readonly sameSignalWindowMs?: number;
   /** Called once stopped, e.g. to close the store and exit. */
   readonly onStopped?: (result: StopResult, signal: NodeJS.Signals) => void | Promise<void>;
 }
@@ -261,6 +274,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.currentState = 'running';
     const { discovery, concurrency, leaseMs, prune } = this.options;
     this.logger.info({ discovery, concurrency, leaseMs, ...(prune === null ? {} : { pruneEveryMs: prune.everyMs }) }, 'worker started');
+    if (this.options.handlerTimeoutMs === null) warnNoHandlerTimeout(this.logger);
     this.telemetry.start();
     this.pruner?.start();
     const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
@@ -294,14 +308,26 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   }
 
   /**
-   * Stops gracefully on SIGTERM / SIGINT (a second signal hands running tasks back at once).
+   * Stops gracefully on SIGTERM / SIGINT; a second signal at least `sameSignalWindowMs` (default
+   * 1 000) after the first hands running tasks back at once, one sooner is the same signal delivered
+   * twice (`tsx`, `nodemon`) and is ignored. The window is measured on `performance.now()`.
    * @returns a function that removes the handlers
+   * @throws ValidationError INVALID_OPTION for a bad `sameSignalWindowMs` or `timeoutMs`
    */
   installSignalHandlers(options: SignalHandlerOptions = {}): () => void {
     const signals = options.signals ?? ['SIGTERM', 'SIGINT'];
+    const windowMs = options.sameSignalWindowMs === undefined ? SAME_SIGNAL_WINDOW_MS : validateNonNegativeMs(options.sameSignalWindowMs, 'sameSignalWindowMs', MAX_TIMER_MS);
+    if (options.timeoutMs !== undefined) validateNonNegativeMs(options.timeoutMs, 'timeoutMs', MAX_TIMER_MS);
     let received = 0;
+    let firstAt = 0;
     const onSignal = (signal: NodeJS.Signals) => {
+      const now = performance.now();
+      if (received > 0 && now - firstAt < windowMs) {
+        this.logger.info({ signal, afterMs: Math.round(now - firstAt), sameSignalWindowMs: windowMs }, 'signal again within sameSignalWindowMs: taken as the same signal');
+        return;
+      }
       received += 1;
+      if (received === 1) firstAt = now;
       if (received > 1) {
         this.logger.warn({ signal }, 'second signal: handing running tasks back now');
         void this.stop({ timeoutMs: 0 });
@@ -457,6 +483,23 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.events.emit('stopped', result);
     return result;
   }
+}
+
+/** The code of the process warning emitted when a worker starts with `handlerTimeoutMs: null`. */
+export const NO_HANDLER_TIMEOUT_WARNING = 'POSTPONE_NO_HANDLER_TIMEOUT';
+let noHandlerTimeoutWarned = false;
+
+/**
+ * `handlerTimeoutMs: null`: a hung handler is never failed, only handed back at every stop, so its
+ * task never reaches DEAD. Logged at warn on every start, and a process warning (shown by Node.js on
+ * stderr even when the worker's logger is silent) once per process.
+ */
+function warnNoHandlerTimeout(logger: Logger): void {
+  const message = 'handlerTimeoutMs is null: a handler that never settles is never failed; its task is handed back at every stop and never goes DEAD';
+  logger.warn({ handlerTimeoutMs: null }, message);
+  if (noHandlerTimeoutWarned) return;
+  noHandlerTimeoutWarned = true;
+  process.emitWarning(message, { type: 'PostponeWarning', code: NO_HANDLER_TIMEOUT_WARNING });
 }
 
 /**

@@ -142,8 +142,8 @@ describe('hybrid discovery under controlled time', () => {
     await until(() => r.worker.discovery.rebuilds.start === 1 && r.pacing.pendingCount === 3, 'the start load');
     // Due now (listed as whole ms): its timer fires at the next tick.
     r.advance(2);
-    // Four sleeps: the heartbeat, the next fallback read, the loop, and the running task's lease renewal.
-    await until(() => r.claimed.length === 1 && r.pacing.pendingCount === 4, 'the first task running, the loop asleep');
+    // Five sleeps: the heartbeat, the next fallback read, the loop, and the running task's lease renewal and time limit.
+    await until(() => r.claimed.length === 1 && r.pacing.pendingCount === 5, 'the first task running, the loop asleep');
     expect(r.claimed[0]?.task.id).toBe(first.id);
     r.advance(498);
     expect(r.counted.calls.claim).toBe(1);

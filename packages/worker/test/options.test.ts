@@ -28,7 +28,7 @@ describe('worker options', () => {
       backoffBaseMs: 1_000,
       maxBackoffMs: 3_600_000,
       shutdownTimeoutMs: 10_000,
-      handlerTimeoutMs: null,
+      handlerTimeoutMs: 900_000,
       abandonGraceMs: 5_000,
       completeBatchSize: 50,
       completeBatchDelayMs: 0,

@@ -3,6 +3,7 @@
  * condition with a deadline; no test sleeps and hopes.
  */
 import { type ClaimedTask, TaskState } from '@postpone/core';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker, type HandlerContext, ManualPacing, TaskAbortedError, waitForEvent, type Worker, type WorkerEventName, type WorkerEvents, type WorkerEventSource, type WorkerOptions } from '../src/index.js';
 import { gate, type Harness, until } from './harness.js';
@@ -364,12 +365,13 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       const lost = waitForEvent(w, 'leaseLost');
       const failed = waitForEvent(w, 'failed');
       await w.runOnce();
-      await until(() => pacing.pendingCount > 0, 'the renewal timer');
+      // The handler's time limit is one sleep; the renewal the other.
+      await until(() => pacing.pendingCount > 1, 'the renewal timer');
       pacing.advance(30);
       await renewed;
       await h.expireLease(id);
       expect((await h.store.reclaimExpired()).map((t) => t.id)).toEqual([id]);
-      await until(() => pacing.pendingCount > 0, 'the next renewal timer');
+      await until(() => pacing.pendingCount > 1, 'the next renewal timer');
       pacing.advance(30);
       expect((await lost)[0]?.reason).toBe('lease-lost');
       expect(reason).toBeInstanceOf(TaskAbortedError);
@@ -377,6 +379,38 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       const [fail] = await failed;
       expect(fail?.result.outcome).toBe('REJECTED_STALE');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, lastError: 'lease expired' });
+    });
+
+    it('a cancelled running task whose handler throws its aborted signal ends CANCELLED without a failure, and nothing logs a lost lease (issue 27 item 10)', async () => {
+      const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 }, maxAttempts: 3 });
+      const started = gate();
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+      const w = worker({
+        leaseMs: 5_000,
+        renewEveryMs: 20,
+        logger,
+        handlers: {
+          book: async (_task: Book, ctx) => {
+            started.open();
+            await whenAborted(ctx.signal);
+            throw ctx.signal.reason;
+          },
+        },
+      });
+      const failed: WorkerEvents['failed'][] = [];
+      w.on('failed', (e) => failed.push(e));
+      const released = waitForEvent(w, 'released');
+      await w.runOnce();
+      await started.promise;
+      expect(await h.store.cancel(id)).toBe('REQUESTED');
+      expect((await released)[0]?.outcome).toBe('CANCELLED');
+      await w.idle();
+      expect(failed).toEqual([]);
+      expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.CANCELLED, attempt: 1, failures: 0, lastError: null });
+      expect(lines.filter((l) => /lease lost/i.test(l.msg))).toEqual([]);
+      expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([]);
+      expect(lines.map((l) => l.msg)).toContain('cancel requested; aborting the handler');
     });
 
     it('aborts the signal on a cancel request; the task ends CANCELLED with no effect', async () => {

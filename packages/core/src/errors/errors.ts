@@ -29,6 +29,7 @@ export type PostponeErrorCode =
   | 'STORE_CLOSED'
   | 'CONNECTION_LOST'
   | 'CONNECTION_FAILED'
+  | 'POOL_TIMEOUT'
   | 'STORE_ERROR'
   | 'MIGRATION_ERROR'
   | 'TASK_ABORTED'
@@ -163,6 +164,35 @@ export class ConnectionError extends PostponeError {
     this.reason = reason;
     this.sqlState = sqlState;
     this.transient = TRANSIENT_FAILURES.has(reason);
+  }
+}
+
+/**
+ * The call waited for a connection of the client-side pool (a `pg.Pool`) until the pool's
+ * `connectionTimeoutMillis` ran out, while every connection of the pool was in use: the database was
+ * never asked, and is not known to be down. Too many calls at once for the pool — e.g.
+ * `Promise.all` of many `schedule` calls: use `scheduleMany` (one statement), or a bigger pool
+ * `max`, or a longer `connectionTimeoutMillis`. Nothing was sent, so retrying is safe.
+ * Message: `waited N ms for a pooled connection (pool max M, K waiting)`.
+ */
+export class PoolTimeoutError extends PostponeError {
+  /** How long the call waited for a connection, in ms. */
+  readonly waitedMs: number;
+  /** The pool's `max`: every one of them was in use. */
+  readonly poolMax: number;
+  /** Other calls still waiting for a connection of the pool when this one gave up. */
+  readonly waiting: number;
+
+  constructor(waitedMs: number, poolMax: number, waiting: number, options?: { cause?: unknown }) {
+    super(
+      'POOL_TIMEOUT',
+      `waited ${waitedMs} ms for a pooled connection (pool max ${poolMax}, ${waiting} waiting): every connection of the pool was in use; the database was not asked. Schedule many tasks with scheduleMany, or give the pool a larger max`,
+      options,
+    );
+    this.name = 'PoolTimeoutError';
+    this.waitedMs = waitedMs;
+    this.poolMax = poolMax;
+    this.waiting = waiting;
   }
 }
 

@@ -50,7 +50,7 @@ export interface ScheduleInput<P = unknown> {
   readonly payload?: P;
   /** Delay from the store's now, in whole milliseconds, 0..{@link MAX_DELAY_MS}. */
   readonly delayMs?: number;
-  /** Absolute due time (a valid Date, years 1..9999). A past time means due now. */
+  /** Absolute due time (a valid Date, at most 100 years after the store's now, as `delayMs`). A past time means due now. */
   readonly runAt?: Date;
   /** Attempts before DEAD, integer 1..2³¹−1 (default {@link DEFAULT_MAX_ATTEMPTS}). */
   readonly maxAttempts?: number;
@@ -142,6 +142,11 @@ export interface NormalizedSchedule {
 export interface ValidationLimits {
   /** Payload size limit in bytes of UTF-8 JSON (default 1 MiB). */
   readonly maxPayloadBytes?: number;
+  /**
+   * The store's now in epoch ms, for the cap of `runAt`: at most {@link MAX_DELAY_MS} (100 years)
+   * after it, the cap `delayMs` has (default `Date.now()`).
+   */
+  readonly nowMs?: number;
 }
 
 /** C0 and C1 control characters and DEL. */
@@ -232,6 +237,23 @@ export function validateRunAt(runAt: unknown, field = 'runAt'): Date {
   if (Number.isNaN(ms)) throw new ValidationError('INVALID_RUN_AT', field, 'is an invalid Date');
   if (ms < MIN_RUN_AT || ms > MAX_RUN_AT_MS) throw new ValidationError('INVALID_RUN_AT', field, `must lie in years 1..9999, got ${runAt.toISOString()}`);
   return new Date(ms);
+}
+/**
+ * A due time given as an absolute time (`runAt` of schedule and retry): {@link validateRunAt}, and at
+ * most {@link MAX_DELAY_MS} (100 years) after `nowMs`, the cap `delayMs` has. A past time is due now.
+ * @param nowMs the store's now in epoch ms (default `Date.now()`)
+ * @throws ValidationError INVALID_RUN_AT
+ */
+export function validateDueAt(runAt: unknown, field = 'runAt', nowMs: number = Date.now()): Date {
+  const date = validateRunAt(runAt, field);
+  if (date.getTime() - nowMs > MAX_DELAY_MS) {
+    throw new ValidationError(
+      'INVALID_RUN_AT',
+      field,
+      `must be at most ${MAX_DELAY_MS} ms (100 years) after now (${new Date(nowMs).toISOString()}), as delayMs, got ${date.toISOString()}`,
+    );
+  }
+  return date;
 }
 const MIN_RUN_AT = (() => {
   const d = new Date(0);
@@ -374,7 +396,7 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   if (i.delayMs !== undefined && i.runAt !== undefined) {
     throw new ValidationError('INVALID_DELAY', f('delayMs'), 'give delayMs or runAt, not both');
   }
-  const runAt = i.runAt === undefined ? null : validateRunAt(i.runAt, f('runAt'));
+  const runAt = i.runAt === undefined ? null : validateDueAt(i.runAt, f('runAt'), limits.nowMs);
   const delayMs = i.delayMs === undefined ? 0 : validateDelayMs(i.delayMs, f('delayMs'));
   const own = i.retry === undefined || i.retry === null ? {} : validateRetryPolicy(i.retry, f('retry'));
   const given = i.maxAttempts === undefined ? undefined : validateMaxAttempts(i.maxAttempts, f('maxAttempts'));

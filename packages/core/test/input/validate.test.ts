@@ -20,6 +20,7 @@ import {
   validateNonNegativeMs,
   validatePositiveInt,
   validatePositiveMs,
+  validateDueAt,
   validateRunAt,
   validateSchedule,
   validateScheduleMany,
@@ -28,6 +29,7 @@ import {
   validateJsonTextIntegers,
 } from '../../src/input/index.js';
 import { type ValidationCode, ValidationError } from '../../src/errors/errors.js';
+import { validateRetryParams } from '../../src/admin.js';
 
 function thrown(fn: () => unknown): ValidationError {
   try {
@@ -83,6 +85,24 @@ describe('INVALID_RUN_AT', () => {
     expect(copy).toEqual(last);
     expect(copy).not.toBe(last);
     expect(validateRunAt(new Date(YEAR_1)).getUTCFullYear()).toBe(1);
+  });
+});
+
+describe('runAt of a schedule: the 100-year cap of delayMs (issue 27 item 10)', () => {
+  const now = Date.UTC(2030, 0, 1);
+  it('refuses a runAt more than MAX_DELAY_MS after the given now, naming the field', () => {
+    const error = thrown(() => validateSchedule({ kind: 'k', runAt: new Date(now + MAX_DELAY_MS + 1) }, { nowMs: now }));
+    expect([error.code, error.field]).toEqual(['INVALID_RUN_AT', 'runAt']);
+    expect(error.message).toBe(
+      `runAt: must be at most ${MAX_DELAY_MS} ms (100 years) after now (2030-01-01T00:00:00.000Z), as delayMs, got ${new Date(now + MAX_DELAY_MS + 1).toISOString()}`,
+    );
+    expectCode(() => validateScheduleMany([{ kind: 'k' }, { kind: 'k', runAt: new Date(MAX_RUN_AT_MS) }], { nowMs: now }), 'INVALID_RUN_AT', 'tasks[1].runAt');
+    expectCode(() => validateDueAt(new Date(Date.now() + MAX_DELAY_MS + 60_000)), 'INVALID_RUN_AT', 'runAt');
+    expectCode(() => validateRetryParams({ id: '1', runAt: new Date(Date.now() + MAX_DELAY_MS + 60_000) }), 'INVALID_RUN_AT', 'runAt');
+  });
+  it('accepts exactly MAX_DELAY_MS after now, and any past time', () => {
+    expect(validateSchedule({ kind: 'k', runAt: new Date(now + MAX_DELAY_MS) }, { nowMs: now }).runAt).toEqual(new Date(now + MAX_DELAY_MS));
+    expect(validateSchedule({ kind: 'k', runAt: new Date(YEAR_1) }, { nowMs: now }).runAt).toEqual(new Date(YEAR_1));
   });
 });
 

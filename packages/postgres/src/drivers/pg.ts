@@ -8,6 +8,7 @@
  * ```
  */
 import { Socket } from 'node:net';
+import { PoolTimeoutError } from '@postpone/core';
 import pg from 'pg';
 import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
 import { type Driver, type DriverEvents, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
@@ -141,6 +142,32 @@ function checkout(pool: pg.Pool, onError: (error: Error) => void): Promise<pg.Po
       resolve(client);
     });
   });
+}
+
+/** What pg-pool rejects a waiting `connect()` with when `connectionTimeoutMillis` runs out before a client was free. */
+const POOL_WAIT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+
+/**
+ * `error` as a {@link PoolTimeoutError} when it is pg-pool's wait timeout and the pool is full
+ * (`totalCount >= max`): the call waited in the pool's queue, the database was never asked. Any
+ * other error (a connect that timed out against the server, with room in the pool) is returned as is,
+ * for `translateError` to make it a `ConnectionError` TIMEOUT.
+ */
+function poolTimeoutOr(pool: pg.Pool, error: unknown, startedAt: number): unknown {
+  if (!(error instanceof Error) || error.message !== POOL_WAIT_TIMEOUT_MESSAGE) return error;
+  const max = pool.options.max ?? DEFAULT_POOL_MAX;
+  if (pool.totalCount < max) return error;
+  return new PoolTimeoutError(Math.round(performance.now() - startedAt), max, pool.waitingCount, { cause: error });
+}
+
+/** Runs `fn`, which takes a client of `pool`; a wait for a client of a full pool that timed out is a {@link PoolTimeoutError}. */
+async function fromPool<T>(pool: pg.Pool, fn: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now();
+  try {
+    return await fn();
+  } catch (error) {
+    throw poolTimeoutOr(pool, error, startedAt);
+  }
 }
 
 /** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
@@ -326,7 +353,7 @@ export function createPgDriver(
     // LISTEN holds a connection of the main pool unless it has a direct pool of its own.
     connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: listenPool === undefined, shared: !ownsPool },
     directListen: listenPool !== undefined,
-    query: (text, params) => runOnPool(pool, text, params),
+    query: (text, params) => fromPool(pool, () => runOnPool(pool, text, params)),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
     isTx: (value): value is PgTx =>
       typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount !== 'number',
@@ -341,7 +368,7 @@ export function createPgDriver(
         const onError = (error: Error) => {
           broken ??= error;
         };
-        const client = await checkout(pool, onError);
+        const client = await fromPool(pool, () => checkout(pool, onError));
         try {
           await client.query('begin');
           begun = true;

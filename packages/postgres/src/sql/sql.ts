@@ -15,7 +15,7 @@
  *   floored), JSON as text, and column aliases without underscores (so a postgres.js `transform`
  *   such as `postgres.camel` leaves them alone).
  */
-import { LEASE_EXPIRED_ERROR, RELEASED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
+import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
 import { historyInsert } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
@@ -425,6 +425,7 @@ returning id::text as id`,
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
      * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
+     * `last_error` is cleared (core `transition('complete')`): a DONE task has no error.
      */
     taskCompleteFenced: `with gone as (
   delete from ${task} t
@@ -434,7 +435,7 @@ returning id::text as id`,
      and not t.cancel_requested
   returning t.*
 )
-${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id::text as id')}`,
+${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id')}`,
 
     /**
      * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
@@ -470,7 +471,7 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb' }, 'id
    where ${batchFence('t', '     ')}
   returning t.*, i.result as new_result, i.owner as owner, i.ord as ord
 ), moved as (
-  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result' }, 'id')}
+  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id')}
 ), effects as (
   insert into ${effect} (task_id, attempt, worker, created_at)
   select d.id, d.attempt, d.owner, ${NOW} from done d
@@ -527,14 +528,13 @@ select f.state as state, ${ms('f.due_at')} as dueatms,
     /**
      * `$1` now, `$2` id, `$3` attempt, `$4` notify channel → `{ state }` when the fence (id, attempt,
      * CLAIMED) held. Core `transition('release')`: cancel requested → CANCELLED, else SCHEDULED due
-     * now (with a NOTIFY); `last_error` 'released by worker'. A hand-back is not a failure:
-     * `failures` stays as it is, so releases never make a task DEAD.
+     * now (with a NOTIFY). A hand-back is neither a failure nor an error: `failures` and
+     * `last_error` stay as they are, so releases never make a task DEAD.
      */
     taskRelease: `with ${leaveClaim(
       `case when s.cancel_requested then ${CANCELLED} else ${S} end`,
-      `due_at = ${NOW},
-         last_error = ${literal(RELEASED_ERROR)}`,
-      { last_error: literal(RELEASED_ERROR) },
+      `due_at = ${NOW}`,
+      {},
     )}
 select r.state as state,
        case when r.state = ${S} then ${notice('scheduled', '$4::text', 'r')} end as notified

@@ -224,7 +224,8 @@ export function sqlStateOf(error: unknown): string | undefined {
 /**
  * Translates a driver error into a core typed error.
  *
- * - a {@link PostponeError} passes through unchanged;
+ * - a {@link PostponeError} passes through unchanged (e.g. the `PoolTimeoutError` the pg driver makes of
+ *   pg-pool's wait timeout when the pool is full, `drivers/pg.ts`);
  * - the store was closed, or the pool / `sql` was ended → {@link @postpone/core!StoreClosedError};
  * - a connection that could not be made → {@link @postpone/core!ConnectionError} naming the reason (REFUSED,
  *   DNS, UNREACHABLE, TIMEOUT, TLS, AUTHENTICATION 28P01/28000, DATABASE_MISSING 3D000,

@@ -449,7 +449,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
-    const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes });
+    const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
     const [scheduled] = await this.insert([task], tx, onConflict);
     return scheduled as ScheduledTask;
   }
@@ -470,7 +470,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
     const { tx, onConflict } = validateScheduleOptions(options);
-    const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes });
+    const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
     if (tasks.length === 0) return [];
     return await this.insert(tasks, tx, onConflict);
   }

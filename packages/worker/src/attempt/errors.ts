@@ -10,7 +10,8 @@ import { PostponeError, ValidationError, validateDelayMs, validateRunAt } from '
  * - `lease-lost`: extend returned false and the task is no longer this attempt's (reclaimed, or taken
  *   by another worker), or the store could not be reached before the lease ran out.
  * - `cancel-requested`: `cancel` was called while the task ran; the completing transaction will end it
- *   CANCELLED with no effect (docs/contract.md#outcomes).
+ *   CANCELLED with no effect (docs/contract.md#outcomes); a handler that throws instead is not failed:
+ *   its attempt is released, which ends the task CANCELLED with no failure counted.
  * - `timeout`: the handler ran longer than `handlerTimeoutMs`; the attempt is failed.
  * - `shutdown`: the worker is stopping and hands the attempt back (`store.release`).
  */

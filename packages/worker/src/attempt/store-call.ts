@@ -26,7 +26,8 @@ export interface StoreCallDeps {
  * Runs one fenced store write, and tries it again when the error gives no verdict on it
  * ({@link isRetryableStoreError}): the connection was lost (outcome unknown), could not be made for
  * a reason that passes (nothing was sent), or the database cut the statement short and rolled it
- * back (`StoreError` with `transient`: statement or lock timeout, deadlock, serialization failure).
+ * back (`StoreError` with `transient`: statement or lock timeout, deadlock, serialization failure),
+ * or no pooled connection came free in time (`PoolTimeoutError`, POOL_TIMEOUT: nothing was sent).
  * Up to {@link STORE_CALL_TRIES} tries in all, with backoff from {@link STORE_RETRY_BASE_MS} to
  * {@link STORE_RETRY_MAX_MS}, and only while `holdsLease()` (the lease keeper renews meanwhile).
  * That is safe because every write is fenced by attempt and idempotent in effect: a retried
@@ -61,10 +62,11 @@ export async function callStore<T>(
  * it ran to a decision: the connection was lost (CONNECTION_LOST), could not be made for a reason
  * that usually passes (CONNECTION_FAILED with `transient: true`: refused, DNS, unreachable, timeout,
  * too many connections), or the database gave no verdict (STORE_ERROR with `transient: true`, e.g.
- * SQLSTATE 57014, 55P03, 40P01, 40001 in the PostgreSQL store: its `NO_VERDICT_SQLSTATES`).
+ * SQLSTATE 57014, 55P03, 40P01, 40001 in the PostgreSQL store: its `NO_VERDICT_SQLSTATES`), or no
+ * pooled connection came free in time (POOL_TIMEOUT: nothing was sent).
  */
 export function isRetryableStoreError(error: unknown): boolean {
   if (!PostponeError.isInstance(error)) return false;
-  if (error.code === 'CONNECTION_LOST') return true;
+  if (error.code === 'CONNECTION_LOST' || error.code === 'POOL_TIMEOUT') return true;
   return (error.code === 'CONNECTION_FAILED' || error.code === 'STORE_ERROR') && (error as { transient?: unknown }).transient === true;
 }

@@ -151,6 +151,15 @@ export class TaskRun<Tx> {
     this.halt.abort(HALTED);
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
+    if (reason === 'cancel-requested' && (outcome === TIMED_OUT || (!outcome.ok && retryIntent(outcome.error).type !== 'snooze'))) {
+      // Cancelled while running: the handler's throw (usually its aborted signal's reason) is not a
+      // failure of the task. A fenced release ends it CANCELLED with no failure counted and nothing
+      // written to last_error (a fail would count one); a snooze or a completion goes through below
+      // and ends CANCELLED the same way.
+      if (outcome === TIMED_OUT) this.deps.events.emit('abandoned', { task, reason });
+      await this.endCancelled();
+      return;
+    }
     if (outcome === TIMED_OUT) {
       this.deps.events.emit('abandoned', { task, reason: reason ?? 'lease-lost' });
       const grace = this.deps.options.abandonGraceMs;
@@ -174,6 +183,12 @@ export class TaskRun<Tx> {
   private async fail(error: string, retryable = true): Promise<void> {
     const result = await this.deps.reporter.fail(this.task, error, retryable, this.holdsLease);
     this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome, error);
+  }
+
+  /** Cancel was requested while the handler ran and it threw (or was abandoned): fenced release, CANCELLED, no failure counted. */
+  private async endCancelled(): Promise<void> {
+    const outcome = await this.deps.reporter.release(this.task);
+    this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
   }
 
   /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
@@ -207,7 +222,9 @@ export class TaskRun<Tx> {
 
   private lose(reason: LeaseLossReason): void {
     if (this.currentPhase !== 'running' || this.abortReason() === reason) return;
-    this.logger.warn({ reason }, 'lease lost; aborting the handler');
+    // A cancel is what the user asked for, not a fault: info, and not called a lost lease.
+    if (reason === 'cancel-requested') this.logger.info({ reason }, 'cancel requested; aborting the handler');
+    else this.logger.warn({ reason }, 'lease lost; aborting the handler');
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
     this.deps.events.emit('leaseLost', { task: this.task, reason });
   }

@@ -3,7 +3,7 @@
  * store's TestClock, the worker's ManualPacing): fenced writes retried after a lost connection, and
  * the lease keeper's renewals and its verdict when the store says the lease is gone.
  */
-import { ConnectionLostError, overrideStore, StoreError, TestClock, ValidationError } from '@postpone/core';
+import { ConnectionLostError, overrideStore, PoolTimeoutError, StoreError, TestClock, ValidationError } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { ManualPacing } from '@postpone/wheel';
 import { describe, expect, it } from 'vitest';
@@ -63,6 +63,8 @@ describe('callStore', () => {
 
     const invalid = new ValidationError('INVALID_OPTION', 'error', 'too long');
     expect(isRetryableStoreError(invalid)).toBe(false);
+    // A full pool sent nothing (issue 27 item 4): as safe to retry as a refused connection.
+    expect(isRetryableStoreError(new PoolTimeoutError(30_000, 10, 4))).toBe(true);
     await expect(callStore({ pacing, events }, 'fail', undefined, async () => Promise.reject(invalid))).rejects.toBe(invalid);
   });
 });
