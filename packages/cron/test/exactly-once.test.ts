@@ -44,7 +44,8 @@ function startChild(url: string, schema: string): { child: ChildProcess; ready: 
     err += chunk.toString();
   });
   const summary = new Promise<Summary>((resolve, reject) => {
-    child.on('exit', (code) => {
+    // 'close', not 'exit': 'exit' may come before the summary line on stdout has been read.
+    child.on('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (line === undefined) reject(new Error(`child ${child.pid} exited ${code} without a summary; stderr: ${err.slice(0, 2_000)}`));
       else resolve(JSON.parse(line) as Summary);

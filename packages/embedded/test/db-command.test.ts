@@ -20,7 +20,8 @@ it('prints an export line, serves queries, and on SIGTERM stops the server and d
   child.stderr.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' may come before the last of stdout and stderr has been read.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   try {
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no URL within 60 s; stderr: ${err}`)), 60_000);

@@ -34,7 +34,8 @@ function startChild(driver: 'pg' | 'postgres', key: string): { child: ChildProce
   });
   const result = new Promise<ChildResult>((resolve, reject) => {
     lines.on('line', (line) => (line === 'ready' ? onReady() : resolve(JSON.parse(line) as ChildResult)));
-    child.on('exit', (code) => reject(new Error(`scheduler process exited with ${code} before reporting`)));
+    // 'close', not 'exit': 'exit' may come before the last line on stdout has been read.
+    child.on('close', (code) => reject(new Error(`scheduler process exited with ${code} before reporting`)));
   });
   return { child, ready, result };
 }

@@ -59,7 +59,9 @@ describe.each(DRIVERS)('store details (%s)', (driver) => {
       null,
       true,
       0,
-      -1.5e300,
+      -1.5e-300,
+      0.1,
+      -9007199254740991,
       9007199254740991,
       'plain',
       'quotes " \\ \' and \n newlines, emoji 🎉, CJK 预约',
@@ -74,6 +76,9 @@ describe.each(DRIVERS)('store details (%s)', (driver) => {
       expect(await store.complete({ id: s.id, attempt: 1, owner: 'w', result: payloads[i] })).toBe('DONE');
       expect((await store.getTask(s.id))?.result).toEqual(payloads[i]);
     }
+    // Magnitudes beyond 2^53 - 1 are refused, not stored: RFC 8259 §6 calls only integers within
+    // ±(2^53 - 1) interoperable, and a reader's JSON.parse rounds larger ones (UNSAFE_INTEGER).
+    await expect(store.schedule({ kind: 'json', payload: { amount: -1.5e300 } })).rejects.toMatchObject({ code: 'UNSAFE_INTEGER' });
   });
 
   it('runAt at the edges of the accepted range (year 1, 100 years after now) round-trips to the millisecond', async () => {

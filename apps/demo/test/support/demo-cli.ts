@@ -37,7 +37,8 @@ export function runCli(args: readonly string[], timeoutMs: number): Promise<CliR
       child.kill('SIGKILL');
       reject(new Error(`demo did not exit within ${timeoutMs} ms\n${stdout}\n${stderr}`));
     }, timeoutMs);
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': 'exit' may come before the last of stdout and stderr has been read.
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });

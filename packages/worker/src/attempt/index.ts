@@ -15,5 +15,5 @@ export type { CompletionWrite, Handler, HandlerContext, HandlerMap, PayloadMap }
 export { keepLease, type LeaseEstimate, type LeaseKeeperDeps, type LeaseLossReason } from './lease-keeper.js';
 export { LeaseRenewer } from './lease-renewer.js';
 export type { AttemptSettings } from './settings.js';
-export { callStore, isRetryableStoreError, STORE_CALL_TRIES, STORE_RETRY_BASE_MS, STORE_RETRY_MAX_MS, type StoreCallDeps } from './store-call.js';
+export { callStore, isRetryableStoreError, STORE_CALL_MIN_TRIES, STORE_CALL_TRIES, STORE_RETRY_BASE_MS, STORE_RETRY_MAX_MS, type StoreCallDeps } from './store-call.js';
 export { type RunDeps, type RunPhase, TaskRun } from './task-run.js';

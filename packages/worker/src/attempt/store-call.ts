@@ -5,6 +5,13 @@ import type { AttemptEmitter, AttemptOperation } from './events.js';
 
 /** Most tries of a write that got no verdict (the first included), while the lease is held. */
 export const STORE_CALL_TRIES = 40;
+/**
+ * Tries a write gets even after the lease is no longer held (the first included). A late write is
+ * still fenced by attempt: it is answered as stale when another attempt holds the task, and it lands
+ * when nobody reclaimed the task yet, which spares a rerun. The fault-net case `host_partition`
+ * checks that a host cut off mid-lease has its late commits rejected once its link is back.
+ */
+export const STORE_CALL_MIN_TRIES = 3;
 /** Wait before the first retry; doubles per retry up to {@link STORE_RETRY_MAX_MS}. */
 export const STORE_RETRY_BASE_MS = 100;
 /** Longest wait between two tries. */
@@ -29,7 +36,8 @@ export interface StoreCallDeps {
  * back (`StoreError` with `transient`: statement or lock timeout, deadlock, serialization failure),
  * or no pooled connection came free in time (`PoolTimeoutError`, POOL_TIMEOUT: nothing was sent).
  * Up to {@link STORE_CALL_TRIES} tries in all, with backoff from {@link STORE_RETRY_BASE_MS} to
- * {@link STORE_RETRY_MAX_MS}, and only while `holdsLease()` (the lease keeper renews meanwhile).
+ * {@link STORE_RETRY_MAX_MS}, while `holdsLease()` (the lease keeper renews meanwhile); once the lease
+ * is no longer held, {@link STORE_CALL_MIN_TRIES} tries in all.
  * That is safe because every write is fenced by attempt and idempotent in effect: a retried
  * complete of a committed attempt answers DONE again, a retried fail or release of one answers as
  * a stale attempt. Such an error is never the handler's failure. Every failure is emitted as an
@@ -50,9 +58,10 @@ export async function callStore<T>(
       return await fn();
     } catch (error) {
       deps.events.emit('error', task ? { error, operation, task } : { error, operation });
-      if (!isRetryableStoreError(error) || !retryable(error) || tryNo >= STORE_CALL_TRIES || !holdsLease()) throw error;
+      const limit = () => (holdsLease() ? STORE_CALL_TRIES : STORE_CALL_MIN_TRIES);
+      if (!isRetryableStoreError(error) || !retryable(error) || tryNo >= limit()) throw error;
       await deps.pacing.sleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_BASE_MS * 2 ** (tryNo - 1)));
-      if (!holdsLease()) throw error;
+      if (tryNo >= limit()) throw error;
     }
   }
 }

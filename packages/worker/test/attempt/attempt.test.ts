@@ -7,7 +7,7 @@ import { ConnectionLostError, overrideStore, PoolTimeoutError, StoreError, TestC
 import { createMemoryStore } from '@postpone/memory';
 import { ManualPacing } from '@postpone/wheel';
 import { describe, expect, it } from 'vitest';
-import { type AttemptEmitter, type AttemptEvents, callStore, isRetryableStoreError, keepLease, STORE_CALL_TRIES, STORE_RETRY_MAX_MS, TaskAbortedError } from '../../src/attempt/index.js';
+import { type AttemptEmitter, type AttemptEvents, callStore, isRetryableStoreError, keepLease, STORE_CALL_MIN_TRIES, STORE_CALL_TRIES, STORE_RETRY_MAX_MS, TaskAbortedError } from '../../src/attempt/index.js';
 
 function recorder(): AttemptEmitter & { readonly seen: { event: keyof AttemptEvents; payload: unknown }[] } {
   const seen: { event: keyof AttemptEvents; payload: unknown }[] = [];
@@ -96,7 +96,7 @@ describe('callStore and writes with no verdict', () => {
     }
   });
 
-  it('stops retrying once the lease is no longer held, even with tries left', async () => {
+  it(`stops retrying once the lease is no longer held, after ${STORE_CALL_MIN_TRIES} tries in all, even with tries left`, async () => {
     const pacing = new ManualPacing();
     const events = recorder();
     let held = true;
@@ -111,7 +111,7 @@ describe('callStore and writes with no verdict', () => {
     held = false; // the lease keeper said the lease is gone while the write waited for its next try
     pacing.advance(STORE_RETRY_MAX_MS);
     await expect(answer).rejects.toThrow(/55P03/);
-    expect(calls).toBe(2);
+    expect(calls).toBe(STORE_CALL_MIN_TRIES);
     expect(calls).toBeLessThan(STORE_CALL_TRIES);
   });
 });
