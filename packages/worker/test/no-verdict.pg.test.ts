@@ -106,30 +106,42 @@ async function row(id: TaskId): Promise<{ state: string; attempt: number; failur
 
 const EVENTS: readonly WorkerEventName[] = ['error', 'completed', 'failed', 'leaseLost', 'reclaimed', 'renewed', 'rejectedStale'];
 
+/**
+ * A worker whose `charge` handler holds its first run until `proceed` opens (later runs return at
+ * once), with one `charge` task scheduled and that first run started; `charges()` counts the runs.
+ */
+async function startHeldCharge(store: ReturnType<typeof storeWith>, options: { id: string; leaseMs: number; renewEveryMs?: number; reclaimEveryMs?: number }) {
+  const started = gate();
+  const proceed = gate();
+  let calls = 0;
+  const worker = createWorker({
+    store,
+    ...options,
+    pollIntervalMs: 20,
+    completeBatchSize: 1,
+    handlers: {
+      charge: async () => {
+        calls += 1;
+        if (calls === 1) {
+          started.open();
+          await proceed.promise;
+        }
+        return { charged: calls };
+      },
+    },
+  });
+  workers.push(worker);
+  const seen = record(worker, EVENTS);
+  const { id } = await store.schedule({ kind: 'charge' });
+  worker.start();
+  await started.promise;
+  return { seen, id, proceed, charges: () => calls };
+}
+
 describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried again under the lease (PostgreSQL, %s)', (driver) => {
   it('55P03: a complete blocked by another session’s row lock past lock_timeout ends DONE at attempt 1 with failures 0', async () => {
     const store = storeWith({ lock_timeout: 200 }, driver);
-    const started = gate();
-    const proceed = gate();
-    const worker = createWorker({
-      store,
-      id: 'no-verdict-lock',
-      leaseMs: 5_000,
-      pollIntervalMs: 20,
-      completeBatchSize: 1,
-      handlers: {
-        charge: async () => {
-          started.open();
-          await proceed.promise;
-          return { charged: true };
-        },
-      },
-    });
-    workers.push(worker);
-    const seen = record(worker, EVENTS);
-    const { id } = await store.schedule({ kind: 'charge' });
-    worker.start();
-    await started.promise;
+    const { seen, id, proceed } = await startHeldCharge(store, { id: 'no-verdict-lock', leaseMs: 5_000 });
 
     // Another session takes the row lock the fenced complete needs, and holds it.
     const holder = await admin.connect();
@@ -196,33 +208,7 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
   it('a fault that outlasts the lease: retries stop once the lease is gone (bounded, nothing unhandled), and reclaim takes the task', async () => {
     const leaseMs = 1_500;
     const store = storeWith({ lock_timeout: 200 }, driver);
-    const started = gate();
-    const proceed = gate();
-    let calls = 0;
-    const worker = createWorker({
-      store,
-      id: 'no-verdict-lost',
-      leaseMs,
-      renewEveryMs: 500,
-      reclaimEveryMs: 100,
-      pollIntervalMs: 20,
-      completeBatchSize: 1,
-      handlers: {
-        charge: async () => {
-          calls += 1;
-          if (calls === 1) {
-            started.open();
-            await proceed.promise;
-          }
-          return { charged: calls };
-        },
-      },
-    });
-    workers.push(worker);
-    const seen = record(worker, EVENTS);
-    const { id } = await store.schedule({ kind: 'charge' });
-    worker.start();
-    await started.promise;
+    const { seen, id, proceed, charges } = await startHeldCharge(store, { id: 'no-verdict-lost', leaseMs, renewEveryMs: 500, reclaimEveryMs: 100 });
 
     // The row lock is held for two leases: renewals and completes are all refused with 55P03.
     const holder = await admin.connect();
@@ -247,6 +233,7 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     expect(seen.filter((e) => e.name === 'reclaimed')).toHaveLength(1);
     expect(seen.filter((e) => e.name === 'completed').map((e) => (e.payload as WorkerEvents['completed']).task.attempt)).toEqual([2]);
     expect(seen.filter((e) => e.name === 'failed')).toEqual([]);
+    expect(charges()).toBe(2);
     // Reclaim counts the expired lease (docs/contract.md#transitions): the one failure is the lost lease's.
     expect(await row(id)).toEqual({ state: 'DONE', attempt: 2, failures: 1 });
     expect(unhandled).toEqual([]);
