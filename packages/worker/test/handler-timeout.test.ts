@@ -11,23 +11,16 @@
 import { TaskState } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createWorker, ManualPacing, NO_HANDLER_TIMEOUT_WARNING, type Worker, type WorkerEvents, WORKER_DEFAULTS } from '../src/index.js';
-import { type Harness, memoryHarness, pgHarness, until } from './harness.js';
+import { perTest, STORE_HARNESSES, until } from './harness.js';
 
-describe.each([
-  ['memory', memoryHarness],
-  ['pg', pgHarness],
-] as const)('a handler that never settles, default options (%s)', (_name, makeHarness) => {
-  const open: { harness?: Harness<any>; workers: Worker<any>[] } = { workers: [] };
-  afterEach(async () => {
-    await Promise.all(open.workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
-    await open.harness?.close();
-  });
+describe.each(STORE_HARNESSES)('a handler that never settles, default options (%s)', (_name, makeHarness) => {
+  const test = perTest();
+  const started: Worker<unknown>[] = [];
 
   it('fails at the 15-minute default, abandoned 5 s later, and goes DEAD at attempt 2 of 2 (not handed back for ever)', async () => {
-    const h = await makeHarness();
-    open.harness = h;
+    const h = await test.open(makeHarness);
     const { id } = await h.store.schedule({ kind: 'hang', maxAttempts: 2 });
     const aborts: unknown[] = [];
     for (const attempt of [1, 2]) {
@@ -45,7 +38,7 @@ describe.each([
           },
         },
       });
-      open.workers.push(w);
+      started.push(test.track(w));
       const failed: WorkerEvents['failed'][] = [];
       const abandoned: WorkerEvents['abandoned'][] = [];
       w.on('failed', (e) => failed.push(e));
@@ -78,7 +71,7 @@ describe.each([
       lastError: 'handler did not settle within 5000 ms after its signal aborted (timeout); abandoned',
     });
     expect(WORKER_DEFAULTS.handlerTimeoutMs).toBe(900_000);
-    expect(open.workers.map((w) => w.options.handlerTimeoutMs)).toEqual([900_000, 900_000]);
+    expect(started.map((w) => w.options.handlerTimeoutMs)).toEqual([900_000, 900_000]);
   });
 });
 
