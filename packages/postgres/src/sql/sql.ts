@@ -274,6 +274,15 @@ export function statements(schema: string) {
      * `created` compares the returned id with the one drawn for the input (`overriding system
      * value`): a conflict returns the holder's id and wastes the drawn one, as a rolled-back insert
      * does. New and replaced rows send a NOTIFY, delivered only at commit (PostgreSQL 17 NOTIFY).
+     *
+     * Lock order (README "Failure modes", evidence `batch_deadlock`): every multi-row statement
+     * that waits for row locks takes them in id order (`completeMany`, `extendMany`), so two of them
+     * never wait on each other in a cycle. Here the `holders` pick first locks, in id order, the live
+     * rows holding this batch's keys (`for update`: at least the lock `do update` takes, so no upgrade
+     * follows); the insert then meets only rows it already holds, or keys a concurrent scheduler
+     * inserted since, and it inserts in (kind, key) order, so two schedulers wait for each other's new
+     * keys in one order too. `where (select count(*) from holders) >= 0` makes the insert read the
+     * pick first: a plain SELECT in WITH runs only when something reads it (PostgreSQL 17 §7.8.4).
      */
     taskInsertMany: `with input as (
   select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
@@ -283,13 +292,22 @@ export function statements(schema: string) {
                queue text, priority smallint))
          with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority, ord)
    order by x.ord
+), holders as materialized (
+  select s.id
+    from ${task} s
+   where (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
+     and s.key is not null
+     and s.state in (${S}, ${C})
+   order by s.id
+   for update
 ), upserted as (
   insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry, queue, priority)
   overriding system value
   select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
          nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb), queue, priority
     from input
-   order by ord
+   where (select count(*) from holders) >= 0
+   order by kind, key, ord
   on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
      set payload = case when ${REPLACE} then excluded.payload else t.payload end,
          due_at = case when ${REPLACE} then excluded.due_at else t.due_at end,

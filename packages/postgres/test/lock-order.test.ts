@@ -1,0 +1,91 @@
+/**
+ * Lock order between batches (issue #26 item 5, README "Failure modes", evidence `batch_deadlock`):
+ * `scheduleMany` with dedup keys against `completeMany` / `extendMany` over the same holders never
+ * wait on each other in a cycle, whatever order the caller lists keys and ids in.
+ *
+ * The interleaving is forced, not hoped for: a third session locks the middle holder, so the batch
+ * (ids 1, 2, 3 in id order) stops after locking id 1; `scheduleMany` then starts with keys whose
+ * holders are ids 3 and 1. Had it locked id 3 before waiting for id 1, releasing the middle holder
+ * would close the cycle (the batch wants id 3) and PostgreSQL would abort one of them with 40P01
+ * after `deadlock_timeout` — which is what this test met before `taskInsertMany` locked holders in id
+ * order.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PostgresStore } from '../src/index.js';
+import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
+
+const admin = migratedSchema('lock_order');
+const KIND = 'lock-order';
+const LEASE_MS = 600_000;
+
+/** Sessions of this database waiting for a lock (a row lock is waited for on the holder's transaction id, which has no database). */
+async function waiting(): Promise<number> {
+  const [row] = await admin.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%' || $1 || '%'`,
+    [admin.schema],
+  );
+  return row?.n ?? 0;
+}
+
+const BATCHES = ['completeMany', 'extendMany'] as const;
+const KEY_ORDERS = [
+  ['a', 'b'],
+  ['b', 'a'],
+] as const;
+
+describe.each(DRIVERS)('lock order of batches (%s)', (driver) => {
+  const kit = makeKit(driver);
+  afterAll(() => kit.close());
+
+  describe.each(BATCHES)('%s against scheduleMany', (batch) => {
+    it.each(KEY_ORDERS)('keys listed %s, %s: both statements succeed, no deadlock', async (...keys) => {
+      await admin.truncate();
+      const store: PostgresStore<any> = kit.store({ schema: admin.schema });
+      try {
+        // ids follow scheduling order: 1 holds key b, 2 the blocker, 3 key a (key order ≠ id order).
+        const holderB = await store.schedule({ kind: KIND, key: 'b', payload: {} });
+        const middle = await store.schedule({ kind: KIND, key: 'm', payload: {} });
+        const holderA = await store.schedule({ kind: KIND, key: 'a', payload: {} });
+        expect(BigInt(holderB.id) < BigInt(middle.id) && BigInt(middle.id) < BigInt(holderA.id)).toBe(true);
+        const claimed = await store.claim({ owner: 'w', limit: 3, leaseMs: LEASE_MS, kinds: [KIND] });
+        expect(claimed.map((c) => c.id).sort()).toEqual([holderB.id, middle.id, holderA.id].sort());
+        const items = [holderB, middle, holderA].map((t) => ({ id: t.id, attempt: 1, owner: 'w' }));
+
+        const blocker = await admin.pool.connect();
+        try {
+          await blocker.query('begin');
+          await blocker.query(`select id from ${admin.t('task')} where id = $1::bigint for update`, [middle.id]);
+          const batchDone =
+            batch === 'completeMany' ? store.completeMany(items) : store.extendMany({ items: items.map(({ id, attempt }) => ({ id, attempt })), leaseMs: LEASE_MS });
+          const settledBatch = Promise.allSettled([batchDone]);
+          await waitFor(async () => (await waiting()) === 1, `${batch} waiting for the middle holder`);
+          const scheduled = store.scheduleMany(keys.map((key) => ({ kind: KIND, key, payload: { again: key } })));
+          const settledSchedule = Promise.allSettled([scheduled]);
+          await waitFor(async () => (await waiting()) === 2, 'scheduleMany waiting for a holder');
+          await blocker.query('commit');
+          const [[batchOutcome], [scheduleOutcome]] = await Promise.all([settledBatch, settledSchedule]);
+          expect(batchOutcome).toMatchObject({ status: 'fulfilled' });
+          expect(scheduleOutcome).toMatchObject({ status: 'fulfilled' });
+          const results = (scheduleOutcome as PromiseFulfilledResult<Awaited<typeof scheduled>>).value;
+          const holderOf = { a: holderA.id, b: holderB.id } as const;
+          if (batch === 'completeMany') {
+            expect((batchOutcome as PromiseFulfilledResult<unknown>).value).toEqual(['DONE', 'DONE', 'DONE']);
+            // The holders moved to history before scheduleMany went on: its keys were free again.
+            expect(results.map((r) => r.created)).toEqual([true, true]);
+            expect(results.every((r, i) => r.id !== holderOf[keys[i]!])).toBe(true);
+          } else {
+            expect((batchOutcome as PromiseFulfilledResult<unknown>).value).toEqual([true, true, true]);
+            // Still CLAIMED: `keep` returns each holder.
+            expect(results.map((r) => r.created)).toEqual([false, false]);
+            expect(results.map((r) => r.id)).toEqual(keys.map((k) => holderOf[k]));
+          }
+        } finally {
+          await blocker.query('rollback').catch(() => {});
+          blocker.release();
+        }
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});
