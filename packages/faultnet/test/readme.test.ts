@@ -1,10 +1,13 @@
 /**
- * The README's TypeScript examples compile against the packages as built: every ```ts block is
- * written to a module of its own under `.cache/readme-blocks/` (git-ignored) and type-checked with the
- * repository's compiler settings. A renamed option or export breaks this test, not a reader's first run.
+ * The README's and the guides' TypeScript examples compile against the packages as built: every
+ * ```ts block of README.md and docs/guides/*.md is written to a module of its own under
+ * `.cache/readme-blocks/` (git-ignored) and type-checked with the repository's compiler settings. A
+ * renamed option or export breaks this test, not a reader's first run. And every relative link of
+ * README.md, docs/*.md and docs/guides/*.md names a file that exists, and a heading or `<a id>` of it
+ * when it has a `#fragment` (the docs site, `pnpm docs:build`, checks them again with TypeDoc).
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
@@ -34,9 +37,90 @@ function tsBlocks(markdown: string): { line: number; code: string; checkedIn: st
   return blocks;
 }
 
-describe('README examples', () => {
-  it('every ```ts block of README.md type-checks against the built packages', () => {
-    const all = tsBlocks(readFileSync(join(repo, 'README.md'), 'utf8'));
+/** The guides: docs/guides/*.md, as repository paths. */
+const guides = readdirSync(join(repo, 'docs', 'guides'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/guides/${f}`);
+
+/** GitHub's anchor of a heading: lower case, inline code and links unwrapped, punctuation dropped, spaces to hyphens. */
+function slug(heading: string): string {
+  return heading
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+/** The anchors of a markdown file: its headings' (repeats get -1, -2 …) and every `<a id="…">` / `<a name="…">`. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (line.trimStart().startsWith('```')) fenced = !fenced;
+    if (fenced) continue;
+    const heading = /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
+    if (heading) {
+      const base = slug(heading[1] as string);
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      anchors.add(n === 0 ? base : `${base}-${n}`);
+    }
+    for (const m of line.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(m[1] as string);
+  }
+  return anchors;
+}
+
+/** Relative links of a markdown file outside code (fenced blocks and inline code spans), with their line. */
+function relativeLinks(markdown: string): { line: number; target: string }[] {
+  const links: { line: number; target: string }[] = [];
+  let fenced = false;
+  for (const [i, line] of markdown.split('\n').entries()) {
+    if (line.trimStart().startsWith('```')) fenced = !fenced;
+    if (fenced) continue;
+    const text = line.replace(/`[^`]*`/g, '');
+    for (const m of text.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      const target = m[1] as string;
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:
+      links.push({ line: i + 1, target });
+    }
+  }
+  return links;
+}
+
+describe('README and guides', () => {
+  it('every relative link of README.md, docs/*.md and docs/guides/*.md resolves to a file and an anchor in it', () => {
+    const docs = readdirSync(join(repo, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`);
+    const files = ['README.md', ...docs, ...guides];
+    expect(guides).toEqual(expect.arrayContaining(['docs/guides/deploy.md', 'docs/guides/alerting.md']));
+    const broken: string[] = [];
+    let checked = 0;
+    for (const file of files) {
+      const markdown = readFileSync(join(repo, file), 'utf8');
+      for (const { line, target } of relativeLinks(markdown)) {
+        checked += 1;
+        const [path = '', fragment] = target.split('#');
+        const absolute = path === '' ? join(repo, file) : resolve(repo, dirname(file), decodeURIComponent(path));
+        if (!existsSync(absolute)) {
+          broken.push(`${file}:${line} ${target}: no file ${relative(repo, absolute)}`);
+          continue;
+        }
+        if (fragment !== undefined && fragment !== '' && absolute.endsWith('.md') && !anchorsOf(readFileSync(absolute, 'utf8')).has(fragment)) {
+          broken.push(`${file}:${line} ${target}: no heading or <a id> '${fragment}' in ${relative(repo, absolute)}`);
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
+    expect(broken).toEqual([]);
+  });
+
+  it('every ```ts block of README.md and docs/guides/*.md type-checks against the built packages', () => {
+    const readme = tsBlocks(readFileSync(join(repo, 'README.md'), 'utf8'));
+    const fromGuides = guides.flatMap((g) => tsBlocks(readFileSync(join(repo, g), 'utf8')).map((b) => ({ ...b, name: `${g.slice('docs/guides/'.length, -3)}-line-${b.line}` })));
+    expect(fromGuides.length).toBeGreaterThanOrEqual(5);
+    const all = [...readme.map((b) => ({ ...b, name: `readme-line-${b.line}` })), ...fromGuides];
     // A block checked elsewhere must name a file that exists and holds the block's own imports.
     for (const b of all.filter((x) => x.checkedIn !== null)) {
       const other = readFileSync(join(repo, b.checkedIn as string), 'utf8');
@@ -52,11 +136,11 @@ describe('README examples', () => {
       }
     }
     const blocks = all.filter((b) => b.checkedIn === null);
-    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    expect(blocks.length).toBeGreaterThanOrEqual(9);
     rmSync(outDir, { recursive: true, force: true });
     mkdirSync(outDir, { recursive: true });
     const files = blocks.map((b) => {
-      const file = join(outDir, `readme-line-${b.line}.ts`);
+      const file = join(outDir, `${b.name}.ts`);
       // Each block is a module of its own (top-level await needs one); `export {}` makes it one.
       writeFileSync(file, `${b.code}\nexport {};\n`);
       return file;
