@@ -53,6 +53,7 @@ export const CASE_ORDER: readonly string[] = [
   'soak_short',
   'dedup_key_race',
   'history_split_outcomes',
+  'batch_deadlock',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
