@@ -75,11 +75,26 @@ export function taskColumns(t: string): string {
 }
 
 /**
+ * Share of the cluster's NOTIFY queue in use (0–1) at or above which the store's statements leave
+ * their notices out (README "Failure modes", evidence `notify_queue_full`).
+ */
+export const NOTICE_QUEUE_LIMIT = 0.5;
+
+/**
  * A `pg_notify` call announcing row `t` on `channel` (see `./notice.ts`):
  * `{"op":"scheduled"|"cancelled","id":"42","dueAtMs":…}`. Compared `is null` so it fits in a select list.
+ *
+ * Left out (null) while the NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full: PostgreSQL has
+ * one queue per cluster, a listening session that stops reading pins its tail, and once it is full
+ * every transaction that notifies fails at commit with 54000 (PostgreSQL 17 NOTIFY, "too many
+ * notifications in the NOTIFY queue"). Notices are hints — workers also poll — so a write never
+ * fails for want of one. The usage is read once per statement (an uncorrelated scalar subquery is an
+ * InitPlan) and only where a notice would be sent; `pg_notification_queue_usage()` takes a shared
+ * lock on the queue's head and tail, no I/O.
  */
 export function notice(op: TaskNoticeOp, channel: string, t: string): string {
-  return `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
+  const call = `pg_notify(${channel}, json_build_object('op', '${op}', 'id', ${t}.id::text, 'dueAtMs', ${ms(`${t}.due_at`)})::text) is null`;
+  return `case when (select pg_notification_queue_usage()) < ${NOTICE_QUEUE_LIMIT} then ${call} end`;
 }
 
 /**

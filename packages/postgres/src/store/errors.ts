@@ -222,6 +222,15 @@ export function sqlStateOf(error: unknown): string | undefined {
 }
 
 /**
+ * The commit of a transaction that notified met a full NOTIFY queue: SQLSTATE 54000 (program limit
+ * exceeded) with PostgreSQL's message "too many notifications in the NOTIFY queue" (src/backend/commands/async.c,
+ * `PreCommit_Notify`; raised only at commit, so the transaction wrote nothing).
+ */
+export function isNotifyQueueFull(error: unknown): boolean {
+  return sqlStateOf(error) === '54000' && error instanceof Error && error.message.includes('NOTIFY queue');
+}
+
+/**
  * Translates a driver error into a core typed error.
  *
  * - a {@link PostponeError} passes through unchanged (e.g. the `PoolTimeoutError` the pg driver makes of

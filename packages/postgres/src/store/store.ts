@@ -78,7 +78,7 @@ import {
   validateOwner,
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
-import { isDriverLevelError, SqlState, translateError } from './errors.js';
+import { isDriverLevelError, isNotifyQueueFull, SqlState, translateError } from './errors.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
@@ -961,6 +961,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (error) {
+      if (!isNotifyQueueFull(error)) throw translateError(error, this.closed);
+    }
+    // The NOTIFY queue filled between the statement's look at it and its commit. 54000 for the queue
+    // is raised only at commit (PostgreSQL 17 NOTIFY), so this op's own transaction rolled back and
+    // wrote nothing; run again, its statements now see a queue past NOTICE_QUEUE_LIMIT and send no notice.
     try {
       return await op();
     } catch (error) {
