@@ -20,7 +20,13 @@ export type ValidationCode =
   | 'INVALID_RESULT'
   | 'INVALID_KEY'
   | 'INVALID_QUEUE'
-  | 'INVALID_PRIORITY';
+  | 'INVALID_PRIORITY'
+  /**
+   * `{ tx }` is a connection, pool or client that is not inside an open transaction (no `BEGIN`, a
+   * pool, a top-level `sql` or ORM client, a transaction handle used after it ended): a write through
+   * it would commit on its own instead of with the caller's transaction. Nothing was written.
+   */
+  | 'NOT_IN_TRANSACTION';
 
 export type PostponeErrorCode =
   | ValidationCode

@@ -13,6 +13,11 @@
  * ORM's raw-query call on the transaction's connection: its parameters are primitives (text, number,
  * boolean, null) cast in the SQL (`$1::timestamptz`, `$2::text::jsonb`, `$2::bigint`), and its rows
  * come back as text ids, float8 epoch milliseconds and booleans, which every ORM returns as they are.
+ *
+ * Given something that is not an open transaction — the ORM's top-level client, or a transaction
+ * handle kept after its transaction ended — the adapter or the store throws `ValidationError`
+ * `NOT_IN_TRANSACTION` (`tx`) before anything is written: the store checks the connection with one
+ * short statement first (`LOCK TABLE … IN ACCESS SHARE MODE`, 25P01 outside a transaction block).
  */
 import { ValidationError } from '@postpone/core';
 import type { Param, Row, SqlExecutor } from '../store/driver.js';
@@ -84,7 +89,15 @@ export async function unwrapped<T>(op: () => Promise<T>): Promise<T> {
   }
 }
 
-/** @throws ValidationError INVALID_OPTION `tx`: `value` is not an open transaction of the ORM (a top-level client would write outside it). */
+/** ValidationError NOT_IN_TRANSACTION `tx`: `value` is not an open transaction of the ORM (a top-level client would write outside it). */
 export function notATransaction(what: string): ValidationError {
-  return new ValidationError('INVALID_OPTION', 'tx', `must be ${what}`);
+  return new ValidationError('NOT_IN_TRANSACTION', 'tx', `must be ${what}`);
+}
+
+/**
+ * ValidationError NOT_IN_TRANSACTION `tx`: the ORM says its transaction already ended (committed or
+ * rolled back), so nothing was sent. `cause` is the ORM's own error when it threw one.
+ */
+export function transactionEnded(orm: string, cause?: unknown): ValidationError {
+  return new ValidationError('NOT_IN_TRANSACTION', 'tx', `the ${orm} transaction already ended (a handle kept past its transaction): nothing was written`, { cause });
 }

@@ -25,7 +25,8 @@ export function drizzleStatement(text: string, params: readonly Param[] = []): S
  * An {@link SqlExecutor} on `tx`: each statement goes through `tx.execute(…)` on the transaction's
  * connection (see {@link drizzleStatement}).
  * @param tx the `tx` of `db.transaction(async (tx) => …)` (a nested `tx.transaction` too: it is a savepoint)
- * @throws ValidationError INVALID_OPTION `tx` when `tx` is not a Drizzle PostgreSQL transaction (e.g. the top-level `db`)
+ * @throws ValidationError NOT_IN_TRANSACTION `tx` when `tx` is not a Drizzle PostgreSQL transaction (e.g. the top-level
+ *   `db`); a `tx` kept past its transaction is refused by the store's check (its connection is back in the pool)
  */
 export function drizzleTx(tx: PgTransaction<any, any, any>): SqlExecutor {
   if (!is(tx, PgTransaction)) throw notATransaction('the tx of db.transaction(async (tx) => …) (not the top-level db)');

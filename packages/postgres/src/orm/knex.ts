@@ -10,7 +10,7 @@
  * ```
  */
 import type { Knex } from 'knex';
-import { notATransaction, type Param, type Row, type SqlExecutor, splitPlaceholders, unwrapped } from './adapter.js';
+import { notATransaction, type Param, type Row, type SqlExecutor, splitPlaceholders, transactionEnded, unwrapped } from './adapter.js';
 
 /**
  * The statement in Knex's raw form: each `$n` becomes a `?` with its value at that position, and a
@@ -33,7 +33,8 @@ export function knexStatement(text: string, params: readonly Param[] = []): { sq
  * An {@link SqlExecutor} on `trx`: each statement goes through `trx.raw(sql, bindings)` on the
  * transaction's connection (see {@link knexStatement}).
  * @param trx the `trx` of `knex.transaction(async (trx) => …)` or of `await knex.transaction()`
- * @throws ValidationError INVALID_OPTION `tx` when `trx` is not a Knex transaction (e.g. the top-level `knex`)
+ * @throws ValidationError NOT_IN_TRANSACTION `tx` when `trx` is not a Knex transaction (e.g. the top-level `knex`);
+ *   its executor throws it too once `trx` has committed or rolled back
  */
 export function knexTx(trx: Knex.Transaction): SqlExecutor {
   if ((trx as { isTransaction?: unknown } | null)?.isTransaction !== true) {
@@ -42,6 +43,8 @@ export function knexTx(trx: Knex.Transaction): SqlExecutor {
   return {
     query: (text: string, params?: readonly Param[]) =>
       unwrapped(async () => {
+        // Knex refuses a finished trx with a plain Error ("Transaction query already complete").
+        if ((trx as { isCompleted?: () => boolean }).isCompleted?.() === true) throw transactionEnded('Knex');
         const { sql, bindings } = knexStatement(text, params);
         return { rows: ((await trx.raw(sql, bindings)) as { rows: Row[] }).rows };
       }),

@@ -10,13 +10,14 @@
  * ```
  */
 import { CompiledQuery, type Kysely } from 'kysely';
-import { notATransaction, type Param, type Row, type SqlExecutor, unwrapped } from './adapter.js';
+import { notATransaction, type Param, type Row, type SqlExecutor, transactionEnded, unwrapped } from './adapter.js';
 
 /**
  * An {@link SqlExecutor} on `trx`: each statement goes through `trx.executeQuery(CompiledQuery.raw(text,
  * params))`, text and `$n` parameters unchanged, on the transaction's connection.
  * @param trx the `trx` of `db.transaction().execute(…)` or of `db.startTransaction().execute()`
- * @throws ValidationError INVALID_OPTION `tx` when `trx` is not a transaction (e.g. the top-level `db`)
+ * @throws ValidationError NOT_IN_TRANSACTION `tx` when `trx` is not a transaction (e.g. the top-level `db`, or
+ *   `db.connection()`); its executor throws it too once `trx` has committed or rolled back
  */
 export function kyselyTx(trx: Kysely<any>): SqlExecutor {
   if ((trx as { isTransaction?: unknown } | null)?.isTransaction !== true) {
@@ -24,6 +25,14 @@ export function kyselyTx(trx: Kysely<any>): SqlExecutor {
   }
   return {
     query: (text: string, params: readonly Param[] = []) =>
-      unwrapped(async () => ({ rows: (await trx.executeQuery<Row>(CompiledQuery.raw(text, [...params]))).rows })),
+      unwrapped(async () => {
+        try {
+          return { rows: (await trx.executeQuery<Row>(CompiledQuery.raw(text, [...params]))).rows };
+        } catch (error) {
+          // Kysely 0.29 refuses a finished trx with a plain Error, before sending anything.
+          if (error instanceof Error && /^Transaction is already (committed|rolled back)$/.test(error.message)) throw transactionEnded('Kysely', error);
+          throw error;
+        }
+      }),
   };
 }

@@ -9,7 +9,7 @@
  * });
  * ```
  */
-import { notATransaction, type Param, type Row, type SqlExecutor, unwrapped } from './adapter.js';
+import { notATransaction, type Param, type Row, type SqlExecutor, transactionEnded, unwrapped } from './adapter.js';
 
 /** What this adapter needs of a Prisma transaction client (the `tx` of `prisma.$transaction(async (tx) => …)`). */
 export interface PrismaTransactionClient {
@@ -20,7 +20,7 @@ export interface PrismaTransactionClient {
  * An {@link SqlExecutor} on `tx`: each statement goes through `tx.$queryRawUnsafe(text, ...params)`,
  * text and `$n` parameters unchanged, on the interactive transaction's connection. Mind Prisma's
  * interactive-transaction `timeout` (default 5 000 ms): the schedule must fit in it with your writes.
- * @throws ValidationError INVALID_OPTION `tx` when `tx` is the top-level client (it has `$disconnect`; Prisma leaves
+ * @throws ValidationError NOT_IN_TRANSACTION `tx` when `tx` is the top-level client (it has `$disconnect`; Prisma leaves
  *   `$connect`, `$disconnect`, `$on`, `$use` and `$extends` off the transaction client)
  */
 export function prismaTx(tx: PrismaTransactionClient): SqlExecutor {
@@ -29,6 +29,15 @@ export function prismaTx(tx: PrismaTransactionClient): SqlExecutor {
     throw notATransaction('the tx of prisma.$transaction(async (tx) => …) (not the top-level client)');
   }
   return {
-    query: (text: string, params: readonly Param[] = []) => unwrapped(async () => ({ rows: await tx.$queryRawUnsafe<Row[]>(text, ...params) })),
+    query: (text: string, params: readonly Param[] = []) =>
+      unwrapped(async () => {
+        try {
+          return { rows: await tx.$queryRawUnsafe<Row[]>(text, ...params) };
+        } catch (error) {
+          // P2028: "Transaction already closed" (committed, rolled back or timed out), nothing sent.
+          if ((error as { code?: unknown } | null)?.code === 'P2028') throw transactionEnded('Prisma', error);
+          throw error;
+        }
+      }),
   };
 }

@@ -337,6 +337,15 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
        case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
   from matched m
  order by m.ord`,
+    /**
+     * No parameters. Before a schedule or cancel through a caller's `tx` that the driver cannot vouch for
+     * (an `SqlExecutor`, a `pg` client not known to be in a transaction): fails with 25P01 outside a
+     * transaction block (PostgreSQL 17 LOCK: "can only be used in transaction blocks"), so an
+     * autocommitting connection is refused before anything is written. ACCESS SHARE conflicts only
+     * with ACCESS EXCLUSIVE, and the insert or update that follows takes the stronger ROW EXCLUSIVE
+     * on the same table anyway; no savepoint, no subtransaction, nothing to release.
+     */
+    txCheck: `lock table only ${task} in access share mode`,
     /** No parameters. Around a `'fail'` schedule in the caller's transaction, so a conflict undoes only the schedule (PostgreSQL 17 SAVEPOINT). */
     scheduleSavepoint: 'savepoint postpone_schedule',
     /** No parameters. */

@@ -24,10 +24,48 @@ export type QueryFn = (text: string, params?: readonly Param[]) => Promise<Row[]
  * binds it the same; `params` is absent or empty for a statement without any, e.g. SAVEPOINT) and
  * resolves with the result's rows, keyed by column alias. A `pg` client is
  * one as it is; `@postpone/postgres` wraps Kysely, Drizzle, Knex and Prisma transactions. It must run on
- * the transaction's own connection: the store cannot tell a pool from a transaction.
+ * the transaction's own connection. Before it writes, the store checks that this connection is inside
+ * a transaction block (a `LOCK TABLE … IN ACCESS SHARE MODE`, or the savepoint of an `onConflict: 'fail'`
+ * schedule, fails with 25P01 outside one) and throws `ValidationError` `NOT_IN_TRANSACTION` when it is not.
  */
 export interface SqlExecutor {
   query(text: string, params?: readonly Param[]): Promise<{ readonly rows: readonly Row[] }>;
+}
+
+/** True when `value` is a `pg.Pool` (it counts its connections): each statement would commit on its own. */
+export function isPool(value: unknown): boolean {
+  return typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount === 'number';
+}
+
+/**
+ * True when `value` is a postgres.js `sql` that is not a transaction: the top-level `sql` (it has
+ * `begin`) or a reserved one (`release`); the `tx` of `sql.begin()` has `savepoint` and neither.
+ */
+export function isPostgresJsSql(value: unknown): boolean {
+  const sql = value as { unsafe?: unknown; savepoint?: unknown; begin?: unknown; release?: unknown } | null;
+  return (
+    typeof value === 'function' &&
+    typeof sql?.unsafe === 'function' &&
+    typeof sql.savepoint !== 'function' &&
+    (typeof sql.begin === 'function' || typeof sql.release === 'function')
+  );
+}
+
+/**
+ * The transaction status a client reports of its own connection, when it does: newer `pg` clients' (8.23 has it)
+ * `getTransactionStatus()` returns the status byte of the server's last ReadyForQuery — `I` idle (no
+ * transaction block), `T` in a transaction block, `E` in a failed one. `undefined` when the client has
+ * no such method or it throws.
+ */
+export function transactionStatusOf(value: unknown): string | undefined {
+  try {
+    const client = value as { getTransactionStatus?: unknown } | null;
+    if (typeof client?.getTransactionStatus !== 'function') return undefined;
+    const status: unknown = (client.getTransactionStatus as () => unknown).call(client);
+    return typeof status === 'string' ? status : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when `value` has a `query` method (an {@link SqlExecutor}). */

@@ -46,6 +46,8 @@ export const SqlState = Object.freeze({
   DEADLOCK_DETECTED: '40P01',
   /** 40001 serialization_failure. */
   SERIALIZATION_FAILURE: '40001',
+  /** 25P01 no_active_sql_transaction: LOCK TABLE or SAVEPOINT outside a transaction block (the `tx` check). */
+  NO_ACTIVE_SQL_TRANSACTION: '25P01',
   /** 25006 read_only_sql_transaction: a standby (after a failover, the wrong node): not a retry here. */
   READ_ONLY_SQL_TRANSACTION: '25006',
 } as const);
@@ -219,6 +221,17 @@ export function sqlStateOf(error: unknown): string | undefined {
   const code = codeOf(error);
   const severity = (error as { severity?: unknown } | null)?.severity;
   return code !== undefined && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** The SQLSTATE of `error` or of the first server error in its `cause` chain (an executor's own wrapper). */
+export function innerSqlStateOf(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const sqlState = sqlStateOf(current);
+    if (sqlState !== undefined) return sqlState;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /**

@@ -77,8 +77,8 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import { type Driver, type DriverEvents, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, type Unlisten } from './driver.js';
-import { isDriverLevelError, isNotifyQueueFull, SqlState, translateError } from './errors.js';
+import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SqlState, translateError } from './errors.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
@@ -477,16 +477,44 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * The query function of the caller's transaction `tx`: the driver's native handle, or an
-   * {@link SqlExecutor} (an ORM's transaction through `@postpone/postgres`).
-   * @throws ValidationError INVALID_OPTION `tx` for anything else (a pool, a top-level `sql`)
+   * {@link SqlExecutor} (an ORM's transaction through `@postpone/postgres`). `checked` is false when
+   * the store must still make sure the connection is inside a transaction block ({@link inTransaction}):
+   * a postgres.js `tx` of `sql.begin()` is one by construction, and a `pg` client says so itself
+   * (`getTransactionStatus()`, the ReadyForQuery status of its last reply: `T` or `E`).
+   * @throws ValidationError NOT_IN_TRANSACTION `tx` for a pool or a top-level (or reserved) postgres.js `sql`;
+   *   INVALID_OPTION `tx` for anything else that is no SQL client
    */
-  private queryInTx(tx: unknown): QueryFn {
-    if (this.driver.isTx(tx)) return (text, p) => this.driver.queryIn(tx, text, p);
-    if (isSqlExecutor(tx) && typeof (tx as { totalCount?: unknown }).totalCount !== 'number') {
-      return async (text, p) => [...(await tx.query(text, p ?? [])).rows];
-    }
+  private queryInTx(tx: unknown): { query: QueryFn; checked: boolean } {
     const native = this.driver.name === 'pg' ? 'a pg client inside your open transaction (not the pool)' : 'the transaction sql of sql.begin() (not the top-level sql)';
-    throw new ValidationError('INVALID_OPTION', 'tx', `must be ${native}, or an SqlExecutor (@postpone/postgres) on an open transaction`);
+    const expected = `must be ${native}, or an SqlExecutor (@postpone/postgres) on an open transaction`;
+    if (this.driver.isTx(tx)) {
+      const status = transactionStatusOf(tx);
+      return { query: (text, p) => this.driver.queryIn(tx, text, p), checked: this.driver.name !== 'pg' || status === 'T' || status === 'E' };
+    }
+    if (isPool(tx) || isPostgresJsSql(tx)) throw new ValidationError('NOT_IN_TRANSACTION', 'tx', `${expected}: got a ${isPool(tx) ? 'pool' : 'top-level or reserved sql'}, which would commit each statement on its own`);
+    if (isSqlExecutor(tx)) {
+      const status = transactionStatusOf(tx);
+      return { query: async (text, p) => [...(await tx.query(text, p ?? [])).rows], checked: status === 'T' || status === 'E' };
+    }
+    throw new ValidationError('INVALID_OPTION', 'tx', expected);
+  }
+
+  /**
+   * Runs `statement` (the `txCheck` lock, or the savepoint of a `'fail'` schedule) first in the
+   * caller's transaction: outside a transaction block PostgreSQL refuses it with 25P01, before
+   * anything was written, and the store throws NOT_IN_TRANSACTION instead of autocommitting.
+   */
+  private async inTransaction(query: QueryFn, statement: string): Promise<void> {
+    try {
+      await query(statement);
+    } catch (error) {
+      if (innerSqlStateOf(error) === SqlState.NO_ACTIVE_SQL_TRANSACTION) {
+        throw new ValidationError('NOT_IN_TRANSACTION', 'tx', 'the connection is not inside a transaction (no BEGIN, or the transaction already ended): nothing was written', {
+          cause: error,
+        });
+      }
+      throw error;
+    }
   }
 
   private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
@@ -521,9 +549,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     }
     return await this.call(async () => {
       if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
-      const query = inTx;
-      if (onConflict !== 'fail') return await run(query);
-      await query(this.sql.scheduleSavepoint);
+      const { query, checked } = inTx;
+      if (onConflict !== 'fail') {
+        if (!checked) await this.inTransaction(query, this.sql.txCheck);
+        return await run(query);
+      }
+      // The savepoint is the check too: outside a transaction block it fails with 25P01.
+      await this.inTransaction(query, this.sql.scheduleSavepoint);
       try {
         const scheduled = await run(query);
         await query(this.sql.scheduleReleaseSavepoint);
@@ -550,8 +582,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.assertOpen();
     const { tx } = validateCancelOptions(options);
     const taskId = parseTaskId(id);
-    const query: QueryFn = tx === undefined ? (text, p) => this.driver.query(text, p) : this.queryInTx(tx);
+    const inTx = tx === undefined ? undefined : this.queryInTx(tx);
+    const query: QueryFn = inTx === undefined ? (text, p) => this.driver.query(text, p) : inTx.query;
     return await this.call(async () => {
+      if (inTx !== undefined && !inTx.checked) await this.inTransaction(query, this.sql.txCheck);
       // Two rounds at most: a row first seen live by the read was inserted after the UPDATE's
       // snapshot; the second UPDATE then sees it (it is committed) and either hits or finds it terminal.
       for (let round = 0; round < 2; round++) {

@@ -1,7 +1,8 @@
 /**
  * The cases every ORM adapter passes, on a real PostgreSQL (embedded, `@postpone/embedded/vitest-setup`),
  * against a store on each driver: a rollback leaves neither the task nor the caller's row; a commit
- * leaves exactly one task with the row; dedup keys and cancel inside the transaction.
+ * leaves exactly one task with the row; dedup keys and cancel inside the transaction; the top-level
+ * client, and a transaction handle kept after its transaction ended, refused with NOT_IN_TRANSACTION.
  */
 import { DuplicateKeyError, StoreError, ValidationError } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
@@ -22,7 +23,7 @@ export interface OrmKit {
    * `insert(id)` that writes a `reservation` row through the ORM in the same transaction.
    */
   transaction<T>(fn: (tx: SqlExecutor, insert: (id: number) => Promise<void>) => Promise<T>, end: 'commit' | 'rollback'): Promise<T | undefined>;
-  /** The adapter called on the ORM's top-level client (must throw ValidationError). */
+  /** The adapter called on the ORM's top-level client (must throw ValidationError NOT_IN_TRANSACTION). */
   outsideTransaction(): unknown;
   close(): Promise<void>;
 }
@@ -204,7 +205,7 @@ export function describeOrm(name: string, db: { readonly url: string; readonly s
       expect(await count('reservation')).toBe(0);
     });
 
-    it('the top-level client is refused: ValidationError INVALID_OPTION tx, nothing written', async () => {
+    it('the top-level client is refused: ValidationError NOT_IN_TRANSACTION tx, nothing written', async () => {
       let error: unknown;
       try {
         await store.schedule({ kind: 'x' }, { tx: kit.outsideTransaction() as SqlExecutor });
@@ -212,8 +213,32 @@ export function describeOrm(name: string, db: { readonly url: string; readonly s
         error = e;
       }
       expect(error).toBeInstanceOf(ValidationError);
-      expect(error).toMatchObject({ code: 'INVALID_OPTION', field: 'tx' });
+      expect(error).toMatchObject({ code: 'NOT_IN_TRANSACTION', field: 'tx' });
       expect(await count('task')).toBe(0);
+    });
+
+    it('a transaction handle kept after its transaction committed or rolled back is refused: NOT_IN_TRANSACTION, nothing written', async () => {
+      const { id } = await store.schedule({ kind: 'held', delayMs: 60_000 });
+      for (const end of ['commit', 'rollback'] as const) {
+        let kept: SqlExecutor | undefined;
+        await kit.transaction(async (tx) => {
+          kept = tx;
+        }, end);
+        const tx = kept as SqlExecutor;
+        const calls: [string, () => Promise<unknown>][] = [
+          ['schedule', () => store.schedule({ kind: 'k' }, { tx })],
+          ['schedule fail', () => store.schedule({ kind: 'k', key: 'a' }, { tx, onConflict: 'fail' })],
+          ['scheduleMany', () => store.scheduleMany([{ kind: 'k' }, { kind: 'k' }], { tx })],
+          ['cancel', () => store.cancel(id, { tx })],
+        ];
+        for (const [what, call] of calls) {
+          const error = await call().catch((e: unknown) => e);
+          expect(error, `${what} after ${end}`).toBeInstanceOf(ValidationError);
+          expect(error, `${what} after ${end}`).toMatchObject({ code: 'NOT_IN_TRANSACTION', field: 'tx' });
+        }
+      }
+      expect(await count('task')).toBe(1);
+      expect((await store.getTask(id))?.state).toBe('SCHEDULED');
     });
   });
 }

@@ -126,13 +126,25 @@ describe('statements', () => {
     const planned: string[] = [];
     for (const [name, text] of Object.entries(all)) {
       // Utility statements (set, create) have no plan; the migration run above executed them.
-      if (/^(set|create|savepoint|rollback|release)\b/.test(text)) continue;
+      if (/^(set|create|savepoint|rollback|release|lock)\b/.test(text)) continue;
       await pool.query(`explain (generic_plan) ${text}`);
       planned.push(name);
     }
     expect(planned).toContain('taskClaim');
     expect(planned).toContain('listNewestByKind');
-    expect(planned.length).toBe(Object.keys(all).length - 6);
+    expect(planned.length).toBe(Object.keys(all).length - 7);
+  });
+
+  it('txCheck passes inside a transaction block and fails with 25P01 outside one', async () => {
+    const client = await pool.connect();
+    try {
+      await expect(client.query(s.txCheck)).rejects.toMatchObject({ code: '25P01' });
+      await client.query('begin');
+      await client.query(s.txCheck);
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
   });
 
   it('quoteIdent doubles embedded quotes', async () => {
