@@ -10,7 +10,7 @@ const LIST_LIMIT = Number(meta('list-limit'));
 const $ = (id) => document.getElementById(id);
 
 const view = {
-  filters: { state: '', kind: '', hasError: false },
+  filters: { state: '', kind: '', queue: '', hasError: false },
   cursor: null, // cursor of the page shown (null: the first page)
   nextCursor: null,
   openId: null, // the task shown in the detail panel
@@ -105,6 +105,7 @@ function listQuery() {
   const q = new URLSearchParams({ limit: String(LIST_LIMIT) });
   if (view.filters.state !== '') q.append('state', view.filters.state);
   if (view.filters.kind !== '') q.append('kind', view.filters.kind);
+  if (view.filters.queue !== '') q.set('queue', view.filters.queue);
   if (view.filters.hasError) q.set('hasError', 'true');
   if (view.cursor !== null) q.set('cursor', view.cursor);
   return q;
@@ -125,7 +126,19 @@ async function loadList() {
         tr.tabIndex = 0;
         tr.classList.toggle('open', t.id === view.openId);
         const retry = t.retriedAs !== null ? `→ ${t.retriedAs}` : t.retryOf !== null ? `← ${t.retryOf}` : '';
-        tr.append(cell(t.id), cell(t.kind), cell(t.state), cell(iso(t.dueAt)), cell(`${t.attempt}/${t.maxAttempts}`), cell(retry), cell(t.lastError ?? ''));
+        tr.append(
+          cell(t.id),
+          cell(t.kind),
+          cell(t.queue),
+          cell(String(t.priority)),
+          cell(t.key ?? ''),
+          cell(t.state),
+          cell(iso(t.dueAt)),
+          cell(String(t.attempt)),
+          cell(`${t.failures} of ${t.maxAttempts}`),
+          cell(retry),
+          cell(t.lastError ?? ''),
+        );
         tr.lastChild.title = t.lastError ?? '';
         return tr;
       }),
@@ -138,9 +151,19 @@ async function loadList() {
 // ---- detail ------------------------------------------------------------------------------------
 function showDetail(d) {
   const t = d.task;
-  $('detail').hidden = false;
+  const panel = $('detail');
+  if (panel.hidden || $('detail-id').textContent !== t.id) {
+    // A newly opened task: the panel (fixed to the viewport) shows it from its top, with focus for the keyboard.
+    panel.hidden = false;
+    document.body.classList.add('detail-open');
+    panel.scrollTop = 0;
+    panel.focus({ preventScroll: true });
+  }
   $('detail-id').textContent = t.id;
   $('detail-kind').textContent = t.kind;
+  $('detail-queue').textContent = t.queue;
+  $('detail-priority').textContent = String(t.priority);
+  $('detail-key').textContent = text(t.key);
   $('detail-state').textContent = t.state;
   $('detail-state').dataset.state = t.state;
   $('detail-due').textContent = iso(t.dueAt);
@@ -239,7 +262,7 @@ $('refresh-seconds').textContent = String(REFRESH_MS / 1000);
 $('auto-refresh').addEventListener('change', schedule);
 $('filters').addEventListener('submit', (event) => {
   event.preventDefault();
-  view.filters = { state: $('filter-state').value, kind: $('filter-kind').value.trim(), hasError: $('filter-error').checked };
+  view.filters = { state: $('filter-state').value, kind: $('filter-kind').value.trim(), queue: $('filter-queue').value.trim(), hasError: $('filter-error').checked };
   view.cursor = null;
   loadList().catch((error) => setStatus(`list failed: ${error.message}`, true));
 });
@@ -266,9 +289,14 @@ $('tasks')
     const tr = event.target.closest('tr[data-id]');
     if (tr !== null && event.key === 'Enter') openTask(tr.dataset.id).catch((error) => setStatus(`detail failed: ${error.message}`, true));
   });
-$('detail-close').addEventListener('click', () => {
+function closeDetail() {
   view.openId = null;
   $('detail').hidden = true;
+  document.body.classList.remove('detail-open');
+}
+$('detail-close').addEventListener('click', closeDetail);
+$('detail').addEventListener('keydown', (event) => {
+  if (event.key === 'Escape') closeDetail();
 });
 $('retry-button').addEventListener('click', () => act('retry'));
 $('cancel-button').addEventListener('click', () => act('cancel'));

@@ -23,15 +23,29 @@ export function table(header: readonly string[], rows: readonly (readonly string
 
 const iso = (d: Date | null) => (d === null ? '-' : d.toISOString());
 
+/**
+ * The two counts of a task, as the dashboard says them: `attempt` counts every claim (it is the
+ * fencing token: hand-backs and reclaims count too), `failures` counts the attempts used up (fails and
+ * reclaimed leases, never a release), and the task goes DEAD when failures reach `maxAttempts`
+ * (docs/contract.md#attempts). So `attempt 4, failures 1 of 2 allowed`, never `4/2`.
+ */
+export function attemptsText(task: Pick<TaskRecord, 'attempt' | 'failures' | 'maxAttempts'>): string {
+  return `attempt ${task.attempt}, failures ${task.failures} of ${task.maxAttempts} allowed`;
+}
+
 export function taskTable(tasks: readonly TaskRecord[]): string {
   return table(
-    ['ID', 'KIND', 'STATE', 'DUE', 'ATTEMPT', 'RETRY', 'LAST ERROR'],
+    ['ID', 'KIND', 'QUEUE', 'PRIORITY', 'KEY', 'STATE', 'DUE', 'ATTEMPT', 'FAILURES', 'RETRY', 'LAST ERROR'],
     tasks.map((t) => [
       t.id,
       t.kind,
+      t.queue,
+      String(t.priority),
+      t.key ?? '-',
       t.state,
       iso(t.dueAt),
-      `${t.attempt}/${t.maxAttempts}`,
+      String(t.attempt),
+      `${t.failures} of ${t.maxAttempts}`,
       t.retriedAs !== null ? `→ ${t.retriedAs}` : t.retryOf !== null ? `← ${t.retryOf}` : '-',
       t.lastError ?? '-',
     ]),
@@ -42,9 +56,12 @@ export function taskDetail(task: TaskRecord, effect: Effect | null): string {
   const rows: [string, string][] = [
     ['id', task.id],
     ['kind', task.kind],
+    ['queue', task.queue],
+    ['priority', String(task.priority)],
+    ['key', task.key ?? '-'],
     ['state', task.state + (task.cancelRequested ? ' (cancel requested)' : '')],
     ['due', iso(task.dueAt)],
-    ['attempt', `${task.attempt} of ${task.maxAttempts}`],
+    ['attempts', attemptsText(task)],
     ['lease', task.leaseOwner === null ? '-' : `${task.leaseOwner} until ${iso(task.leaseUntil)}`],
     ['payload', JSON.stringify(task.payload)],
     ['result', task.result === null ? '-' : JSON.stringify(task.result)],

@@ -238,7 +238,7 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('show <id>')
-    .description('show one task: payload, attempts, last error, retry links, effect')
+    .description('show one task: queue, priority, key, attempts and failures, payload, last error, retry links, effect')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
@@ -252,9 +252,10 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('list')
-    .description('list tasks, newest first, one page at a time (pass --cursor to get the next page)')
+    .description('list tasks, newest first, one page at a time (pass --cursor to get the next page): queue, priority, key, attempt (claims so far) and failures of the allowed')
     .option('--state <state...>', `only these states (${TASK_STATES.join(', ')})`)
     .option('--kind <kind...>', 'only these kinds')
+    .option('--queue <name>', 'only tasks of this queue (default: every queue)')
     .option('--due-from <time>', 'only tasks due at or after this time (ISO 8601)')
     .option('--due-before <time>', 'only tasks due before this time (ISO 8601)')
     .option('--has-error', 'only tasks with a last error')
@@ -263,13 +264,14 @@ export function buildProgram(out: Out, json = false): Command {
     .option('--cursor <cursor>', 'next page: the cursor printed by the previous page')
     .action(
       async (
-        opts: { state?: string[]; kind?: string[]; dueFrom?: string; dueBefore?: string; hasError?: boolean; oldest?: boolean; limit: string; cursor?: string },
+        opts: { state?: string[]; kind?: string[]; queue?: string; dueFrom?: string; dueBefore?: string; hasError?: boolean; oldest?: boolean; limit: string; cursor?: string },
         cmd: Command,
       ) => {
         const g = globals(cmd);
         const params = {
           ...(opts.state !== undefined ? { states: opts.state.map((s) => s.toUpperCase() as TaskState) } : {}),
           ...(opts.kind !== undefined ? { kinds: opts.kind } : {}),
+          ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
           ...(opts.dueFrom !== undefined ? { dueFrom: parseDate(opts.dueFrom, '--due-from') } : {}),
           ...(opts.dueBefore !== undefined ? { dueBefore: parseDate(opts.dueBefore, '--due-before') } : {}),
           ...(opts.hasError ? { hasError: true } : {}),
@@ -388,6 +390,9 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   runAt: '--run-at',
   states: '--state',
   kinds: '--kind',
+  queue: '--queue',
+  priority: '--priority',
+  key: '--key',
   limit: '--limit',
   cursor: '--cursor',
   dueFrom: '--due-from',

@@ -93,7 +93,9 @@ describe('postpone', () => {
     ]);
     const table = await postpone(['list', '--state', 'dead']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(new RegExp(`^ID\\s+KIND\\s+STATE\\s+DUE\\s+ATTEMPT\\s+RETRY\\s+LAST ERROR\\n${dead}\\s+mail\\s+DEAD\\s+\\S+\\s+1/1\\s+-\\s+smtp said 550\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(`^ID\\s+KIND\\s+QUEUE\\s+PRIORITY\\s+KEY\\s+STATE\\s+DUE\\s+ATTEMPT\\s+FAILURES\\s+RETRY\\s+LAST ERROR\\n${dead}\\s+mail\\s+default\\s+0\\s+-\\s+DEAD\\s+\\S+\\s+1\\s+1 of 1\\s+-\\s+smtp said 550\\n$`),
+    );
 
     const retried = await postpone(['retry', dead]);
     expect(retried.code).toBe(0);
@@ -201,6 +203,52 @@ describe('postpone', () => {
     expect(badPriority.code).not.toBe(0);
     expect(badPriority.stderr).toMatch(/INVALID_PRIORITY/);
     expect(await postpone(['cancel', first.id])).toMatchObject({ code: 0, stdout: `CANCELLED task ${first.id}\n` });
+  });
+
+  it('list and show say attempt (claims) apart from failures of the allowed, with queue, priority and key; list --queue (issue 27 item 6)', async () => {
+    // Claimed three times, handed back twice, failed once: attempt 3, failures 1 of 2 (the old table said 3/2).
+    const store = createPgStore({ connectionString: url, schema });
+    let id: string;
+    try {
+      id = (await store.schedule({ kind: 'ledger-sync', queue: 'ledger', priority: 7, key: 'ledger-2030-01', maxAttempts: 2, payload: { month: '2030-01' } })).id;
+      const claim = async () => {
+        const [c] = await store.claim({ owner: 'ops', limit: 1, leaseMs: 60_000, queue: 'ledger' });
+        expect(c?.id).toBe(id);
+        return c!.attempt;
+      };
+      expect(await store.release({ id, attempt: await claim() })).toBe('SCHEDULED');
+      expect(await store.fail({ id, attempt: await claim(), error: 'ledger locked', backoffMs: 0 })).toEqual({ outcome: 'SCHEDULED', dueAt: expect.any(Date) });
+      expect(await store.release({ id, attempt: await claim() })).toBe('SCHEDULED');
+    } finally {
+      await store.close();
+    }
+    const other = await json<{ id: string }>(['schedule', 'ledger-sync', '--delay', '1h']); // queue 'default'
+
+    const listed = await postpone(['list', '--queue', 'ledger']);
+    expect(listed.code).toBe(0);
+    const [header, row, ...rest] = listed.stdout.trimEnd().split('\n');
+    expect(rest).toEqual([]);
+    expect(header?.split(/\s{2,}/)).toEqual(['ID', 'KIND', 'QUEUE', 'PRIORITY', 'KEY', 'STATE', 'DUE', 'ATTEMPT', 'FAILURES', 'RETRY', 'LAST ERROR']);
+    const cells = row?.split(/\s{2,}/);
+    expect([...(cells ?? []).slice(0, 6), ...(cells ?? []).slice(7)]).toEqual([id, 'ledger-sync', 'ledger', '7', 'ledger-2030-01', 'SCHEDULED', '3', '1 of 2', '-', 'ledger locked']);
+    expect(listed.stdout).not.toContain('3/2');
+    expect((await json<{ tasks: { id: string }[] }>(['list', '--queue', 'ledger'])).tasks.map((t) => t.id)).toEqual([id]);
+    expect((await json<{ tasks: { id: string }[] }>(['list', '--kind', 'ledger-sync', '--queue', 'default'])).tasks.map((t) => t.id)).toEqual([other.id]);
+    expect(await postpone(['list', '--queue', 'no-such-queue'])).toEqual({ code: 0, stdout: 'no tasks\n', stderr: '' });
+
+    const shown = await postpone(['show', id]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^queue\s+ledger$/m);
+    expect(shown.stdout).toMatch(/^priority\s+7$/m);
+    expect(shown.stdout).toMatch(/^key\s+ledger-2030-01$/m);
+    expect(shown.stdout).toMatch(/^attempts\s+attempt 3, failures 1 of 2 allowed$/m);
+    expect(shown.stdout).not.toMatch(/3 of 2/);
+    expect((await postpone(['show', other.id])).stdout).toMatch(/^key\s+-$/m);
+
+    const bad = await postpone(['list', '--queue', '']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^postpone: error INVALID_QUEUE: --queue: /);
+    expect(await postpone(['cancel', other.id])).toMatchObject({ code: 0 });
   });
 
   it('schedules a payload from a file or standard input, beyond the size one argument can carry', async () => {

@@ -24,6 +24,8 @@ import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
 const SCREENSHOT = join(import.meta.dirname, '..', '..', '..', 'evidence', 'dashboard', 'dashboard.png');
 const schema = uniqueSchemaName('dash');
+/** A schema of its own for the layout test: a full page of tasks would change the first test's counts. */
+const layoutSchema = uniqueSchemaName('dash_layout');
 const XSS = '<script>alert(1)</script>';
 const UI_TIMEOUT_MS = 10_000;
 
@@ -38,8 +40,8 @@ interface Dashboard {
 }
 
 /** Starts the built binary's dashboard on 127.0.0.1, port 0; resolves with the URL it prints. */
-function startDashboard(extra: readonly string[] = []): Promise<Dashboard> {
-  const child = spawn(process.execPath, [BIN, '--schema', schema, 'dashboard', '--port', '0', '--refresh', '1s', ...extra], {
+function startDashboard(extra: readonly string[] = [], onSchema = schema): Promise<Dashboard> {
+  const child = spawn(process.execPath, [BIN, '--schema', onSchema, 'dashboard', '--port', '0', '--refresh', '1s', ...extra], {
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: url },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -155,7 +157,10 @@ afterAll(async () => {
   await browser?.close();
   for (const child of children) await stopChild(child);
   await store?.close();
-  if (url !== '') await dropSchema(url, schema);
+  if (url !== '') {
+    await dropSchema(url, schema);
+    await dropSchema(url, layoutSchema);
+  }
 });
 
 describe('postpone dashboard', () => {
@@ -266,6 +271,69 @@ describe('postpone dashboard', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
     expect(dialogs).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+    expect(await stopChild(child)).toBe(0);
+  });
+
+  it('opens the detail of the last of 50 listed tasks inside a 1000 px viewport, retry button included, with queue, priority and key (issue 27 item 8)', async () => {
+    const layout = createPgStore({ connectionString: url, schema: layoutSchema });
+    let deadId: string;
+    try {
+      await layout.migrate();
+      // The oldest task, so the last row of the newest-first list: DEAD, in a queue, with a priority and a key.
+      deadId = (await layout.schedule({ kind: 'invoice', queue: 'billing', priority: 7, key: 'invoice-2030-01', maxAttempts: 1, payload: { month: '2030-01' } })).id;
+      const [claimed] = await layout.claim({ owner: 'test-claimer', limit: 1, leaseMs: 60_000, queue: 'billing' });
+      expect(claimed?.id).toBe(deadId);
+      expect(await layout.fail({ id: deadId, attempt: 1, error: 'ledger closed', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
+      await layout.scheduleMany(Array.from({ length: 49 }, (_, i) => ({ kind: 'remind', payload: { i }, delayMs: 3_600_000 + i * 1_000 })));
+    } finally {
+      await layout.close();
+    }
+    const { child, url: base } = await startDashboard([], layoutSchema);
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(base);
+    await expect.poll(async () => (await rows(page)).length, { timeout: UI_TIMEOUT_MS }).toBe(50);
+    expect((await rows(page)).at(-1)).toEqual([deadId, 'DEAD']);
+    // The list row says queue and failures apart from the claims (not "1/1").
+    const lastRow = await page.$$eval('#tasks tbody tr:last-child td', (tds) => tds.map((td) => td.textContent));
+    const header = await page.$$eval('#tasks thead th', (ths) => ths.map((th) => th.textContent));
+    const cellOf = (name: string) => lastRow[header.indexOf(name)];
+    expect([cellOf('queue'), cellOf('priority'), cellOf('attempt'), cellOf('failures')]).toEqual(['billing', '7', '1', '1 of 1']);
+
+    await openTask(page, deadId);
+    const box = await page.evaluate(() => {
+      const rect = (id: string) => {
+        const r = (document.getElementById(id) as HTMLElement).getBoundingClientRect();
+        return { top: r.top, bottom: r.bottom, left: r.left, right: r.right };
+      };
+      const retry = rect('retry-button');
+      const hit = document.elementFromPoint((retry.left + retry.right) / 2, (retry.top + retry.bottom) / 2);
+      return { detail: rect('detail'), retry, hitsRetry: hit?.id === 'retry-button', width: window.innerWidth, height: window.innerHeight };
+    });
+    expect(box.height).toBe(1000);
+    for (const [name, r] of [['detail', box.detail], ['retry button', box.retry]] as const) {
+      expect(r.top, `${name} top`).toBeGreaterThanOrEqual(0);
+      expect(r.bottom, `${name} bottom`).toBeLessThanOrEqual(box.height);
+      expect(r.left, `${name} left`).toBeGreaterThanOrEqual(0);
+      expect(r.right, `${name} right`).toBeLessThanOrEqual(box.width);
+      expect(r.bottom - r.top, `${name} height`).toBeGreaterThan(0);
+    }
+    expect(box.hitsRetry, 'nothing covers the retry button').toBe(true);
+    expect(await page.textContent('#detail-queue')).toBe('billing');
+    expect(await page.textContent('#detail-priority')).toBe('7');
+    expect(await page.textContent('#detail-key')).toBe('invoice-2030-01');
+    expect(await page.textContent('#detail-attempts')).toBe('attempt 1, failures 1 of 1 allowed');
+    // The button works where it is: a click (no scrolling first) retries the task.
+    await page.mouse.click((box.retry.left + box.retry.right) / 2, (box.retry.top + box.retry.bottom) / 2);
+    await page.waitForFunction(() => document.getElementById('action-message')?.dataset.outcome === 'RETRIED', undefined, { timeout: UI_TIMEOUT_MS });
+    // A task without a key says so.
+    const newest = (await rows(page))[0]?.[0] as string;
+    await page.click(`#tasks tbody tr[data-id="${newest}"]`);
+    await page.waitForFunction((want) => document.getElementById('detail-id')?.textContent === want, newest, { timeout: UI_TIMEOUT_MS });
+    expect([await page.textContent('#detail-queue'), await page.textContent('#detail-key')]).toEqual(['default', '–']);
     expect(pageErrors).toEqual([]);
     await page.close();
     expect(await stopChild(child)).toBe(0);

@@ -14,7 +14,7 @@ import { ValidationError } from './errors/errors.js';
 import { TASK_STATES, type TaskState } from './states.js';
 import type { TaskId } from './input/validate.js';
 import type { Task } from './task.js';
-import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateDueAt, validateRunAt } from './input/validate.js';
+import { parseTaskId, rejectUnknownFields, validateDelayMs, validateKind, validateMaxAttempts, validateDueAt, validateQueue, validateRunAt } from './input/validate.js';
 
 /** Default and largest page of `listTasks`. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -38,6 +38,12 @@ export interface ListTasksParams {
   readonly states?: readonly TaskState[];
   /** Only tasks of one of these kinds (1..{@link MAX_LIST_KINDS}). */
   readonly kinds?: readonly string[];
+  /**
+   * Only tasks of this queue (a name as `schedule` takes it, docs/contract.md#queues; default: every
+   * queue). A filter on the rows the id order reads, not an index of its own: a rare queue among many
+   * tasks of the listed states reads more rows before a page is full.
+   */
+  readonly queue?: string;
   /** Only tasks due at or after this time. */
   readonly dueFrom?: Date;
   /** Only tasks due strictly before this time. */
@@ -194,6 +200,7 @@ export function storeStats(nowMs: number, groups: Iterable<StatsGroup>, oldestDu
 export interface NormalizedListParams {
   readonly states: readonly TaskState[] | null;
   readonly kinds: readonly string[] | null;
+  readonly queue: string | null;
   readonly dueFrom: Date | null;
   readonly dueBefore: Date | null;
   readonly hasError: boolean | null;
@@ -202,7 +209,7 @@ export interface NormalizedListParams {
   readonly cursorId: TaskId | null;
 }
 
-const LIST_FIELDS = ['states', 'kinds', 'dueFrom', 'dueBefore', 'hasError', 'order', 'limit', 'cursor'] as const;
+const LIST_FIELDS = ['states', 'kinds', 'queue', 'dueFrom', 'dueBefore', 'hasError', 'order', 'limit', 'cursor'] as const;
 const CURSOR_PREFIX = 'c1.';
 
 /** Encodes the position after `lastId` for `order` (base64url text; opaque to callers). */
@@ -249,7 +256,7 @@ function nonEmptyArray(value: unknown, field: string, max: number): readonly unk
 /**
  * Checks `listTasks` parameters (every field optional; unknown fields refused).
  * @throws ValidationError INVALID_OPTION (states, kinds, hasError, order, limit, cursor, unknown fields),
- *   INVALID_KIND (`kinds[i]`), INVALID_RUN_AT (dueFrom, dueBefore)
+ *   INVALID_KIND (`kinds[i]`), INVALID_QUEUE (queue), INVALID_RUN_AT (dueFrom, dueBefore)
  */
 export function validateListParams(params: unknown = {}): NormalizedListParams {
   const p = plainObject(params ?? {}, 'params');
@@ -264,6 +271,7 @@ export function validateListParams(params: unknown = {}): NormalizedListParams {
           return s as TaskState;
         });
   const kinds = p.kinds === undefined ? null : nonEmptyArray(p.kinds, 'kinds', MAX_LIST_KINDS).map((k, i) => validateKind(k, `kinds[${i}]`));
+  const queue = p.queue === undefined ? null : validateQueue(p.queue, 'queue');
   const dueFrom = p.dueFrom === undefined ? null : validateRunAt(p.dueFrom, 'dueFrom');
   const dueBefore = p.dueBefore === undefined ? null : validateRunAt(p.dueBefore, 'dueBefore');
   if (p.hasError !== undefined && typeof p.hasError !== 'boolean') throw new ValidationError('INVALID_OPTION', 'hasError', 'must be a boolean');
@@ -277,6 +285,7 @@ export function validateListParams(params: unknown = {}): NormalizedListParams {
   return {
     states: states === null ? null : [...new Set(states)],
     kinds: kinds === null ? null : [...new Set(kinds)],
+    queue,
     dueFrom,
     dueBefore,
     hasError: p.hasError ?? null,

@@ -54,6 +54,7 @@ export class MemoryAdmin {
         (t) =>
           (p.states === null || p.states.includes(t.state)) &&
           (p.kinds === null || p.kinds.includes(t.kind)) &&
+          (p.queue === null || t.queue === p.queue) &&
           (p.dueFrom === null || t.dueAt.getTime() >= p.dueFrom.getTime()) &&
           (p.dueBefore === null || t.dueAt.getTime() < p.dueBefore.getTime()) &&
           (p.hasError === null || (t.lastError !== null) === p.hasError) &&

@@ -106,16 +106,16 @@ afterAll(async () => {
   await admin.drop();
 });
 
-// list parameters: $1 states, $2 kinds, $3 due from, $4 due before, $5 has error, $6 limit, $7 cursor id
+// list parameters: $1 states, $2 kinds, $3 due from, $4 due before, $5 has error, $6 limit, $7 cursor id, $8 queue
 const LIST_CASES: [string, 'listNewest' | 'listOldest' | 'listNewestByKind' | 'listOldestByKind', unknown[]][] = [
-  ['newest, no filter', 'listNewest', [null, null, null, null, null, 51, null]],
-  ['oldest, no filter, from the middle', 'listOldest', [null, null, null, null, null, 51, '500000']],
-  ['DEAD, newest', 'listNewest', [JSON.stringify(['DEAD']), null, null, null, null, 51, null]],
-  ['DONE of kind k3, oldest first', 'listOldestByKind', [JSON.stringify(['DONE']), JSON.stringify(['k3']), null, null, null, 51, null]],
-  ['with a last error, any kind', 'listNewest', [null, null, null, null, true, 51, null]],
-  ['DEAD + CANCELLED, page after id 600000', 'listNewest', [JSON.stringify(['DEAD', 'CANCELLED']), null, null, null, null, 51, '600000']],
-  ['SCHEDULED of kind k1, due in a range', 'listOldestByKind', [JSON.stringify(['SCHEDULED']), JSON.stringify(['k1']), new Date(Date.now() - 7_200_000).toISOString(), new Date(Date.now() + 7_200_000).toISOString(), null, 51, null]],
-  ['with a last error, kinds k0 and k5', 'listNewestByKind', [null, JSON.stringify(['k0', 'k5']), null, null, true, 51, null]],
+  ['newest, no filter', 'listNewest', [null, null, null, null, null, 51, null, null]],
+  ['oldest, no filter, from the middle', 'listOldest', [null, null, null, null, null, 51, '500000', null]],
+  ['DEAD, newest', 'listNewest', [JSON.stringify(['DEAD']), null, null, null, null, 51, null, null]],
+  ['DONE of kind k3, oldest first', 'listOldestByKind', [JSON.stringify(['DONE']), JSON.stringify(['k3']), null, null, null, 51, null, null]],
+  ['with a last error, any kind', 'listNewest', [null, null, null, null, true, 51, null, null]],
+  ['DEAD + CANCELLED, page after id 600000', 'listNewest', [JSON.stringify(['DEAD', 'CANCELLED']), null, null, null, null, 51, '600000', null]],
+  ['SCHEDULED of kind k1, due in a range', 'listOldestByKind', [JSON.stringify(['SCHEDULED']), JSON.stringify(['k1']), new Date(Date.now() - 7_200_000).toISOString(), new Date(Date.now() + 7_200_000).toISOString(), null, 51, null, null]],
+  ['with a last error, kinds k0 and k5', 'listNewestByKind', [null, JSON.stringify(['k0', 'k5']), null, null, true, 51, null, null]],
 ];
 
 describe(`store operations at ${ROWS} rows`, () => {

@@ -67,19 +67,32 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   <form id="filters">
     <label>state <select id="filter-state"><option value="">any</option>${stateOptions}</select></label>
     <label>kind <input id="filter-kind" type="text" maxlength="200" placeholder="any" autocomplete="off"></label>
+    <label>queue <input id="filter-queue" type="text" maxlength="200" placeholder="any" autocomplete="off"></label>
     <label><input id="filter-error" type="checkbox"> with last error only</label>
     <button type="submit">apply</button>
   </form>
+  <div class="table-scroll">
   <table id="tasks">
-    <thead><tr><th>id</th><th>kind</th><th>state</th><th>due</th><th>attempt</th><th>retry</th><th>last error</th></tr></thead>
+    <thead><tr><th>id</th><th>kind</th><th>queue</th><th>priority</th><th>key</th><th>state</th><th>due</th><th title="claims so far, hand-backs and reclaims included">attempt</th><th title="failures so far of the failures allowed before DEAD">failures</th><th>retry</th><th>last error</th></tr></thead>
     <tbody></tbody>
   </table>
+  </div>
   <p><button id="first-page" type="button" disabled>first page</button> <button id="next-page" type="button" disabled>next page</button> <span id="list-info"></span></p>
 </section>
-<section id="detail" aria-label="Task detail" hidden>
-  <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>
+<section id="detail" aria-label="Task detail" tabindex="-1" hidden>
+  <div class="detail-head">
+    <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>
+    <p class="actions">
+      <button id="retry-button" type="button" disabled>retry</button>
+      <button id="cancel-button" type="button" disabled>cancel</button>
+      <span id="action-message" role="status"></span>
+    </p>
+  </div>
   <dl>
     <dt>kind</dt><dd id="detail-kind"></dd>
+    <dt>queue</dt><dd id="detail-queue"></dd>
+    <dt>priority</dt><dd id="detail-priority"></dd>
+    <dt>key</dt><dd id="detail-key"></dd>
     <dt>state</dt><dd id="detail-state"></dd>
     <dt>due</dt><dd id="detail-due"></dd>
     <dt>attempts</dt><dd id="detail-attempts"></dd>
@@ -92,11 +105,6 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <dt>result</dt><dd><pre id="detail-result"></pre></dd>
     <dt>effect</dt><dd id="detail-effect"></dd>
   </dl>
-  <p>
-    <button id="retry-button" type="button" disabled>retry</button>
-    <button id="cancel-button" type="button" disabled>cancel</button>
-    <span id="action-message" role="status"></span>
-  </p>
 </section>
 </main>
 </body>

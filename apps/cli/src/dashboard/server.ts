@@ -4,7 +4,7 @@
  *
  * Routes: `GET /` the page; `GET /assets/…` its script, style sheet and Chart.js (served from the
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
- * a page of tasks (`state`, `kind`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
+ * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
  * `GET /api/tasks/:id` one task with its effect; `POST /api/tasks/:id/retry` and
  * `POST /api/tasks/:id/cancel` the two writing actions.
  *
@@ -153,6 +153,7 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
   app.get('/api/tasks', async (c) => {
     const states = c.req.queries('state')?.filter((s) => s !== '');
     const kinds = c.req.queries('kind')?.filter((k) => k !== '');
+    const queue = c.req.query('queue');
     const hasError = c.req.query('hasError');
     const cursor = c.req.query('cursor');
     const limit = Math.min(Number(c.req.query('limit') ?? DASHBOARD_LIST_LIMIT), MAX_API_LIST_LIMIT);
@@ -162,6 +163,7 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
     const page = await store.listTasks({
       ...(states !== undefined && states.length > 0 ? { states: states as TaskState[] } : {}),
       ...(kinds !== undefined && kinds.length > 0 ? { kinds } : {}),
+      ...(queue !== undefined && queue !== '' ? { queue } : {}),
       ...(hasError === 'true' ? { hasError: true } : hasError === 'false' ? { hasError: false } : {}),
       ...(cursor !== undefined && cursor !== '' ? { cursor } : {}),
       limit,

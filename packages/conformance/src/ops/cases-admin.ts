@@ -77,6 +77,35 @@ export function adminCases(h: HarnessRef): void {
       expect(row.lastError).toBe('boom');
     });
 
+    it('filters by queue, alone and with the other filters, live and finished tasks, every page', async () => {
+      const { store } = h();
+      const done = await store.schedule({ kind: 'q', queue: 'billing' });
+      const [claimed] = await store.claim({ owner: 'w', limit: 1, leaseMs: 60_000, queue: 'billing' });
+      expect(claimed?.id).toBe(done.id);
+      expect(await store.complete({ id: done.id, attempt: 1, owner: 'w' })).toBe(CompleteOutcome.DONE);
+      const inDefault = await store.schedule({ kind: 'q' });
+      const billing = (await store.scheduleMany(Array.from({ length: 3 }, (_, i) => ({ kind: i === 2 ? 'other' : 'q', queue: 'billing', priority: i })))).map((s) => s.id);
+      const reports = await store.schedule({ kind: 'q', queue: 'reports' });
+
+      const ids = async (params: Parameters<Store['listTasks']>[0]) => (await store.listTasks({ order: 'oldest', ...params })).tasks.map((t) => t.id);
+      expect(await ids({ queue: 'billing' })).toEqual([done.id, ...billing]);
+      expect(await ids({ queue: 'default' })).toEqual([inDefault.id]);
+      expect(await ids({ queue: 'reports' })).toEqual([reports.id]);
+      expect(await ids({ queue: 'nope' })).toEqual([]);
+      expect(await ids({ queue: 'billing', states: ['DONE'] })).toEqual([done.id]);
+      expect(await ids({ queue: 'billing', kinds: ['q'], states: ['SCHEDULED'] })).toEqual(billing.slice(0, 2));
+      expect(await ids({ queue: 'billing', kinds: ['q', 'other'] })).toEqual([done.id, ...billing]);
+      expect(await ids({ queue: 'reports', kinds: ['other'] })).toEqual([]);
+      expect((await store.listTasks({ queue: 'billing', states: ['SCHEDULED'] })).tasks.map((t) => [t.queue, t.priority])).toEqual([
+        ['billing', 2],
+        ['billing', 1],
+        ['billing', 0],
+      ]);
+      expect(await allPages(store, { queue: 'billing', limit: 1 })).toEqual({ ids: [done.id, ...billing].reverse(), pages: [1, 1, 1, 1] });
+      await expectValidationError(() => store.listTasks({ queue: '' }), 'INVALID_QUEUE', 'queue');
+      await expectValidationError(() => store.listTasks({ queue: 7 as never }), 'INVALID_QUEUE', 'queue');
+    });
+
     it('pages by keyset: every task once, in order, pages of `limit`, stable when newer tasks arrive', async () => {
       const { store } = h();
       const ids = (await store.scheduleMany(Array.from({ length: 7 }, (_, i) => ({ kind: `k${i % 2}`, payload: i })))).map((s) => s.id);

@@ -58,15 +58,16 @@ export function adminStatements(schema: string) {
 
   /**
    * `$1` states (JSON array text or null = all), `$2` kinds (JSON or null), `$3` due from (ISO or
-   * null), `$4` due before, `$5` has error (boolean or null), `$6` limit, `$7` cursor id (or null)
-   * → task rows plus `retryof`, `retriedas`, at most `$6`.
+   * null), `$4` due before, `$5` has error (boolean or null), `$6` limit, `$7` cursor id (or null),
+   * `$8` queue (or null = all) → task rows plus `retryof`, `retriedas`, at most `$6`.
    *
    * A top-N per group: one branch per state (a literal, so the planner knows how rare it is), gated
    * by a one-time filter on `$1`; in the `byKind` form a LATERAL subquery per kind. Each branch
    * reads `task_state_id_idx (state, id)` (or `task_state_kind_id_idx (state, kind, id)`) in id order
    * from the cursor and stops after `$6` matching rows; the outer sort merges at most
    * states × kinds × `$6` rows. The cursor is an Index Cond (`id < coalesce($7, max)`), so page n
-   * costs what page 1 costs, also under a generic plan. `$5 = true` may use `task_error_idx`.
+   * costs what page 1 costs, also under a generic plan. `$5 = true` may use `task_error_idx`. `$8`
+   * (queue) is a filter on the rows read, like the due range: no index leads with the queue in id order.
    */
   function list(order: 'newest' | 'oldest', byKind: boolean): string {
     const after = order === 'newest' ? `t.id < coalesce($7::bigint, 9223372036854775807)` : `t.id > coalesce($7::bigint, 0)`;
@@ -76,6 +77,7 @@ export function adminStatements(schema: string) {
        and ($3::timestamptz is null or t.due_at >= $3::timestamptz)
        and ($4::timestamptz is null or t.due_at < $4::timestamptz)
        and ($5::boolean is null or (t.last_error is not null) = $5::boolean)
+       and ($8::text is null or t.queue = $8::text)
        and ${after}
      order by t.id ${dir}
      limit $6::int`;

@@ -61,6 +61,7 @@ export class PostgresAdmin {
       p.hasError,
       p.limit + 1,
       p.cursorId,
+      p.queue,
     ];
     const statement =
       p.kinds === null ? (p.order === 'newest' ? this.sql.listNewest : this.sql.listOldest) : p.order === 'newest' ? this.sql.listNewestByKind : this.sql.listOldestByKind;
