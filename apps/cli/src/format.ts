@@ -3,7 +3,7 @@
  * text (no terminal control characters pass through: they are shown escaped).
  */
 import type { Effect, StoreStats, TaskRecord } from '@postpone/core';
-import type { VacuumHealth } from '@postpone/postgres';
+import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
 export function printable(text: string): string {
@@ -104,5 +104,8 @@ export function healthText(health: VacuumHealth): string {
     s === null
       ? 'nothing holds back cleanup'
       : `${s.source} ${s.holder}${s.pid === null ? '' : ` (pid ${s.pid}${s.state === null ? '' : `, ${s.state}`})`}: xmin ${s.xminAge} transactions old${s.ageMs === null ? '' : `, open ${s.ageMs} ms`}`;
-  return `now                 ${iso(health.now)}\n${tables}\n\noldest snapshot     ${printable(oldest)}`;
+  const queue = `${(health.notifyQueueUsage * 100).toFixed(1)} % used${
+    health.notifyQueueUsage >= NOTICE_QUEUE_LIMIT ? ' — past half full: Postpone sends no notices (workers poll); a session that LISTENs is not reading' : ''
+  }`;
+  return `now                 ${iso(health.now)}\n${tables}\n\noldest snapshot     ${printable(oldest)}\nnotify queue        ${queue}`;
 }

@@ -129,6 +129,9 @@ describe('postpone', () => {
     expect(healthText.stdout).toMatch(/^TABLE\s+LIVE\s+DEAD\s+HOT\/UPDATES/m);
     expect(healthText.stdout).toMatch(/^task_history \(\d+ partitions\)\s+\d+\s+\d+\s+\d+\/\d+/m);
     expect(healthText.stdout).toMatch(/^oldest snapshot\s+\S/m);
+    // Nothing pins the suite server's NOTIFY queue: its use is shown, below half, with no warning.
+    expect(healthText.stdout).toMatch(/^notify queue\s+\d+\.\d % used$/m);
+    expect((health as unknown as { notifyQueueUsage: number }).notifyQueueUsage).toBeLessThan(0.5);
 
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `CANCELLED task ${later.id}\n`, stderr: '' });
     expect(await postpone(['cancel', later.id])).toEqual({ code: 0, stdout: `ALREADY_CANCELLED task ${later.id}\n`, stderr: '' });

@@ -12,7 +12,7 @@
 export { type Migration, migrations } from './sql/migrations.js';
 export { defaultNotifyChannel, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';
-export { type Statements, statements } from './sql/sql.js';
+export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
 export { NO_VERDICT_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';
 export { NoticeCoalescer } from './store/notice-coalescer.js';

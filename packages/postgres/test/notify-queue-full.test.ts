@@ -105,6 +105,9 @@ describe('a full NOTIFY queue', () => {
       if (snoozeTarget) await ok('snooze', () => store.snooze({ id: snoozeTarget.id, attempt: snoozeTarget.attempt, delayMs: 0 }));
       await new Promise((resolve) => setTimeout(resolve, 20));
       await ok('reclaim', () => store.reclaimExpired());
+      const health = await store.vacuumHealth();
+      fields[`${driver}_healthNotifyQueue`] = Number(health.notifyQueueUsage.toFixed(3));
+      expect(health.notifyQueueUsage).toBeGreaterThan(0.9);
       fields[`${driver}_failedCalls`] = failed;
       fields[`${driver}_claimed`] = claimed.length;
       fields[`${driver}_cancel`] = String(cancelled);

@@ -12,7 +12,8 @@ import { literal } from './quote.js';
  * `pg_stat_user_tables` gives them (`partitions` null), and `task_history` (migration 11) as ONE row
  * summed over its leaf partitions (`pg_partition_tree`, PostgreSQL 17 System Administration Functions, "Partitioning Information Functions"): rows, updates and
  * vacuum counts added up, the latest vacuum and analyze times, and `partitions` the number of leaves.
- * A schema before migration 11 has no `task_history` row.
+ * A schema before migration 11 has no `task_history` row. Every row also carries `notifyqueue`, the
+ * share of the cluster's NOTIFY queue in use (`pg_notification_queue_usage()`, 0–1).
  */
 const tables = `select s.relname::text as tablename,
        s.n_live_tup::float8 as live, s.n_dead_tup::float8 as dead,
@@ -22,7 +23,8 @@ const tables = `select s.relname::text as tablename,
        (extract(epoch from s.last_vacuum) * 1000)::float8 as lastvacuumms,
        (extract(epoch from s.last_autoanalyze) * 1000)::float8 as lastautoanalyzems,
        null::float8 as partitions,
-       (extract(epoch from now()) * 1000)::float8 as nowms
+       (extract(epoch from now()) * 1000)::float8 as nowms,
+       pg_notification_queue_usage()::float8 as notifyqueue
   from pg_stat_user_tables s
  where s.schemaname = $1::text and s.relname in (${literal('task')}, ${literal('effect')})
 union all
@@ -34,7 +36,8 @@ select ${literal('task_history')},
        (extract(epoch from max(s.last_vacuum)) * 1000)::float8,
        (extract(epoch from max(s.last_autoanalyze)) * 1000)::float8,
        count(*)::float8,
-       (extract(epoch from now()) * 1000)::float8
+       (extract(epoch from now()) * 1000)::float8,
+       pg_notification_queue_usage()::float8
   from pg_partition_tree(to_regclass(format('%I.%I', $1::text, ${literal('task_history')}))) p
   join pg_stat_user_tables s on s.relid = p.relid
  where p.isleaf
@@ -120,6 +123,12 @@ export interface VacuumHealth {
   readonly tables: readonly TableVacuumHealth[];
   /** Null when nothing in this database holds back cleanup. */
   readonly oldestSnapshot: OldestSnapshot | null;
+  /**
+   * Share of the cluster's NOTIFY queue in use, 0–1 (`pg_notification_queue_usage()`). At 0.5 or more
+   * the store sends no notices (a session that LISTENs and does not read is pinning it; README
+   * "Failure modes"); at 1 every transaction that notifies fails at commit.
+   */
+  readonly notifyQueueUsage: number;
 }
 
 const num = (v: unknown): number => Number(v ?? 0);
@@ -155,5 +164,10 @@ export function vacuumHealthFrom(tableRows: readonly Record<string, unknown>[], 
           state: s.state === null || s.state === undefined ? null : String(s.state),
         };
   const nowMs = tableRows[0]?.nowms;
-  return { now: new Date(nowMs === undefined || nowMs === null ? fallbackNowMs : Number(nowMs)), tables, oldestSnapshot };
+  return {
+    now: new Date(nowMs === undefined || nowMs === null ? fallbackNowMs : Number(nowMs)),
+    tables,
+    oldestSnapshot,
+    notifyQueueUsage: num(tableRows[0]?.notifyqueue),
+  };
 }
