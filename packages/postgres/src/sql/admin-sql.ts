@@ -228,8 +228,8 @@ select ${ms(NOW)} as nowms,
      * the next with one descent each (a row comparison, an Index Cond), at most
      * `UNCLAIMED_MAX_PAIRS` (1 000) pairs; `levels` finds each pair's priorities highest first with one
      * `max` descent each, at most `UNCLAIMED_MAX_LEVELS` (10); `oldest` reads the first entry of each
-     * level. A CLAIMED task of the pair is looked up only for pairs already overdue (one descent of
-     * `task_state_kind_id_idx`, or of the CLAIMED rows, which the fleet's concurrency bounds), and
+     * level. A CLAIMED task of the pair is looked up only for pairs already overdue (the planner reads
+     * the partial `task_claimed_idx`: the CLAIMED rows, which the fleet's concurrency bounds), and
      * due tasks are counted only for the pairs returned: a range scan per level that stops after
      * `UNCLAIMED_DUE_COUNT_CAP` (1 000) entries. Checked by `test/unclaimed-plan.test.ts`.
      */
