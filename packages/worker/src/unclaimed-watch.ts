@@ -39,6 +39,8 @@ export interface UnclaimedWatchDeps {
 export class UnclaimedWatch {
   private nextAt = Number.POSITIVE_INFINITY;
   private inFlight: Promise<void> | null = null;
+  /** The pairs of the last successful check that this worker does not handle (the `postpone.tasks.unclaimed_due` gauge reads them). */
+  latest: readonly UnclaimedKindReport[] = [];
   /** Pairs reported by the last check → when their line was last logged (pacing ms). */
   private logged = new Map<string, number>();
 
@@ -104,6 +106,7 @@ export class UnclaimedWatch {
       );
     }
     this.logged = logged;
+    this.latest = reports;
     if (reports.length > 0) events.emit('unclaimedKinds', { kinds: reports, queue, handledKinds: handled });
   }
 }

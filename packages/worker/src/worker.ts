@@ -140,7 +140,13 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       onError: (error) => this.events.emit('error', { error, operation: 'extend' }),
     });
     const store = this.store as Store<unknown>;
-    this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
+    this.telemetry = new WorkerTelemetry(this.events, {
+      workerId: this.id,
+      store,
+      pacing: this.options.pacing,
+      logger: this.logger,
+      ...(this.options.unclaimedAfterMs === null ? {} : { unclaimed: () => this.unclaimed?.latest ?? [] }),
+    });
     const prune = this.options.prune;
     this.pruner = prune === null ? null : new Pruner({ store, options: prune, pacing: this.options.pacing, events: this.events, logger: this.logger });
     this.selection = {
