@@ -55,9 +55,12 @@ export class UnclaimedWatch {
   poke(): void {
     if (this.inFlight !== null || this.deps.pacing.now() < this.nextAt) return;
     this.nextAt = this.deps.pacing.now() + this.deps.afterMs;
-    this.inFlight = this.check().finally(() => {
-      this.inFlight = null;
-    });
+    this.inFlight = this.check()
+      // check() catches the store's errors itself; anything else (a logger that throws) is dropped here, never an unhandled rejection.
+      .catch(() => {})
+      .finally(() => {
+        this.inFlight = null;
+      });
   }
 
   /** Resolves when no check is running. */
