@@ -89,6 +89,16 @@ function renderOverview(o) {
         return tr;
       }),
     );
+  $('unclaimed').hidden = o.unclaimed.kinds.length === 0;
+  $('unclaimed-kinds')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...o.unclaimed.kinds.map((k) => {
+        const tr = document.createElement('tr');
+        tr.append(cell(k.queue), cell(k.kind), cell(k.due >= 1000 ? `${k.due}+` : String(k.due)), cell(iso(k.oldestDueAt)), cell(ms(k.overdueMs)));
+        return tr;
+      }),
+    );
   dueChart.data.datasets[0].data = o.due.counts;
   dueChart.update('none');
   $('due-total').textContent = String(o.due.total);

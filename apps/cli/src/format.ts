@@ -2,7 +2,7 @@
  * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
  * text (no terminal control characters pass through: they are shown escaped).
  */
-import type { Effect, StoreStats, TaskRecord } from '@postpone/core';
+import type { Effect, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
 import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
@@ -108,4 +108,24 @@ export function healthText(health: VacuumHealth): string {
     health.notifyQueueUsage >= NOTICE_QUEUE_LIMIT ? ' — past half full: Postpone sends no notices (workers poll); a session that LISTENs is not reading' : ''
   }`;
   return `now                 ${iso(health.now)}\n${tables}\n\noldest snapshot     ${printable(oldest)}\nnotify queue        ${queue}`;
+}
+
+/**
+ * The kinds nobody claims (`store.unclaimedKinds`, issue #27), a section of `postpone stats`: a table
+ * of the (queue, kind) pairs whose oldest task has been due at least `dueForMs` with none CLAIMED, or
+ * one line saying there is none.
+ */
+export function unclaimedText(unclaimed: UnclaimedKinds): string {
+  const title = `kinds due with nobody claiming (due ${unclaimed.dueForMs} ms or more, none CLAIMED)`;
+  if (unclaimed.kinds.length === 0) return `${title}: none`;
+  return `${title}:\n${table(
+    ['QUEUE', 'KIND', 'DUE', 'OLDEST DUE', 'WAITING'],
+    unclaimed.kinds.map((k) => [k.queue, k.kind, k.due >= 1_000 ? `${k.due}+` : String(k.due), iso(k.oldestDueAt), `${k.overdueMs} ms`]),
+  )}`;
+}
+
+/** The row of `postpone health` for the kinds nobody claims: their number, and each as `queue/kind (due, waiting)`. */
+export function unclaimedRow(unclaimed: UnclaimedKinds): string {
+  const list = unclaimed.kinds.map((k) => `${k.queue}/${k.kind} (${k.due >= 1_000 ? `${k.due}+` : k.due} due, ${k.overdueMs} ms)`);
+  return `unclaimed kinds     ${printable(unclaimed.kinds.length === 0 ? `none due ${unclaimed.dueForMs} ms or more without a claim` : `${unclaimed.kinds.length}: ${list.join(', ')}`)}`;
 }

@@ -27,7 +27,7 @@ import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
-import { healthText, statsText, taskDetail, taskTable } from './format.js';
+import { healthText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -289,20 +289,24 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('stats')
-    .description('live counts by kind (scheduled, due, claimed, dead) and the oldest due task’s lateness')
-    .action(async (_opts, cmd: Command) => {
+    .description('live counts by kind (scheduled, due, claimed, dead), the oldest due task’s lateness, and the kinds due with nobody claiming')
+    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED (default 1m)', '1m')
+    .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
-      const stats = await withStore(g, (store) => store.stats());
-      print(out, g, stats, () => statsText(stats));
+      const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
+      const [stats, unclaimed] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs })] as const);
+      print(out, g, { ...stats, unclaimed }, () => `${statsText(stats)}\n\n${unclaimedText(unclaimed)}`);
     });
 
   program
     .command('health')
-    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), and the oldest transaction holding back their cleanup')
-    .action(async (_opts, cmd: Command) => {
+    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), the oldest transaction holding back their cleanup, and the kinds due with nobody claiming')
+    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED (default 1m)', '1m')
+    .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
-      const health = await withStore(g, (store) => store.vacuumHealth());
-      print(out, g, health, () => healthText(health));
+      const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
+      const [health, unclaimed] = await withStore(g, async (store) => [await store.vacuumHealth(), await store.unclaimedKinds({ dueForMs })] as const);
+      print(out, g, { ...health, unclaimed }, () => `${healthText(health)}\n${unclaimedRow(unclaimed)}`);
     });
 
   program

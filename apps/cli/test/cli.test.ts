@@ -451,3 +451,52 @@ describe('postpone', () => {
     expect(r.code).toBe(0);
   });
 });
+
+describe('postpone stats / health: kinds due with nobody claiming', () => {
+  const own = uniqueSchemaName('cli_unclaimed');
+  afterAll(async () => {
+    await dropSchema(url, own);
+  });
+
+  it('lists the kinds whose oldest task has been due --unclaimed-after (default 1m) with none CLAIMED; --json includes them', async () => {
+    const runAt = new Date(Date.now() - 120_000);
+    const store = createPgStore({ connectionString: url, schema: own });
+    try {
+      await store.migrate();
+      for (let i = 0; i < 3; i++) await store.schedule({ kind: 'close-reservaton', runAt });
+      // busy: as old, but one of its tasks is CLAIMED (someone claims busy); fresh: due, not for a minute yet.
+      await store.schedule({ kind: 'busy', runAt });
+      await store.schedule({ kind: 'busy', runAt });
+      expect(await store.claim({ owner: 'w', limit: 1, leaseMs: 600_000, kinds: ['busy'] })).toHaveLength(1);
+      await store.schedule({ kind: 'fresh' });
+    } finally {
+      await store.close();
+    }
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+
+    const text = await run(['stats']);
+    expect(text).toMatchObject({ code: 0, stderr: '' });
+    expect(text.stdout).toMatch(
+      /\n\nkinds due with nobody claiming \(due 60000 ms or more, none CLAIMED\):\nQUEUE\s+KIND\s+DUE\s+OLDEST DUE\s+WAITING\ndefault\s+close-reservaton\s+3\s+\S+Z\s+\d+ ms\n$/,
+    );
+    const stats = JSON.parse((await run(['--json', 'stats'])).stdout) as { byKind: unknown[]; unclaimed: { dueForMs: number; kinds: { overdueMs: number }[] } };
+    expect(stats.byKind).toHaveLength(3);
+    expect(stats.unclaimed).toEqual({
+      now: expect.any(String),
+      dueForMs: 60_000,
+      kinds: [{ queue: 'default', kind: 'close-reservaton', due: 3, oldestDueAt: runAt.toISOString(), overdueMs: expect.any(Number) }],
+    });
+    expect(stats.unclaimed.kinds[0]!.overdueMs).toBeGreaterThanOrEqual(120_000);
+    expect((await run(['stats', '--unclaimed-after', '1h'])).stdout).toMatch(/\n\nkinds due with nobody claiming \(due 3600000 ms or more, none CLAIMED\): none\n$/);
+
+    const health = await run(['health']);
+    expect(health).toMatchObject({ code: 0, stderr: '' });
+    expect(health.stdout).toMatch(/^oldest snapshot\s+\S.*\nunclaimed kinds\s+1: default\/close-reservaton \(3 due, \d+ ms\)\n$/m);
+    const healthJson = JSON.parse((await run(['--json', 'health', '--unclaimed-after', '0'])).stdout) as { tables: unknown[]; unclaimed: { kinds: { kind: string }[] } };
+    expect(healthJson.tables).toHaveLength(3);
+    expect(healthJson.unclaimed.kinds.map((k) => k.kind)).toEqual(['close-reservaton', 'fresh']);
+    expect((await run(['health', '--unclaimed-after', '2h'])).stdout).toMatch(/\nunclaimed kinds\s+none due 7200000 ms or more without a claim\n$/);
+
+    expect(await run(['stats', '--unclaimed-after', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --unclaimed-after: expected a duration/) });
+  });
+});

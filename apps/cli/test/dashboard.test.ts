@@ -186,6 +186,8 @@ describe('postpone dashboard', () => {
     expect(shown).toEqual({ scheduled: stats.scheduled, due: stats.due, claimed: stats.claimed, dead: stats.dead });
     const byKind = await page.$$eval('#by-kind tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
     expect(byKind).toEqual(stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]));
+    // Nothing has waited a minute with nobody claiming: the section stays hidden.
+    expect(await page.isHidden('#unclaimed')).toBe(true);
     // The charts hold the store's data: 6 tasks due within the hour; one CLAIMED and one DONE claim.
     const charts = await page.evaluate(() => {
       const C = (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { data: unknown[] }[] } } } }).Chart;
@@ -337,6 +339,26 @@ describe('postpone dashboard', () => {
     expect(pageErrors).toEqual([]);
     await page.close();
     expect(await stopChild(child)).toBe(0);
+  });
+
+  it('the stats view lists the kinds due a minute or more with nobody claiming (store.unclaimedKinds)', async () => {
+    const runAt = new Date(Date.now() - 120_000);
+    const typo = await store.schedule({ kind: 'close-reservaton', payload: null, runAt });
+    try {
+      const { child, url: base } = await startDashboard();
+      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { unclaimed: { dueForMs: number; kinds: { kind: string; due: number }[] } };
+      expect(overview.unclaimed).toMatchObject({ dueForMs: 60_000, kinds: [{ queue: 'default', kind: 'close-reservaton', due: 1, oldestDueAt: runAt.toISOString() }] });
+      const page = await browser!.newPage();
+      await page.goto(base);
+      await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+      expect(await page.isVisible('#unclaimed')).toBe(true);
+      const rows = await page.$$eval('#unclaimed-kinds tbody tr', (trs) => trs.map((tr) => [...tr.children].slice(0, 3).map((td) => td.textContent)));
+      expect(rows).toEqual([['default', 'close-reservaton', '1']]);
+      await page.close();
+      expect(await stopChild(child)).toBe(0);
+    } finally {
+      expect(await store.cancel(typo.id)).toBe('CANCELLED');
+    }
   });
 
   it('with --token, every request must carry it; the token link sets an HttpOnly cookie', async () => {

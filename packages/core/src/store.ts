@@ -13,6 +13,7 @@ import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, Releas
 import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Effect, Task } from './task.js';
+import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {
@@ -291,6 +292,16 @@ export interface Store<Tx = unknown> {
 
   /** Live counts (SCHEDULED, due, CLAIMED, DEAD) by kind and the oldest due task's lateness; reads no DONE/CANCELLED history. */
   stats(): Promise<StoreStats>;
+
+  /**
+   * The (queue, kind) pairs whose oldest SCHEDULED task has been due at least `dueForMs` while no
+   * task of that kind in that queue is CLAIMED: kinds no live worker seems to claim (a missing
+   * handler, a typo at the call site). Read only; bounded on a large live table (core `unclaimed.ts`,
+   * docs/contract.md#unclaimed-kinds).
+   * @returns the store's now and the pairs, longest waiting first, at most `limit` (default 100)
+   * @throws ValidationError (see `validateUnclaimedKindsParams`), StoreClosedError, ConnectionLostError, StoreError
+   */
+  unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds>;
 
   /** The store's clock. */
   now(): Promise<Date>;

@@ -22,9 +22,13 @@ import {
   type TaskPage,
   type TaskRecord,
   TaskState,
+  type UnclaimedKinds,
+  type UnclaimedKindsParams,
+  unclaimedKindsOf,
   validateListParams,
   validatePruneParams,
   validateRetryParams,
+  validateUnclaimedKindsParams,
 } from '@postpone/core';
 import type { MemoryDatabase } from './database.js';
 import type { TaskLocks } from './task-locks.js';
@@ -145,6 +149,15 @@ export class MemoryAdmin {
       groups.push({ kind: t.kind, state: t.state, n: 1, due: due ? 1 : 0 });
     }
     return storeStats(nowMs, groups, oldestDue);
+  }
+
+  /** Kinds nobody claims (core `unclaimedKindsOf`: the same pairs, caps and order as the SQL walk). */
+  async unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds> {
+    this.ctx.assertOpen();
+    const p = validateUnclaimedKindsParams(params);
+    const tasks = [...this.ctx.db.tasks.values()];
+    const scheduled = tasks.filter((t) => t.state === TaskState.SCHEDULED).map((t) => ({ queue: t.queue, kind: t.kind, priority: t.priority, dueAtMs: t.dueAt.getTime() }));
+    return unclaimedKindsOf(this.ctx.nowMs(), p, scheduled, tasks.filter((t) => t.state === TaskState.CLAIMED));
   }
 
   /** The retry links of a task (for getTask-like reads). */

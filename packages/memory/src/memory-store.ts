@@ -71,7 +71,7 @@ import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
 import { MemoryCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
-import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
 export interface MemoryStoreOptions {
   /** Source of "now" for due times, leases and timestamps (default {@link systemClock}). */
@@ -365,6 +365,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   retry = (params: RetryParams): Promise<RetryResult> => this.#admin.retry(params);
   prune = (params: PruneParams): Promise<PruneResult> => this.#admin.prune(params);
   stats = (): Promise<StoreStats> => this.#admin.stats();
+  unclaimedKinds = (params: UnclaimedKindsParams): Promise<UnclaimedKinds> => this.#admin.unclaimedKinds(params);
 
   async now(): Promise<Date> {
     this.#assertOpen();

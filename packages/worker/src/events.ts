@@ -3,13 +3,22 @@
  * disturbs the worker. Await an event in tests with {@link waitForEvent} (always with a deadline).
  */
 import type { AttemptEvents } from './attempt/events.js';
-import type { ClaimedTask, PruneResult, ReclaimedTask } from '@postpone/core';
+import type { ClaimedTask, PruneResult, ReclaimedTask, UnclaimedKind } from '@postpone/core';
 import type { RebuildReason, WheelRebuilt } from './discovery/discovery.js';
 
-/** The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option). */
-export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'snooze' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune';
+/**
+ * The store operation an event or error refers to (`peekDue` and `listen`: hybrid discovery; `prune`: the `prune` option;
+ * `unclaimedKinds`: the `unclaimedAfterMs` check).
+ */
+export type StoreOperation = 'claim' | 'extend' | 'complete' | 'fail' | 'release' | 'snooze' | 'reclaim' | 'getTask' | 'peekDue' | 'listen' | 'prune' | 'unclaimedKinds';
 
 export type { RebuildReason };
+
+/** One (queue, kind) pair nobody claims, as the worker reports it: the store's answer (core `UnclaimedKind`) and a hint. */
+export interface UnclaimedKindReport extends UnclaimedKind {
+  /** The handled kind closest to `kind` by edit distance (at most 3 edits, and fewer than the kind's length), else null: a likely typo. */
+  readonly closestHandledKind: string | null;
+}
 
 /** Every event of the worker: those of each attempt (`@postpone/worker`) and those of its loop. */
 export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
@@ -31,6 +40,14 @@ export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
   storeRecovered: { readonly downMs: number; readonly failures: number };
   /** A scheduled prune (option `prune`) ended: what `store.prune` deleted, and how long it took (ms, monotonic clock). */
   pruned: PruneResult & { readonly durationMs: number };
+  /**
+   * Due tasks of kinds nobody claims (option `unclaimedAfterMs`): the (queue, kind) pairs this worker
+   * does not handle whose oldest task has been due at least `unclaimedAfterMs` while none of them is
+   * CLAIMED (`store.unclaimedKinds`). One event per check that found any (at most one check per
+   * `unclaimedAfterMs`), longest waiting first; `handledKinds` are this worker's kinds (empty with
+   * `claimKinds: 'any'`), `queue` its queue. The tasks are left alone.
+   */
+  unclaimedKinds: { readonly kinds: readonly UnclaimedKindReport[]; readonly queue: string; readonly handledKinds: readonly string[] };
   /** The worker stopped (after `stop()`, or because the store was closed under it). */
   stopped: { readonly handedBack: number };
 }

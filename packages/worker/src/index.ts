@@ -31,7 +31,9 @@ export {
   type WorkerEvents,
   type WorkerEventSource,
   type WorkerListener,
+  type UnclaimedKindReport,
 } from './events.js';
+export { UNCLAIMED_LOG_REPEAT_PERIODS } from './unclaimed-watch.js';
 export { WorkerStoppedError } from './errors.js';
 export { ManualPacing, systemPacing, type Pacing } from '@postpone/wheel';
 export { ATTRIBUTES, DUE_WAITING_MIN_INTERVAL_MS, INSTRUMENTATION_SCOPE, METRICS, type AttemptOutcome } from './telemetry/telemetry.js';

@@ -52,6 +52,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   completeBatchSize: 50,
   completeBatchDelayMs: 0,
   prefetch: 0,
+  /** One minute: due tasks of a kind nobody claims are reported after this long. */
+  unclaimedAfterMs: 60_000,
 });
 
 /** The worker's scheduled prune of history (see {@link WorkerOptions.prune}). */
@@ -206,6 +208,18 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * `prune()` (every Postpone store does).
    */
   readonly prune?: PruneOptions;
+  /**
+   * Report due tasks of kinds nobody claims, in ms 1..2³¹−1 (default 60 000); `null` turns it off.
+   * At the reclaim sweep, at most once per this period and first this long after `start()`, the
+   * worker reads `store.unclaimedKinds({ dueForMs })` — the (queue, kind) pairs whose oldest task
+   * has been due this long while none of them is CLAIMED — and, for the pairs it does not handle
+   * itself (another queue, or a kind without a handler here), emits `unclaimedKinds` and logs a
+   * `warn` line per pair naming the kind, the count, how long, its own kinds and the closest of them
+   * (a likely typo); a pair's line is repeated at most every 10 periods while it stays. The tasks
+   * are left alone. Best-effort: a failed read is an `error` event (operation `unclaimedKinds`).
+   * @throws ValidationError INVALID_OPTION for anything but null or whole ms 1..2³¹−1
+   */
+  readonly unclaimedAfterMs?: number | null;
   /** A pino logger to log through (a child bound to the worker id is used). */
   readonly logger?: Logger;
   /** Log level: of the built-in logger (default `silent`), or of the child of `logger`. */
@@ -241,6 +255,8 @@ export interface ResolvedOptions {
   readonly prefetch: number;
   /** Null: no scheduled prune. */
   readonly prune: ResolvedPruneOptions | null;
+  /** Null: kinds nobody claims are not reported. */
+  readonly unclaimedAfterMs: number | null;
   readonly logLevel: LevelWithSilent | undefined;
   readonly pacing: Pacing;
 }
@@ -306,6 +322,7 @@ const RULES: readonly Rule[] = [
   rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
   rule('prefetch', () => defaults.prefetch, (value, field) => (value === 0 ? 0 : validatePositiveInt(value, field, MAX_CONCURRENCY))),
   rule('prune', () => null, resolvePrune),
+  rule('unclaimedAfterMs', () => defaults.unclaimedAfterMs, (value, field) => (value === null ? null : validatePositiveMs(value, field, MAX_TIMER_MS))),
   rule('logLevel', () => undefined, validateLogLevel),
   rule('pacing', () => systemPacing, validatePacing),
 ];

@@ -32,6 +32,7 @@ import { workerLogger } from './logger.js';
 import { type ResolvedOptions, resolveOptions, type WorkerOptions } from './options.js';
 import { Pruner } from './pruner.js';
 import { StoreHealth } from './store-health.js';
+import { UnclaimedWatch } from './unclaimed-watch.js';
 
 /** The reason the loop's `wake` aborts with (a given reason spares building a DOMException each time). */
 const WOKEN = Symbol('woken');
@@ -86,6 +87,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private readonly telemetry: WorkerTelemetry;
   /** Null without the `prune` option. */
   private readonly pruner: Pruner | null;
+  /** Null with `unclaimedAfterMs: null`. */
+  private readonly unclaimed: UnclaimedWatch | null;
   /** Wait before the loop's next store call, set when one failed (ms). */
   private retryInMs = 0;
   /** Removes the listener of lost idle connections (stores that report them, e.g. `pg`). */
@@ -137,13 +140,32 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       onError: (error) => this.events.emit('error', { error, operation: 'extend' }),
     });
     const store = this.store as Store<unknown>;
-    this.telemetry = new WorkerTelemetry(this.events, { workerId: this.id, store, pacing: this.options.pacing, logger: this.logger });
+    this.telemetry = new WorkerTelemetry(this.events, {
+      workerId: this.id,
+      store,
+      pacing: this.options.pacing,
+      logger: this.logger,
+      ...(this.options.unclaimedAfterMs === null ? {} : { unclaimed: () => this.unclaimed?.latest ?? [] }),
+    });
     const prune = this.options.prune;
     this.pruner = prune === null ? null : new Pruner({ store, options: prune, pacing: this.options.pacing, events: this.events, logger: this.logger });
     this.selection = {
       queue: this.options.queue,
       ...(this.options.claimKinds === 'handlers' ? { kinds: Object.keys(this.handlers) } : {}),
     };
+    const { unclaimedAfterMs } = this.options;
+    this.unclaimed =
+      unclaimedAfterMs === null
+        ? null
+        : new UnclaimedWatch({
+            store,
+            afterMs: unclaimedAfterMs,
+            queue: this.selection.queue,
+            kinds: this.options.claimKinds === 'handlers' ? Object.keys(this.handlers) : null,
+            pacing: this.options.pacing,
+            events: this.events,
+            logger: this.logger,
+          });
     this.discoverer = createDiscovery(this.options, {
       store: this.store as Store<unknown>,
       workerId: this.id,
@@ -277,6 +299,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     if (this.options.handlerTimeoutMs === null) warnNoHandlerTimeout(this.logger);
     this.telemetry.start();
     this.pruner?.start();
+    this.unclaimed?.start();
     const source = this.store as { onConnectionError?: (listener: (error: unknown) => void) => () => void };
     if (typeof source.onConnectionError === 'function') this.offConnectionError = source.onConnectionError((error) => this.health.failed(error, 'connection'));
     this.loopDone = this.loop();
@@ -408,6 +431,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     while (this.currentState === 'running') {
       if (pacing.now() >= nextReclaimAt) {
         await this.guard('reclaim', () => this.reclaim());
+        // Kinds nobody claims: at most once per unclaimedAfterMs, beside the loop (never awaited here, never throws).
+        this.unclaimed?.poke();
         nextReclaimAt = pacing.now() + reclaimEveryMs;
       }
       if (this.isStopping()) break;
@@ -470,6 +495,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     await this.loopDone;
     await this.discoverer.stop();
     await pruneStopped;
+    await Promise.race([this.unclaimed?.settled(), whenAborted(this.deadline.signal)]);
     await Promise.all([...this.claims]);
     await Promise.race([this.idle(), whenAborted(this.deadline.signal)]);
     const running = [...this.runs].filter((run) => run.phase === 'running');

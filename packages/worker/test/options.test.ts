@@ -33,11 +33,13 @@ describe('worker options', () => {
       completeBatchSize: 50,
       completeBatchDelayMs: 0,
       prune: null,
+      unclaimedAfterMs: 60_000,
       claimKinds: 'handlers',
       queue: 'default',
       kindConcurrency: null,
     });
     expect(createWorker({ store, handlers, kindConcurrency: { ping: 3 } }).options.kindConcurrency).toEqual({ ping: 3 });
+    expect(createWorker({ store, handlers, unclaimedAfterMs: null }).options.unclaimedAfterMs).toBeNull();
     expect(worker.options.concurrency).toBe(WORKER_DEFAULTS.concurrency);
     expect(worker.id).toMatch(/^.+-\d+-[0-9a-f]{6}$/);
     expect(worker.state).toBe('idle');
@@ -121,6 +123,9 @@ describe('worker options', () => {
     [{ prune: { retention: { DONE: 1 }, olderThanMs: 0, everyMs: 1_000 } }, 'prune.retention'],
     [{ prune: { olderThanMs: 0, everyMs: 1_000, batchSize: 10_001 } }, 'prune.batchSize'],
     [{ prune: { olderThanMs: 0, every: 1_000 } }, 'prune.every'],
+    [{ unclaimedAfterMs: 0 }, 'unclaimedAfterMs'],
+    [{ unclaimedAfterMs: 2 ** 31 }, 'unclaimedAfterMs'],
+    [{ unclaimedAfterMs: '1m' }, 'unclaimedAfterMs'],
     // A 1 ms tick over 2 × 64 slots reaches 4 096 ms: loads reach 2 048 ms, not past a 5 s fallback.
     [{ hybrid: { tickMs: 1, levels: 2, fallbackPollMs: 5_000 } }, 'hybrid.tickMs'],
   ])('rejects %j with INVALID_OPTION on %s', (options, field) => {

@@ -215,4 +215,18 @@ describe.each(STORE_HARNESSES)('metrics and traces (%s store)', (name, makeHarne
     g.open();
     await worker.stop();
   });
+
+  it('the unclaimed gauge: due tasks of a kind nobody claims, by queue and kind, from the last unclaimedAfterMs check', async () => {
+    h = await t.open(makeHarness);
+    const workerId = `otel-${name}-4`;
+    await h.store.scheduleMany([{ kind: 'nobody-claims' }, { kind: 'nobody-claims' }]);
+    const worker = t.track(createWorker({ store: h.store, id: workerId, pollIntervalMs: 5, reclaimEveryMs: 10, unclaimedAfterMs: 50, handlers: { a: async () => null } }));
+    const gauge = async () => points(await collect(), METRICS.unclaimedDue, { 'postpone.worker.id': workerId });
+    expect(await gauge()).toEqual([]);
+    const found = waitForEvent(worker, 'unclaimedKinds');
+    worker.start();
+    await found;
+    expect(await gauge()).toEqual([[{ 'postpone.task.queue': 'default', 'postpone.task.kind': 'nobody-claims', 'postpone.worker.id': workerId }, 2]]);
+    await worker.stop();
+  });
 });

@@ -1,15 +1,15 @@
 /**
- * What the dashboard shows, read through the store's operations only (`stats`, `listTasks`,
+ * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
  * `getTaskRecord`, `getEffect`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Effect, StoreStats, TaskRecord, TaskState } from '@postpone/core';
+import type { Effect, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
 import { MAX_LIST_LIMIT } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;
@@ -17,6 +17,8 @@ export const DUE_BUCKET_MS = 60_000;
 export const DUE_WINDOW_MS = 3_600_000;
 /** Most tasks the histogram reads (pages of {@link MAX_LIST_LIMIT}); beyond it the figure says `truncated`. */
 export const MAX_DUE_TASKS = 5_000;
+/** The kinds-nobody-claims read of the stats view: oldest task due this long (1 minute, the worker's default `unclaimedAfterMs`), none CLAIMED. */
+export const UNCLAIMED_AFTER_MS = 60_000;
 /** How many recent claimed / finished tasks the lateness chart reads. */
 export const LATENESS_SAMPLE = 200;
 
@@ -51,6 +53,8 @@ export interface LatenessPoint {
 
 export interface Overview {
   readonly stats: StoreStats;
+  /** Kinds due with nobody claiming (`store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })`). */
+  readonly unclaimed: UnclaimedKinds;
   readonly due: DueHistogram;
   readonly lateness: readonly LatenessPoint[];
 }
@@ -100,8 +104,8 @@ export async function recentLateness(store: DashboardStore): Promise<LatenessPoi
 
 export async function overview(store: DashboardStore): Promise<Overview> {
   const stats = await store.stats();
-  const [due, lateness] = await Promise.all([dueHistogram(store, stats.now), recentLateness(store)]);
-  return { stats, due, lateness };
+  const [due, lateness, unclaimed] = await Promise.all([dueHistogram(store, stats.now), recentLateness(store), store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })]);
+  return { stats, unclaimed, due, lateness };
 }
 
 /** A task with its effect row, or null when there is no such task. */

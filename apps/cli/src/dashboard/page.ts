@@ -49,6 +49,11 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   <p class="note">Live counts from the store's <code>stats()</code>. DONE and CANCELLED are history and are not counted here
   (that would read every finished row): list them with the state filter.</p>
   <table id="by-kind"><thead><tr><th>kind</th><th>scheduled</th><th>due</th><th>claimed</th><th>dead</th></tr></thead><tbody></tbody></table>
+  <div id="unclaimed" role="alert" hidden>
+    <p class="note"><b>Kinds due with nobody claiming</b>: the oldest task has been due a minute or more and none of the kind is CLAIMED
+    (no worker handles it — a missing handler or a typo at the call site — or every worker is down or busy).</p>
+    <table id="unclaimed-kinds"><thead><tr><th>queue</th><th>kind</th><th>due</th><th>oldest due</th><th>waiting</th></tr></thead><tbody></tbody></table>
+  </div>
 </section>
 <section class="charts">
   <figure>

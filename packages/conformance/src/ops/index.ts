@@ -1,7 +1,7 @@
 /**
  * @postpone/conformance src/ops/ — the conformance cases for reading and operating a Postpone store:
  * `peekDue`, `countByState`, `getTask` / `getEffect`, `now` ({@link observeCases}), `migrate` again
- * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}),
+ * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}), `unclaimedKinds` ({@link unclaimedCases}),
  * the trace context a task carries ({@link traceContextCases}), `cancel` in the caller's
  * transaction ({@link cancelTxCases}), and the retry policy, DEAD-now fail and snooze
  * ({@link retryCases}, docs/contract.md#retry-policy), one renewal for many leases ({@link extendManyCases}) — docs/contract.md#outcomes, #transactions,
@@ -15,8 +15,9 @@ import { lifecycleCases } from './cases-lifecycle.js';
 import { observeCases } from './cases-observe.js';
 import { retryCases } from './cases-retry.js';
 import { traceContextCases } from './cases-trace-context.js';
+import { unclaimedCases } from './cases-unclaimed.js';
 
-export { adminCases, cancelTxCases, extendManyCases, lifecycleCases, observeCases, retryCases, traceContextCases };
+export { adminCases, cancelTxCases, extendManyCases, lifecycleCases, observeCases, retryCases, traceContextCases, unclaimedCases };
 
 /** The groups of this package, in the order `describeStoreConformance` registers them. */
-export const OPERATIONS_CASES = [observeCases, lifecycleCases, adminCases, traceContextCases, cancelTxCases, retryCases, extendManyCases] as const;
+export const OPERATIONS_CASES = [observeCases, lifecycleCases, adminCases, unclaimedCases, traceContextCases, cancelTxCases, retryCases, extendManyCases] as const;

@@ -8,9 +8,51 @@
  * group whatever the history; stats read the partial indexes of live rows and the DEAD part of `task_state_id_idx`,
  * never DONE/CANCELLED; prune walks `task_finished_idx` from the oldest finished row.
  */
-import { RETRYABLE_STATES, TASK_STATES, TaskState } from '@postpone/core';
+import { RETRYABLE_STATES, TASK_STATES, TaskState, UNCLAIMED_DUE_COUNT_CAP, UNCLAIMED_MAX_LEVELS, UNCLAIMED_MAX_PAIRS } from '@postpone/core';
 import { TASK_COLUMN_NAMES } from './history-sql.js';
 import { literal, millis, ms, NOW, notice, quoteIdent, taskColumns } from './sql.js';
+
+/** The SQL of `unclaimedKinds` (see {@link adminStatements}); `task` is the quoted live table. */
+function unclaimedKindsSql(task: string): string {
+  const S = literal(TaskState.SCHEDULED);
+  const C = literal(TaskState.CLAIMED);
+  const pairStep = (after: string) => `select s.queue, s.kind from ${task} s
+     where s.state = ${S} and (s.queue, s.kind) > ${after}
+     order by s.queue, s.kind limit 1`;
+  const level = (extra: string) => `select max(s.priority) from ${task} s where s.state = ${S} and s.queue = l.queue and s.kind = l.kind${extra}`;
+  return `with recursive pairs(queue, kind, n) as (
+  select p.queue, p.kind, 1 from (${pairStep(`(coalesce($3::text, ''), '')`)}) p
+  union all
+  select p.queue, p.kind, r.n + 1 from pairs r cross join lateral (${pairStep('(r.queue, r.kind)')}) p
+   where r.n < ${UNCLAIMED_MAX_PAIRS} and ($3::text is null or r.queue = $3::text)
+), levels(queue, kind, priority, depth) as (
+  select l.queue, l.kind, (${level('')}), 1
+    from pairs l where $3::text is null or l.queue = $3::text
+  union all
+  select l.queue, l.kind, (${level(' and s.priority < l.priority')}), l.depth + 1
+    from levels l where l.priority is not null and l.depth < ${UNCLAIMED_MAX_LEVELS}
+), oldest as (
+  select l.queue, l.kind,
+         min((select s.due_at from ${task} s
+               where s.state = ${S} and s.queue = l.queue and s.kind = l.kind and s.priority = l.priority
+               order by s.due_at, s.id limit 1)) as due_at
+    from levels l where l.priority is not null
+   group by l.queue, l.kind
+), stuck as (
+  select o.queue, o.kind, o.due_at from oldest o
+   where o.due_at <= ${NOW} - ${millis('$2')}
+     and not exists (select 1 from ${task} c where c.state = ${C} and c.queue = o.queue and c.kind = o.kind)
+   order by o.due_at, o.queue, o.kind
+   limit $4::int
+)
+select ${ms(NOW)} as nowms, k.queue, k.kind, ${ms('k.due_at')} as oldestdueatms,
+       least(${UNCLAIMED_DUE_COUNT_CAP}, (select sum((select count(*) from (select 1 from ${task} s
+               where s.state = ${S} and s.queue = l.queue and s.kind = l.kind and s.priority = l.priority and s.due_at <= ${NOW}
+               limit ${UNCLAIMED_DUE_COUNT_CAP}) x))
+          from levels l where l.queue = k.queue and l.kind = k.kind and l.priority is not null))::int as due
+  from (select 1) one left join stuck k on true
+ order by k.due_at, k.queue, k.kind`;
+}
 
 const TERMINAL: readonly string[] = [TaskState.DONE, TaskState.CANCELLED, TaskState.DEAD];
 
@@ -175,6 +217,25 @@ select ${ms(NOW)} as nowms,
          order by o.due_at, o.id limit 1) as oldestdueatms,
        c.state, c.kind, c.n, c.due
   from (select 1) one left join counts c on true`,
+
+    /**
+     * `$1` now, `$2` due for ms, `$3` queue (or null: every queue), `$4` limit → one row per
+     * unclaimed (queue, kind) `{ nowms, queue, kind, oldestdueatms, due }`, longest waiting first, or
+     * one row `{ nowms }` with the rest null when there is none (core `unclaimed.ts`,
+     * docs/contract.md#unclaimed-kinds).
+     *
+     * Bounded on a large live table without an index of its own: a loose index scan of
+     * `task_claim_idx (queue, kind, priority, due_at, id) where SCHEDULED` (as the claim's
+     * `levelsCte` in `sql.ts`; PostgreSQL 17 §7.8.2) — `pairs` steps from one (queue, kind) to
+     * the next with one descent each (a row comparison, an Index Cond), at most
+     * `UNCLAIMED_MAX_PAIRS` (1 000) pairs; `levels` finds each pair's priorities highest first with one
+     * `max` descent each, at most `UNCLAIMED_MAX_LEVELS` (10); `oldest` reads the first entry of each
+     * level. A CLAIMED task of the pair is looked up only for pairs already overdue (the planner reads
+     * the partial `task_claimed_idx`: the CLAIMED rows, which the fleet's concurrency bounds), and
+     * due tasks are counted only for the pairs returned: a range scan per level that stops after
+     * `UNCLAIMED_DUE_COUNT_CAP` (1 000) entries. Checked by `test/unclaimed-plan.test.ts`.
+     */
+    unclaimedKinds: unclaimedKindsSql(task),
   });
 }
 

@@ -15,9 +15,12 @@ import {
   type TaskPage,
   type TaskRecord,
   type TaskState,
+  type UnclaimedKinds,
+  type UnclaimedKindsParams,
   validateListParams,
   validatePruneParams,
   validateRetryParams,
+  validateUnclaimedKindsParams,
 } from '@postpone/core';
 import { type AdminStatements, adminStatements } from '../sql/admin-sql.js';
 import { HISTORY_DAYS_AHEAD, type HistoryStatements, historyStatements } from '../sql/history-sql.js';
@@ -186,6 +189,18 @@ export class PostgresAdmin {
       .filter((r) => r.state !== null && r.state !== undefined)
       .map((r) => ({ kind: String(r.kind), state: r.state as TaskState, n: Number(r.n), due: Number(r.due ?? 0) }));
     return storeStats(nowMs, groups, oldest === null || oldest === undefined ? null : Number(oldest));
+  }
+
+  /** Kinds nobody claims: one statement, `unclaimedKinds` of `admin-sql.ts`. */
+  async unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds> {
+    this.ctx.assertOpen();
+    const p = validateUnclaimedKindsParams(params);
+    const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.unclaimedKinds, [this.ctx.nowParam(), p.dueForMs, p.queue, p.limit]));
+    const nowMs = Number(rows[0]?.nowms);
+    const kinds = rows
+      .filter((r) => r.kind !== null && r.kind !== undefined)
+      .map((r) => ({ queue: String(r.queue), kind: String(r.kind), due: Number(r.due ?? 0), oldestDueAt: new Date(Number(r.oldestdueatms)), overdueMs: nowMs - Number(r.oldestdueatms) }));
+    return { now: new Date(nowMs), dueForMs: p.dueForMs, kinds };
   }
 
   private record(row: Row): TaskRecord {

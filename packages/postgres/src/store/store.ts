@@ -89,7 +89,7 @@ import { PostgresAdmin } from './admin.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
-import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from '@postpone/core';
+import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
 /** Default schema of the tables. */
 export const DEFAULT_SCHEMA = 'postpone';
@@ -362,6 +362,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
   stats(): Promise<StoreStats> {
     return this.admin.stats();
+  }
+  unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds> {
+    return this.admin.unclaimedKinds(params);
   }
   /**
    * Creates the missing day partitions of `task_history` from the store's now through `daysAhead`

@@ -11,6 +11,7 @@
 import {
   type Attributes,
   type BatchObservableResult,
+  type ObservableResult,
   context,
   type Counter,
   type Histogram,
@@ -41,11 +42,14 @@ export const METRICS = Object.freeze({
   lateness: 'postpone.task.lateness',
   handlerDuration: 'postpone.handler.duration',
   dueWaiting: 'postpone.tasks.due_waiting',
+  unclaimedDue: 'postpone.tasks.unclaimed_due',
 });
 
 /** Attribute keys on metrics and spans. */
 export const ATTRIBUTES = Object.freeze({
   kind: 'postpone.task.kind',
+  /** On `postpone.tasks.unclaimed_due`: the queue of the pair. */
+  queue: 'postpone.task.queue',
   workerId: 'postpone.worker.id',
   taskId: 'postpone.task.id',
   attempt: 'postpone.task.attempt',
@@ -88,6 +92,8 @@ export interface TelemetryDeps {
   readonly pacing: { now(): number };
   /** Where a failed `store.stats()` is logged at debug level (a pino logger fits). */
   readonly logger: { debug(fields: object, message: string): void };
+  /** The pairs of the last `unclaimedAfterMs` check this worker does not handle (option `unclaimedAfterMs`); absent: no gauge callback. */
+  readonly unclaimed?: () => readonly { readonly queue: string; readonly kind: string; readonly due: number }[];
 }
 
 /** What ended an attempt, in the store's words; UNKNOWN when the store could not be reached. */
@@ -100,6 +106,8 @@ export class WorkerTelemetry {
   private readonly lateness: Histogram;
   private readonly handlerDuration: Histogram;
   private readonly dueWaiting: Observable;
+  private readonly unclaimedDue: Observable;
+  private watchingUnclaimed = false;
   private readonly base: Attributes;
   private readonly offEvents: (() => void)[] = [];
   private watching = false;
@@ -130,12 +138,20 @@ export class WorkerTelemetry {
       unit: '{task}',
       description: `SCHEDULED tasks already due, by kind (store.stats(), read at most every ${DUE_WAITING_MIN_INTERVAL_MS} ms).`,
     });
+    this.unclaimedDue = this.meter.createObservableGauge(METRICS.unclaimedDue, {
+      unit: '{task}',
+      description: 'Due tasks of kinds nobody claims that this worker does not handle, by queue and kind: the last unclaimedAfterMs check (no store read at collection).',
+    });
     this.base = { [ATTRIBUTES.workerId]: deps.workerId };
     this.subscribe(events);
   }
 
   /** Starts observing the due-and-waiting gauge (stores with `stats()` only). */
   start(): void {
+    if (!this.watchingUnclaimed && this.deps.unclaimed !== undefined) {
+      this.watchingUnclaimed = true;
+      this.unclaimedDue.addCallback(this.observeUnclaimed);
+    }
     if (this.watching || typeof this.deps.store.stats !== 'function') return;
     this.watching = true;
     this.meter.addBatchObservableCallback(this.observe, [this.dueWaiting]);
@@ -145,6 +161,8 @@ export class WorkerTelemetry {
   stop(): void {
     if (this.watching) this.meter.removeBatchObservableCallback(this.observe, [this.dueWaiting]);
     this.watching = false;
+    if (this.watchingUnclaimed) this.unclaimedDue.removeCallback(this.observeUnclaimed);
+    this.watchingUnclaimed = false;
     for (const off of this.offEvents.splice(0)) off();
   }
 
@@ -190,6 +208,11 @@ export class WorkerTelemetry {
     const stats = await this.stats();
     if (stats === null) return;
     for (const k of stats.byKind) result.observe(this.dueWaiting, k.due, { [ATTRIBUTES.kind]: k.kind });
+  };
+
+  /** The unclaimed gauge's callback: the last check's pairs (none before the first check, or once they are claimed). */
+  private readonly observeUnclaimed = (result: ObservableResult): void => {
+    for (const k of this.deps.unclaimed?.() ?? []) result.observe(k.due, { [ATTRIBUTES.queue]: k.queue, [ATTRIBUTES.kind]: k.kind, ...this.base });
   };
 
   /** The last `stats()` when younger than the interval, else one new read (shared by concurrent collections); null when it failed. */
