@@ -491,7 +491,7 @@ describe('postpone stats / health: kinds due with nobody claiming', () => {
 
     const health = await run(['health']);
     expect(health).toMatchObject({ code: 0, stderr: '' });
-    expect(health.stdout).toMatch(/^oldest snapshot\s+\S.*\nunclaimed kinds\s+1: default\/close-reservaton \(3 due, \d+ ms\)\n$/m);
+    expect(health.stdout).toMatch(/^oldest snapshot\s+\S.*\nnotify queue\s+\d+\.\d % used\nunclaimed kinds\s+1: default\/close-reservaton \(3 due, \d+ ms\)\n$/m);
     const healthJson = JSON.parse((await run(['--json', 'health', '--unclaimed-after', '0'])).stdout) as { tables: unknown[]; unclaimed: { kinds: { kind: string }[] } };
     expect(healthJson.tables).toHaveLength(3);
     expect(healthJson.unclaimed.kinds.map((k) => k.kind)).toEqual(['close-reservaton', 'fresh']);
