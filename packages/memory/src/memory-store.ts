@@ -295,7 +295,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   /** Core `transition('snooze')` under the row lock; `delayMs` counts from this store's clock. */
   async snooze(params: SnoozeParams): Promise<SnoozeResult> {
     this.#assertOpen();
-    const p = validateSnoozeParams(params);
+    const p = validateSnoozeParams(params, this.#clock.now());
     // `delayMs` counts from the same clock reading as `updatedAt`, under the row lock (as one SQL statement would).
     const step = await this.#locks.run(p.id, () => {
       this.#assertOpen();
