@@ -277,7 +277,7 @@ async function apiSegment(boundary: bigint, driver: DriverName, c: Checks): Prom
       }
       c.eq(`${tag} flaky retried by the worker`, [(await store.getTask(flaky))?.attempt, (await store.getTask(flaky))?.failures], [2, 1]);
       c.eq(`${tag} payload at claim`, seen.get(`${ok1}#1`), { mode: 'ok', ...EDGE_PAYLOAD });
-      c.eq(`${tag} payload in result`, ((await store.getTask(ok1))?.result as { payload?: Json }).payload, { mode: 'ok', ...EDGE_PAYLOAD });
+      c.eq(`${tag} payload in result`, ((await store.getTask(ok1))?.result as { payload?: Json } | null | undefined)?.payload, { mode: 'ok', ...EDGE_PAYLOAD });
 
       // admin retry of the DEAD task: the new id is past the boundary, linked both ways
       const r = await store.retry({ id: dead1 });
