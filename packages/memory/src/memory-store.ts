@@ -425,6 +425,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     });
   }
 
+  /**
+   * Test seam: the in-memory counterpart of `alter table task alter column id restart with <next>`:
+   * the next task gets id `next`. Ids are kept as bigint, so they stay exact past 2⁵³.
+   * @throws ValidationError INVALID_TASK_ID unless `next` is a positive bigint
+   */
+  restartTaskIds(next: TaskId): void {
+    this.#assertOpen();
+    this.#db.restartTaskIds(parseTaskId(next, 'next'));
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new StoreClosedError();
   }
