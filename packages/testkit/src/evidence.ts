@@ -55,6 +55,8 @@ export const CASE_ORDER: readonly string[] = [
   'history_split_outcomes',
   'batch_deadlock',
   'notify_queue_full',
+  'shutdown_order',
+  'history_maintenance',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
