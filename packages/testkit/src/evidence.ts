@@ -56,6 +56,8 @@ export const CASE_ORDER: readonly string[] = [
   'batch_deadlock',
   'large_ids',
   'notify_queue_full',
+  'shutdown_order',
+  'history_maintenance',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
