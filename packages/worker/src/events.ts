@@ -49,7 +49,7 @@ export interface WorkerEvents extends Omit<AttemptEvents, 'error'> {
    */
   unclaimedKinds: { readonly kinds: readonly UnclaimedKindReport[]; readonly queue: string; readonly handledKinds: readonly string[] };
   /** The worker stopped (after `stop()`, or because the store was closed under it). */
-  stopped: { readonly handedBack: number };
+  stopped: { readonly handedBack: number; readonly handBackFailed: number };
 }
 
 export type WorkerEventName = keyof WorkerEvents;

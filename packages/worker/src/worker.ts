@@ -45,8 +45,14 @@ export interface StopOptions {
 }
 
 export interface StopResult {
-  /** Attempts handed back with `store.release` (running at the deadline, or claimed while stopping). */
+  /** Attempts handed back with `store.release` (running at the deadline, or claimed while stopping), counting those whose release failed. */
   readonly handedBack: number;
+  /**
+   * Of {@link handedBack}, the attempts whose release did not reach the store (the store was closed,
+   * its pool ended, the database down): they stay CLAIMED until their lease ends and are then
+   * reclaimed by any worker, as after a crash.
+   */
+  readonly handBackFailed: number;
 }
 
 /** Default of {@link SignalHandlerOptions.sameSignalWindowMs}. */
@@ -110,6 +116,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private sleepingFull = false;
   private stopping: Promise<StopResult> | null = null;
   private handedBackUnstarted = 0;
+  /** Hand-backs at stop whose release did not reach the store ({@link StopResult.handBackFailed}). */
+  private handBacksFailed = 0;
   /** Aborted at the shutdown deadline: running handlers are handed back. */
   private readonly deadline = new AbortController();
   /** Aborted when stopped: cancels the shutdown timers. */
@@ -256,7 +264,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     }
     if (this.isStopping()) {
       this.handedBackUnstarted += tasks.length;
-      await Promise.all(tasks.map((task) => this.reporter.release(task)));
+      await Promise.all(tasks.map((task) => this.handBackUnstarted(task)));
       return tasks;
     }
     let started = 0;
@@ -324,7 +332,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       // The local queue is handed back at once, whatever the timeout: those handlers never started.
       const queued = this.queue.drain();
       this.handedBackUnstarted += queued.length;
-      for (const task of queued) this.trackHandBack(this.reporter.release(task));
+      for (const task of queued) this.trackHandBack(this.handBackUnstarted(task));
     }
     this.stopping ??= this.shutdown();
     return this.stopping;
@@ -418,6 +426,11 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     return this.busy + this.queue.size + this.reserved < concurrency || room >= Math.ceil((concurrency + prefetch) / 2);
   }
 
+  /** Releases a claimed task whose handler never started (stopping); counts a release that failed. */
+  private async handBackUnstarted(task: ClaimedTask): Promise<void> {
+    if ((await this.reporter.release(task)) === null) this.handBacksFailed += 1;
+  }
+
   private trackHandBack(release: Promise<unknown>): void {
     const tracked = settle(() => release);
     this.handBacks.add(tracked);
@@ -499,12 +512,15 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     await Promise.all([...this.claims]);
     await Promise.race([this.idle(), whenAborted(this.deadline.signal)]);
     const running = [...this.runs].filter((run) => run.phase === 'running');
-    await Promise.all(running.map((run) => run.handBack()));
+    const released = await Promise.all(running.map((run) => run.handBack()));
     await this.idle();
     this.stopTimers.abort();
     this.currentState = 'stopped';
     this.telemetry.stop();
-    const result: StopResult = { handedBack: running.length + this.handedBackUnstarted };
+    const result: StopResult = {
+      handedBack: running.length + this.handedBackUnstarted,
+      handBackFailed: released.filter((ok) => !ok).length + this.handBacksFailed,
+    };
     this.logger.info(result, 'stopped');
     this.events.emit('stopped', result);
     return result;

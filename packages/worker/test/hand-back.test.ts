@@ -47,7 +47,7 @@ describe.each([
       const w = worker(name);
       const released = waitForEvent(w, 'released');
       expect((await w.runOnce()).map((t) => t.id)).toEqual([id]);
-      expect(await w.stop({ timeoutMs: 20 })).toEqual({ handedBack: 1 });
+      expect(await w.stop({ timeoutMs: 20 })).toEqual({ handedBack: 1, handBackFailed: 0 });
       expect((await released)[0]?.outcome).toBe('SCHEDULED');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.SCHEDULED, failures: 0 });
     }

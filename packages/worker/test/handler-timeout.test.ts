@@ -60,7 +60,7 @@ describe.each(STORE_HARNESSES)('a handler that never settles, default options (%
       expect(abandoned.map((e) => e.reason)).toEqual(['timeout']);
       expect(failed[0]?.error).toBe('handler did not settle within 5000 ms after its signal aborted (timeout); abandoned');
       expect(failed[0]?.result.outcome).toBe(attempt === 1 ? 'SCHEDULED' : 'DEAD');
-      expect(await w.stop({ timeoutMs: 0 })).toEqual({ handedBack: 0 });
+      expect(await w.stop({ timeoutMs: 0 })).toEqual({ handedBack: 0, handBackFailed: 0 });
       expect(await h.store.getTask(id)).toMatchObject({ state: attempt === 1 ? TaskState.SCHEDULED : TaskState.DEAD, attempt, failures: attempt });
     }
     expect(await h.store.getTask(id)).toMatchObject({

@@ -154,7 +154,7 @@ describe.each(STORE_HARNESSES)('local queue on the %s store', (_name, make) => {
       expect(task).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, failures: 0 });
     }
     hold.open();
-    expect(await stopping).toEqual({ handedBack: 3 });
+    expect(await stopping).toEqual({ handedBack: 3, handBackFailed: 0 });
     expect((await h.store.getTask(running))?.state).toBe(TaskState.DONE);
     // Claimed again by another worker: the next attempt, still no failure.
     const again = await h.store.claim({ owner: 'other', limit: 10, leaseMs: 30_000 });

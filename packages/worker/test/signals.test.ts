@@ -94,7 +94,7 @@ describe('signals: one Ctrl-C delivered twice is one signal', () => {
 
   it('two SIGINTs 40 ms apart: the running task finishes (DONE), nothing is handed back', async () => {
     const { stopped, task, stdout } = await run(1_000, 40);
-    expect(stopped).toEqual({ handedBack: 0 });
+    expect(stopped).toEqual({ handedBack: 0, handBackFailed: 0 });
     expect(task).toMatchObject({ state: TaskState.DONE, attempt: 1, failures: 0, result: 'finished', lastError: null });
     expect(stdout).toContain('signal again within sameSignalWindowMs: taken as the same signal');
     expect(stdout).not.toContain('second signal: handing running tasks back now');
@@ -102,7 +102,7 @@ describe('signals: one Ctrl-C delivered twice is one signal', () => {
 
   it('two SIGINTs 1.5 s apart: the second hands the running task back at once', async () => {
     const { stopped, task, stdout } = await run(20_000, 1_500);
-    expect(stopped).toEqual({ handedBack: 1 });
+    expect(stopped).toEqual({ handedBack: 1, handBackFailed: 0 });
     expect(task).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, failures: 0, leaseOwner: null });
     expect(stdout).toContain('second signal: handing running tasks back now');
   });

@@ -145,7 +145,7 @@ describe('worker against a faulty store', () => {
     slowClaim.open();
     expect(await running).toHaveLength(2);
     expect((await released).map((e) => e.outcome)).toEqual(['SCHEDULED', 'SCHEDULED']);
-    expect(await stopped).toEqual({ handedBack: 2 });
+    expect(await stopped).toEqual({ handedBack: 2, handBackFailed: 0 });
     for (const t of [a, b]) expect(await store.getTask(t!.id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, lastError: null });
   });
 

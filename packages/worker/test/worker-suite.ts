@@ -539,7 +539,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       const stopped = w.stop({ timeoutMs: 10_000 });
       expect(await w.runOnce()).toEqual([]);
       g.open();
-      expect(await stopped).toEqual({ handedBack: 0 });
+      expect(await stopped).toEqual({ handedBack: 0, handBackFailed: 0 });
       expect(w.state).toBe('stopped');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: 'finished' });
     });
@@ -563,7 +563,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       });
       const released = waitForEvent(a, 'released');
       await a.runOnce();
-      expect(await a.stop({ timeoutMs: 20 })).toEqual({ handedBack: 1 });
+      expect(await a.stop({ timeoutMs: 20 })).toEqual({ handedBack: 1, handBackFailed: 0 });
       expect((await released)[0]?.outcome).toBe('SCHEDULED');
       expect((reason as TaskAbortedError).reason).toBe('shutdown');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 1, leaseOwner: null });
@@ -582,7 +582,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
         const remove = w.installSignalHandlers({ signals: ['SIGUSR2'], onStopped: (result, signal) => resolve([result, signal, remove()]) });
       });
       process.emit('SIGUSR2', 'SIGUSR2');
-      expect(await stopped).toEqual([{ handedBack: 0 }, 'SIGUSR2', undefined]);
+      expect(await stopped).toEqual([{ handedBack: 0, handBackFailed: 0 }, 'SIGUSR2', undefined]);
       expect(w.state).toBe('stopped');
       expect(process.listenerCount('SIGUSR2')).toBe(0);
     });

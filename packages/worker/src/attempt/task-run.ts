@@ -114,15 +114,19 @@ export class TaskRun<Tx> {
     return this.currentPhase;
   }
 
-  /** Shutdown: aborts the handler (reason `shutdown`) and releases the attempt. A no-op unless running. */
-  async handBack(): Promise<void> {
-    if (this.currentPhase !== 'running') return;
+  /**
+   * Shutdown: aborts the handler (reason `shutdown`) and releases the attempt. A no-op unless running.
+   * @returns false when the release did not reach the store (the lease then runs out), else true
+   */
+  async handBack(): Promise<boolean> {
+    if (this.currentPhase !== 'running') return true;
     this.currentPhase = 'handedBack';
     this.freeSlot();
     this.halt.abort(HALTED);
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
     const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.leaseStop.abort());
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
+    return outcome !== null;
   }
 
   private async execute(claimSentAt: number): Promise<void> {
@@ -189,6 +193,7 @@ export class TaskRun<Tx> {
   private async endCancelled(): Promise<void> {
     const outcome = await this.deps.reporter.release(this.task);
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
+    return outcome !== null;
   }
 
   /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
