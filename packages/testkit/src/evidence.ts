@@ -55,6 +55,7 @@ export const CASE_ORDER: readonly string[] = [
   'history_split_outcomes',
   'batch_deadlock',
   'notify_queue_full',
+  'version_skew',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
