@@ -280,8 +280,10 @@ export function statements(schema: string) {
 end $upgrade$`,
     /** No parameters → `{ version }` rows. */
     migrationVersions: `select version from ${migration} order by version`,
-    /** `$1` version, `$2` name, `$3` min reader (integer or null). */
-    migrationInsert: `insert into ${migration} (version, name, min_reader) values ($1::int, $2::text, $3::int)`,
+    /** `$1` version, `$2` name. */
+    migrationInsert: `insert into ${migration} (version, name) values ($1::int, $2::text)`,
+    /** `$1` version, `$2` its `minReader`: recorded for a migration that declares one. */
+    migrationMinReader: `update ${migration} set min_reader = $2::int where version = $1::int`,
     /**
      * No parameters → one `{ version, minreader }` row: the newest migration applied and the highest
      * `min_reader` any applied migration declares (null when none does, or the table predates the

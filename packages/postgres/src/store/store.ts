@@ -521,7 +521,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         for (const m of all) {
           if (applied.has(m.version)) continue;
           await query(m.sql);
-          await query(s.migrationInsert, [m.version, m.name, m.minReader ?? null]);
+          await query(s.migrationInsert, [m.version, m.name]);
+          if (m.minReader !== undefined) await query(s.migrationMinReader, [m.version, m.minReader]);
           done.push(m.version);
         }
         // History partitions from the store's now on (docs/contract.md#live-and-history): a store
