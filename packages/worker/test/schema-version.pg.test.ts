@@ -66,7 +66,7 @@ describe.each(['pg', 'postgres-js'] as const)('%s worker', (driver) => {
       await until(() => stopped, 'the worker stops');
       const [first] = errors;
       expect(SchemaVersionError.isInstance(first?.error) && first.error.code).toBe('SCHEMA_BEHIND');
-      expect((first?.error as Error).message).toBe(`schema ${schema} is at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}: run migrate() first`);
+      expect((first?.error as Error | undefined)?.message).toBe(`schema ${schema} is at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}: run migrate() first`);
       expect(lines.some((l) => l.level === 50 && l.msg.includes(`at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}`))).toBe(true);
       const { rows } = await admin.query(`select count(*) filter (where state = 'SCHEDULED' and attempt = 0)::int as n from ${pg.escapeIdentifier(schema)}.task`);
       expect(rows[0].n).toBe(3);
