@@ -438,7 +438,7 @@ function report(error: unknown, schema: string, json = false): number {
 // Any other failure to write the output (a full disk) is said on stderr, with exit code 1.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
-  process.stderr.write(`postpone: error UNEXPECTED: cannot write the output: ${error.message}\n`);
+  process.stderr.write(errorLine(wantsJson(process.argv.slice(2)), 'UNEXPECTED', `cannot write the output: ${error.message}`));
   process.exit(1);
 });
 process.exitCode = await run(process.argv.slice(2));

@@ -17,7 +17,9 @@ import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker } from '@postpone/worker';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { checkDashboardOptions } from '../src/dashboard/command.js';
+import { createDashboardApp } from '../src/dashboard/server.js';
 import { isLoopbackHost } from '../src/dashboard/security.js';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
 
@@ -374,6 +376,22 @@ describe('postpone dashboard', () => {
     expect(page.status).toBe(200);
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     expect(await stopChild(child)).toBe(0);
+  });
+
+  it('answers 503 POOL_TIMEOUT, not 500, when every pooled connection is busy (the page retries)', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 200 });
+    const held = await pool.connect();
+    const store = createPgStore({ pool, schema: layoutSchema });
+    try {
+      const app = createDashboardApp({ store, schema: layoutSchema, token: null, refreshMs: 5_000, host: '127.0.0.1', port: () => 7070 });
+      const response = await app.request('/api/overview', { headers: { host: '127.0.0.1:7070' } });
+      expect(response.status).toBe(503);
+      expect(((await response.json()) as { error: string }).error).toBe('POOL_TIMEOUT');
+    } finally {
+      held.release();
+      await store.close();
+      await pool.end();
+    }
   });
 
   it('tells loopback addresses from others and checks the options before binding', () => {

@@ -24,6 +24,7 @@ describe('conformance suite', () => {
       'observeCases',
       'lifecycleCases',
       'adminCases',
+      'unclaimedCases',
       'traceContextCases',
       'cancelTxCases',
       'retryCases',

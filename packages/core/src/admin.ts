@@ -128,6 +128,41 @@ export interface PruneResult {
   readonly batches: number;
   /** With `retention` on PostgreSQL: history partitions dropped whole (their rows are counted in `deleted`). Absent otherwise. */
   readonly partitionsDropped?: number;
+  /** With `retention` on PostgreSQL: day partitions created ahead by this prune. Absent otherwise. */
+  readonly partitionsCreated?: number;
+  /**
+   * With `retention` on PostgreSQL: what partition maintenance could not do in this prune, one entry
+   * per day partition not made or partition not dropped, reported again by every prune while it
+   * lasts (docs/contract.md#retention). Empty when nothing was skipped; absent otherwise.
+   */
+  readonly partitionsSkipped?: readonly HistoryPartitionSkip[];
+}
+
+/**
+ * Why history partition maintenance skipped a day or a partition (docs/contract.md#retention):
+ * - `ROWS_IN_DEFAULT`: the day has no partition and its rows sit in the state's DEFAULT partition
+ *   (no maintenance ran ahead of it); retention deletes them by row.
+ * - `NAME_TAKEN`: a relation with the day partition's name exists and is not that day's partition
+ *   (a table not attached, attached elsewhere or with another range); it is left alone, and the
+ *   day's rows go to the DEFAULT partition.
+ * - `OVERLAP`: another partition already covers part of the day.
+ * - `LOCK_TIMEOUT`: a lock was not granted within the maintenance `lock_timeout` (a reader holds
+ *   the partition); done by a later prune.
+ */
+export type HistoryPartitionSkipReason = 'ROWS_IN_DEFAULT' | 'NAME_TAKEN' | 'OVERLAP' | 'LOCK_TIMEOUT';
+
+/** One entry of {@link PruneResult.partitionsSkipped}. */
+export interface HistoryPartitionSkip {
+  /** `create`: a day partition not made; `drop`: a partition past retention not dropped. */
+  readonly action: 'create' | 'drop';
+  readonly state: 'DONE' | 'DEAD' | 'CANCELLED';
+  /** The partition's name (`task_history_done_20300101`). */
+  readonly partition: string;
+  /** Its UTC day, `YYYY-MM-DD` (null for a partition whose range is not one day). */
+  readonly day: string | null;
+  readonly reason: HistoryPartitionSkipReason;
+  /** One line for logs. */
+  readonly detail: string;
 }
 
 /** Live counts of one kind. */

@@ -3,7 +3,7 @@
  */
 import { MAX_ERROR_LENGTH } from './errors/describe-thrown.js';
 import { ValidationError } from './errors/errors.js';
-import { parseTaskId, rejectUnknownFields, type TaskId, validateAttempt, validateDelayMs, validateMaxAttempts, validateRunAt } from './input/validate.js';
+import { parseTaskId, rejectUnknownFields, type TaskId, validateAttempt, validateDelayMs, validateDueAt, validateMaxAttempts } from './input/validate.js';
 
 /** Longest accepted worker identity, in characters. */
 export const MAX_OWNER_LENGTH = 200;
@@ -45,16 +45,17 @@ export function validateFailRetry(params: { readonly retryable?: unknown; readon
 }
 
 /**
- * Checks SnoozeParams: a task id, an attempt, and exactly one of `dueAt` (valid Date, years 1..9999)
- * or `delayMs` (whole ms 0..MAX_DELAY_MS).
+ * Checks SnoozeParams: a task id, an attempt, and exactly one of `dueAt` (valid Date, years 1..9999,
+ * at most MAX_DELAY_MS — 100 years — after `nowMs`, the store's now, as `runAt` of schedule) or
+ * `delayMs` (whole ms 0..MAX_DELAY_MS).
  * @throws ValidationError INVALID_OPTION (`params` not an object, see {@link checkCallParams}; `attempt`; an unknown field), INVALID_TASK_ID, INVALID_RUN_AT (`dueAt`), INVALID_DELAY (`delayMs`, or both/neither given)
  */
-export function validateSnoozeParams(params: unknown): { id: TaskId; attempt: number; dueAt: Date | null; delayMs: number } {
+export function validateSnoozeParams(params: unknown, nowMs: number = Date.now()): { id: TaskId; attempt: number; dueAt: Date | null; delayMs: number } {
   const p = checkCallParams('snooze', params) as Record<string, unknown>;
   const id = parseTaskId(p.id);
   const attempt = validateAttempt(p.attempt);
   if ((p.dueAt === undefined) === (p.delayMs === undefined)) throw new ValidationError('INVALID_DELAY', 'delayMs', 'give dueAt or delayMs, exactly one');
-  if (p.dueAt !== undefined) return { id, attempt, dueAt: validateRunAt(p.dueAt, 'dueAt'), delayMs: 0 };
+  if (p.dueAt !== undefined) return { id, attempt, dueAt: validateDueAt(p.dueAt, 'dueAt', nowMs), delayMs: 0 };
   return { id, attempt, dueAt: null, delayMs: validateDelayMs(p.delayMs) };
 }
 

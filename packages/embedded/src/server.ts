@@ -305,7 +305,7 @@ function track(server: Server, root: string): EmbeddedDatabase {
         try {
           await server.stop('fast');
         } finally {
-          rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+          await removeTree(root);
           if (running.size === 0) uninstallHooks();
         }
       })();
@@ -358,6 +358,27 @@ function waitGoneSync(pid: number, timeoutMs: number): boolean {
     sleepSync(10);
   }
   return true;
+}
+
+/** Longest wait for a data folder to be removed after its server stopped (ms). */
+const REMOVE_WAIT_MS = 5_000;
+
+/**
+ * Removes `path`, again every 100 ms for at most {@link REMOVE_WAIT_MS} while it still exists: when a
+ * slow fast shutdown was escalated to SIGKILL (a busy machine), the postmaster is gone but its
+ * backends may still write a file or two while they notice, and one `rmSync` would leave the folder.
+ */
+async function removeTree(path: string): Promise<void> {
+  const deadline = Date.now() + REMOVE_WAIT_MS;
+  for (;;) {
+    try {
+      rmSync(path, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // Retried below; a folder still left is removed by the next start (removeStaleFolders).
+    }
+    if (!existsSync(path) || Date.now() > deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** `rmSync` with a few blocking retries: a file can appear while the tree is walked. */

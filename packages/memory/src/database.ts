@@ -111,12 +111,21 @@ export class MemoryDatabase {
   readonly liveKeys = new Map<string, TaskId>();
   readonly effects = new Map<TaskId, Effect>();
   readonly tables = new Map<string, Map<string, unknown>>();
-  #lastId = 0;
+  /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
+  #lastId = 0n;
 
   /** Like a PostgreSQL sequence: ids are never reused, even when the transaction rolls back. */
   nextTaskId(): TaskId {
-    this.#lastId += 1;
-    return String(this.#lastId);
+    this.#lastId += 1n;
+    return this.#lastId.toString();
+  }
+
+  /**
+   * Test seam: the next id is `next` (decimal text of a positive bigint), as `alter table task alter
+   * column id restart with next` does in PostgreSQL. Ids already given are not checked against it.
+   */
+  restartTaskIds(next: TaskId): void {
+    this.#lastId = BigInt(next) - 1n;
   }
 
   begin(): WriteSet {

@@ -295,7 +295,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   /** Core `transition('snooze')` under the row lock; `delayMs` counts from this store's clock. */
   async snooze(params: SnoozeParams): Promise<SnoozeResult> {
     this.#assertOpen();
-    const p = validateSnoozeParams(params);
+    const p = validateSnoozeParams(params, this.#clock.now());
     // `delayMs` counts from the same clock reading as `updatedAt`, under the row lock (as one SQL statement would).
     const step = await this.#locks.run(p.id, () => {
       this.#assertOpen();
@@ -423,6 +423,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       this.#db.commit(ws);
       return true;
     });
+  }
+
+  /**
+   * Test seam: the in-memory counterpart of `alter table task alter column id restart with <next>`:
+   * the next task gets id `next`. Ids are kept as bigint, so they stay exact past 2⁵³.
+   * @throws ValidationError INVALID_TASK_ID unless `next` is a positive bigint
+   */
+  restartTaskIds(next: TaskId): void {
+    this.#assertOpen();
+    this.#db.restartTaskIds(parseTaskId(next, 'next'));
   }
 
   #assertOpen(): void {

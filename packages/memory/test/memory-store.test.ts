@@ -21,6 +21,34 @@ describe('createMemoryStore', () => {
     expect(await store.getTask('4')).toBeNull();
   });
 
+  it('keeps ids exact across 2^31, 2^53 and up to the bigint maximum (restartTaskIds)', async () => {
+    const clock = new TestClock();
+    for (const next of ['2147483643', '9007199254740987', '9223372036854775803']) {
+      const store = createMemoryStore({ clock });
+      store.restartTaskIds(next);
+      const single = (await store.schedule({ kind: 'k', key: 'a' })).id;
+      const many = (await store.scheduleMany([{ kind: 'k' }, { kind: 'k', key: 'b' }, { kind: 'k' }, { kind: 'k' }])).map((s) => s.id);
+      const ids = [single, ...many];
+      // A Number counter would repeat ids past 2^53 (9007199254740992 + 1 === 9007199254740992).
+      expect(ids).toEqual([0n, 1n, 2n, 3n, 4n].map((i) => (BigInt(next) + i).toString()));
+      expect((await store.schedule({ kind: 'k', key: 'a' })).id).toBe(single);
+      for (const id of ids) expect((await store.getTask(id))?.id).toBe(id);
+      const claimed = await store.claim({ owner: 'w1', limit: 5, leaseMs: 1_000 });
+      expect(claimed.map((c) => c.id)).toEqual(ids);
+      expect(await store.completeMany(claimed.map((c) => ({ id: c.id, attempt: c.attempt, owner: 'w1' })))).toEqual(ids.map(() => 'DONE'));
+      const pages: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await store.listTasks({ order: 'oldest', limit: 2, cursor });
+        pages.push(...page.tasks.map((t) => t.id));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(pages).toEqual(ids);
+    }
+    const store = createMemoryStore({ clock });
+    expect(() => store.restartTaskIds('9223372036854775808')).toThrow(ValidationError);
+  });
+
   it('claims in (dueAt, id) order, ids compared as numbers', async () => {
     const clock = new TestClock();
     const store = createMemoryStore({ clock });

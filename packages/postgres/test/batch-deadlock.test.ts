@@ -6,12 +6,11 @@
  * `pg_stat_database.deadlocks` does not move and no call fails. The forced interleaving that
  * deadlocked before the fix is `lock-order.test.ts`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { recordCase } from '@postpone/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migratedSchema } from './support/kits.js';
+import { runTogether, startReportingChild } from './support/reporting-child.js';
 
 const admin = migratedSchema('batch_deadlock');
 const CHILD = fileURLToPath(new URL('./support/batch-child.mjs', import.meta.url));
@@ -25,23 +24,6 @@ interface ChildResult {
   readonly rounds: number;
   readonly items: number;
   readonly errors: Readonly<Record<string, number>>;
-}
-
-function startChild(role: ChildResult['role'], driver: 'pg' | 'postgres', seed: number): { child: ChildProcess; ready: Promise<void>; result: Promise<ChildResult> } {
-  const child = spawn(process.execPath, [CHILD, role, driver, admin.url, admin.schema, String(seed), String(DURATION_MS), String(MAX_ROUNDS)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  let onReady: () => void = () => {};
-  const ready = new Promise<void>((resolve) => {
-    onReady = resolve;
-  });
-  const result = new Promise<ChildResult>((resolve, reject) => {
-    lines.on('line', (line) => (line === 'ready' ? onReady() : resolve(JSON.parse(line) as ChildResult)));
-    // 'close', not 'exit': 'exit' may come before the last line on stdout has been read.
-    child.on('close', (code) => reject(new Error(`${role} process exited with ${code} before reporting`)));
-  });
-  return { child, ready, result };
 }
 
 async function deadlocks(): Promise<number> {
@@ -60,19 +42,10 @@ describe('evidence: batch_deadlock', () => {
       ['work', 'pg', 3],
       ['work', 'postgres', 4],
     ] as const;
-    const children = plan.map(([role, driver, seed]) => startChild(role, driver, seed));
-    const timer = setTimeout(() => {
-      for (const c of children) c.child.kill('SIGKILL');
-    }, DEADLINE_MS);
-    let results: ChildResult[];
-    try {
-      await Promise.all(children.map((c) => c.ready));
-      for (const c of children) c.child.stdin?.write('go\n');
-      results = await Promise.all(children.map((c) => c.result));
-    } finally {
-      clearTimeout(timer);
-      for (const c of children) c.child.stdin?.end();
-    }
+    const children = plan.map(([role, driver, seed]) =>
+      startReportingChild<ChildResult>(CHILD, [role, driver, admin.url, admin.schema, String(seed), String(DURATION_MS), String(MAX_ROUNDS)], role),
+    );
+    const results = await runTogether(children, DEADLINE_MS);
     // The children's sessions have ended, so their counters are flushed (PostgreSQL 17 §27.2.2).
     const after = await deadlocks();
     const errors: Record<string, number> = {};

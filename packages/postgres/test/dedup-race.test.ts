@@ -4,12 +4,11 @@
  * unique index `task_key_idx` decides: exactly one task is created, and every one of the 4 000 calls
  * returns its id. Then, once that task is terminal, the key is free again for exactly one new task.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { recordCase } from '@postpone/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeKit, migratedSchema } from './support/kits.js';
+import { runTogether, startReportingChild } from './support/reporting-child.js';
 
 const admin = migratedSchema('dedup_race');
 const CHILD = fileURLToPath(new URL('./support/dedup-child.mjs', import.meta.url));
@@ -22,37 +21,11 @@ interface ChildResult {
   readonly created: number;
 }
 
-/** Starts one scheduler process; resolves `ready` once it is connected, `result` with its JSON line. */
-function startChild(driver: 'pg' | 'postgres', key: string): { child: ChildProcess; ready: Promise<void>; result: Promise<ChildResult> } {
-  const child = spawn(process.execPath, [CHILD, driver, admin.url, admin.schema, 'close-reservation', key, String(PER_PROCESS)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  let onReady: () => void = () => {};
-  const ready = new Promise<void>((resolve) => {
-    onReady = resolve;
-  });
-  const result = new Promise<ChildResult>((resolve, reject) => {
-    lines.on('line', (line) => (line === 'ready' ? onReady() : resolve(JSON.parse(line) as ChildResult)));
-    // 'close', not 'exit': 'exit' may come before the last line on stdout has been read.
-    child.on('close', (code) => reject(new Error(`scheduler process exited with ${code} before reporting`)));
-  });
-  return { child, ready, result };
-}
-
 async function race(key: string): Promise<ChildResult[]> {
-  const children = (['pg', 'postgres', 'pg', 'postgres'] as const).map((driver) => startChild(driver, key));
-  const timer = setTimeout(() => {
-    for (const c of children) c.child.kill('SIGKILL');
-  }, DEADLINE_MS);
-  try {
-    await Promise.all(children.map((c) => c.ready));
-    for (const c of children) c.child.stdin?.write('go\n');
-    return await Promise.all(children.map((c) => c.result));
-  } finally {
-    clearTimeout(timer);
-    for (const c of children) c.child.stdin?.end();
-  }
+  const children = (['pg', 'postgres', 'pg', 'postgres'] as const).map((driver) =>
+    startReportingChild<ChildResult>(CHILD, [driver, admin.url, admin.schema, 'close-reservation', key, String(PER_PROCESS)], 'scheduler'),
+  );
+  return runTogether(children, DEADLINE_MS);
 }
 
 describe('dedup key race: 4 processes × 1 000 schedules of one key', () => {

@@ -54,8 +54,11 @@ export const CASE_ORDER: readonly string[] = [
   'dedup_key_race',
   'history_split_outcomes',
   'batch_deadlock',
+  'large_ids',
   'notify_queue_full',
   'version_skew',
+  'shutdown_order',
+  'history_maintenance',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

@@ -59,6 +59,14 @@ export class Pruner {
       events.emit('pruned', { ...result, durationMs });
       if (result.deleted > 0) logger.info({ deleted: result.deleted, batches: result.batches, durationMs }, 'pruned history');
       else logger.debug({ durationMs }, 'prune found no history to delete');
+      // Partition maintenance that could not be done: reported at every prune while it lasts.
+      const skipped = result.partitionsSkipped ?? [];
+      if (skipped.length > 0) {
+        logger.warn(
+          { partitionsSkipped: skipped.map((s) => ({ action: s.action, partition: s.partition, day: s.day, reason: s.reason })) },
+          `history partition maintenance skipped ${skipped.length}: ${skipped.map((s) => s.detail).join('; ')}`,
+        );
+      }
       return result;
     } catch (error) {
       events.emit('error', { error, operation: 'prune' });

@@ -87,11 +87,11 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** 400 bad input, 503 the database cannot be reached (the page retries), 500 anything else. */
+/** 400 bad input, 503 the database cannot be reached or every pooled connection is busy (the page retries), 500 anything else. */
 function errorBody(error: unknown): { status: 400 | 500 | 503; body: { error: string; message: string } } {
   if (ValidationError.isInstance(error)) return { status: 400, body: { error: error.code, message: error.message } };
   if (PostponeError.isInstance(error)) {
-    const unavailable = error.code === 'CONNECTION_FAILED' || error.code === 'CONNECTION_LOST';
+    const unavailable = error.code === 'CONNECTION_FAILED' || error.code === 'CONNECTION_LOST' || error.code === 'POOL_TIMEOUT';
     return { status: unavailable ? 503 : 500, body: { error: error.code, message: error.message } };
   }
   return { status: 500, body: { error: 'UNEXPECTED', message: error instanceof Error ? error.message : String(error) } };

@@ -41,7 +41,8 @@ async function record(store: Store<any>, id: TaskId): Promise<TaskRecord> {
   return found as TaskRecord;
 }
 
-const byNum = (a: TaskId, b: TaskId) => Number(a) - Number(b);
+/** Ids in numeric order, exactly (BigInt: `Number` would tie ids past 2⁵³). */
+const byNum = (a: TaskId, b: TaskId) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
 
 export function adminCases(h: HarnessRef): void {
   describe('listTasks', () => {

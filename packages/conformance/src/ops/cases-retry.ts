@@ -4,7 +4,7 @@
  * `maxAttempts` limit of the worker's; `snooze` (SCHEDULED at a new due time without counting a
  * failure), each fenced by attempt like fail and release.
  */
-import { type RetryPolicy, TaskState } from '@postpone/core';
+import { MAX_DELAY_MS, type RetryPolicy, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import { claimExactly, expectValidationError, mustGetTask } from '../kit/helpers.js';
 import type { HarnessRef } from '../kit/harness.js';
@@ -157,7 +157,7 @@ export function retryCases(h: HarnessRef): void {
     });
 
     it('refuses bad snooze and fail parameters before writing anything', async () => {
-      const { store } = h();
+      const { store, clock } = h();
       const { id } = await store.schedule({ kind: 'snoozy' });
       const claimed = await claimExactly(store, id);
       const { attempt } = claimed;
@@ -165,6 +165,8 @@ export function retryCases(h: HarnessRef): void {
       await expectValidationError(() => store.snooze({ id, attempt, delayMs: 1, dueAt: new Date() }), 'INVALID_DELAY', 'delayMs');
       await expectValidationError(() => store.snooze({ id, attempt, delayMs: -1 }), 'INVALID_DELAY', 'delayMs');
       await expectValidationError(() => store.snooze({ id, attempt, dueAt: new Date(Number.NaN) }), 'INVALID_RUN_AT', 'dueAt');
+      // The cap of runAt and delayMs: 100 years after the store's now (issue 27 item 10).
+      await expectValidationError(() => store.snooze({ id, attempt, dueAt: new Date(clock.now() + MAX_DELAY_MS + 1) }), 'INVALID_RUN_AT', 'dueAt');
       await expectValidationError(() => store.snooze({ id, attempt: 0, delayMs: 1 }), 'INVALID_OPTION', 'attempt');
       await expectValidationError(() => store.snooze({ id: 'x', attempt, delayMs: 1 }), 'INVALID_TASK_ID', 'id');
       await expectValidationError(() => store.snooze({ id, attempt, delay: 1 } as never), 'INVALID_OPTION', 'delay');

@@ -107,12 +107,14 @@ export function adminStatements(schema: string) {
    * by a one-time filter on `$1`; in the `byKind` form a LATERAL subquery per kind. Each branch
    * reads `task_state_id_idx (state, id)` (or `task_state_kind_id_idx (state, kind, id)`) in id order
    * from the cursor and stops after `$6` matching rows; the outer sort merges at most
-   * states × kinds × `$6` rows. The cursor is an Index Cond (`id < coalesce($7, max)`), so page n
+   * states × kinds × `$6` rows. The cursor is an Index Cond (`id <= coalesce($7 - 1, max)`), so page n
    * costs what page 1 costs, also under a generic plan. `$5 = true` may use `task_error_idx`. `$8`
    * (queue) is a filter on the rows read, like the due range: no index leads with the queue in id order.
    */
   function list(order: 'newest' | 'oldest', byKind: boolean): string {
-    const after = order === 'newest' ? `t.id < coalesce($7::bigint, 9223372036854775807)` : `t.id > coalesce($7::bigint, 0)`;
+    // `<=` the bigint maximum, not `<`: the first newest page must include a task whose id is
+    // 9223372036854775807 (the sequence's last value). `$7 - 1` cannot overflow: a cursor id is >= 1.
+    const after = order === 'newest' ? `t.id <= coalesce($7::bigint - 1, 9223372036854775807)` : `t.id > coalesce($7::bigint, 0)`;
     const dir = order === 'newest' ? 'desc' : 'asc';
     const top = (state: string) => `select ${columns} from ${tableOf(state)} t
      where t.state = ${literal(state)}${byKind ? ' and t.kind = k.kind' : ' and $2::text is null'}

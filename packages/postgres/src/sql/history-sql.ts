@@ -188,6 +188,54 @@ export function historyStatements(schema: string) {
     retentionLockTimeout: `set local lock_timeout = '2s'`,
 
     /**
+     * No parameters. The lock on a state's table that a DROP of its partition takes (ACCESS
+     * EXCLUSIVE) queues every insert into that state behind it while it waits: it may wait only for
+     * the instant in-flight finishing statements take, 200 ms, and is left for the next prune
+     * otherwise. Below `deadlock_timeout` (1 s), so a reader that waits for the partition we hold
+     * while holding the state's table is never made a deadlock victim: this statement gives up first.
+     */
+    parentLockTimeout: `set local lock_timeout = '200ms'`,
+
+    /** No parameters: the advisory lock `ensure_history_partitions` takes, so makers of partitions go one at a time. */
+    partitionsLock: `select pg_advisory_xact_lock(hashtextextended(${literal(`postpone:history-partitions:${schema}`)}, 0))`,
+
+    /**
+     * `$1` names (a JSON array of text) → `{ name, relkind, parent, lowerms, upperms }` for each name taken by a
+     * relation of the schema: its kind, the table it is a partition of (null when none) and its
+     * bounds in epoch ms (null for MINVALUE, a DEFAULT or no partition).
+     */
+    partitionCatalog: `select c.relname::text as name, c.relkind::text as relkind, p.relname::text as parent,
+       floor(extract(epoch from (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz) * 1000)::float8 as lowerms,
+       floor(extract(epoch from (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz) * 1000)::float8 as upperms
+  from pg_class c
+  left join pg_inherits i on i.inhrelid = c.oid
+  left join pg_class p on p.oid = i.inhparent
+ where c.relnamespace = to_regnamespace(${literal(schema)}) and c.relname in (select jsonb_array_elements_text($1::text::jsonb))`,
+
+    /**
+     * `state` → `{ day }` (UTC, `YYYY-MM-DD`): the days whose rows sit in the state's DEFAULT
+     * partition, i.e. days that had no partition when their tasks finished. Reads the DEFAULT
+     * partition, which holds only such rows (and retention deletes them by row).
+     */
+    defaultDays: (state: string) => `select to_char((finished_at at time zone 'UTC')::date, 'YYYY-MM-DD') as day
+  from ${q}.${quoteIdent(`${historyStateTable(state)}_default`)} group by 1 order by 1`,
+
+    /**
+     * `state`, `leaf` unquoted, bounds (ISO) → the statements that make one day partition without
+     * blocking the finishing statements: the table is created on its own, then ATTACHed, which
+     * takes SHARE UPDATE EXCLUSIVE on the state's table (PostgreSQL 17 ALTER TABLE: ATTACH
+     * PARTITION), not the ACCESS EXCLUSIVE of `create table … partition of`, so inserts go on; it
+     * scans the new (empty) table and the DEFAULT partition.
+     */
+    createDay: (state: string, leaf: string, fromIso: string, toIso: string) => [
+      `create table ${q}.${quoteIdent(leaf)} (like ${q}.task_history including defaults)`,
+      `alter table ${q}.${quoteIdent(historyStateTable(state))} attach partition ${q}.${quoteIdent(leaf)} for values from (${literal(fromIso)}) to (${literal(toIso)})`,
+    ],
+
+    /** `leaf` unquoted → ACCESS EXCLUSIVE on that partition only (its state's table is not locked yet). */
+    lockPartition: (leaf: string) => `lock table only ${q}.${quoteIdent(leaf)} in access exclusive mode`,
+
+    /**
      * `leaf` unquoted → `{ rows, effects }`: deletes the effect rows of the tasks in that partition
      * (only DONE tasks have one; `effect` is not partitioned, its primary key is the one-effect rule)
      * and counts the partition's rows, just before {@link dropPartition} in the same transaction.

@@ -5,6 +5,7 @@
  */
 import {
   encodeListCursor,
+  type HistoryPartitionSkip,
   type ListTasksParams,
   type PruneParams,
   type PruneResult,
@@ -23,12 +24,29 @@ import {
   validateUnclaimedKindsParams,
 } from '@postpone/core';
 import { type AdminStatements, adminStatements } from '../sql/admin-sql.js';
-import { HISTORY_DAYS_AHEAD, type HistoryStatements, historyStatements } from '../sql/history-sql.js';
+import { HISTORY_DAYS_AHEAD, HISTORY_STATES, type HistoryStatements, historyStateTable, historyStatements } from '../sql/history-sql.js';
+import type { Driver, Param, Row } from './driver.js';
 import { SqlState } from './errors.js';
 
 /** SQLSTATE 55P03: a lock not granted within `lock_timeout` (PostgreSQL 17 Appendix A). */
 const LOCK_NOT_AVAILABLE = '55P03';
-import type { Driver, Param, Row } from './driver.js';
+/** SQLSTATE 42P07: the relation exists already (another maker was first, or a stranger's table). */
+const DUPLICATE_TABLE = '42P07';
+/** SQLSTATE 42P17: invalid object definition (a partition range overlapping another). */
+const INVALID_OBJECT_DEFINITION = '42P17';
+
+const DAY_MS = 86_400_000;
+type HistoryState = 'DONE' | 'DEAD' | 'CANCELLED';
+
+/** What one run of partition maintenance made and skipped (docs/contract.md#retention). */
+export interface PartitionMaintenance {
+  readonly created: number;
+  readonly skipped: HistoryPartitionSkip[];
+}
+
+function sqlStateOfError(error: unknown): string | undefined {
+  return (error as { sqlState?: string } | null)?.sqlState;
+}
 
 /** What the store lends its operations: its driver, clock parameter and error translation. */
 export interface PostgresAdminContext {
@@ -120,25 +138,142 @@ export class PostgresAdmin {
 
   /**
    * The day partitions of history from the store's now through `daysAhead` more days, missing ones
-   * only (migration 11's `ensure_history_partitions`). @returns how many it created
+   * only. @returns how many it created (see {@link maintainPartitions} for what it skipped)
    */
   async ensureHistoryPartitions(daysAhead = HISTORY_DAYS_AHEAD): Promise<number> {
-    this.ctx.assertOpen();
-    const [row] = await this.ctx.call(() => this.ctx.driver.query(this.history.ensurePartitions, [this.ctx.nowParam(), daysAhead]));
-    return Number(row?.created ?? 0);
+    return (await this.maintainPartitions(daysAhead)).created;
   }
 
   /**
-   * Retention (docs/contract.md#retention): partitions are created ahead first; then every leaf
-   * partition of a state with a retention whose upper bound is at or before now − retention (every
-   * row in it is past retention) is dropped with its effect rows, one short transaction each
-   * (lock_timeout 2 s: a partition whose lock is not granted in time is left for the next prune);
-   * last, the DEFAULT partitions' rows past retention are deleted by row.
+   * Partition maintenance ahead (docs/contract.md#retention): for each state, the day partitions
+   * from the store's UTC day through `daysAhead` more, each made in its own short transaction
+   * (`lock_timeout` 2 s, the advisory lock of `ensure_history_partitions`) by CREATE then ATTACH,
+   * so finishing statements never wait for it. Never throws for a day it cannot make: the day is
+   * reported instead, with every day whose rows sit in a DEFAULT partition, at every run.
    */
-  private async pruneByRetention(retention: Readonly<Partial<Record<'DONE' | 'DEAD' | 'CANCELLED', number>>>): Promise<PruneResult> {
-    await this.ensureHistoryPartitions();
+  async maintainPartitions(daysAhead = HISTORY_DAYS_AHEAD): Promise<PartitionMaintenance> {
+    this.ctx.assertOpen();
+    const nowMs = await this.nowMs();
+    const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+    const skipped: HistoryPartitionSkip[] = [];
+    const wanted: { state: HistoryState; leaf: string; from: number; day: string }[] = [];
+    for (const state of HISTORY_STATES) {
+      for (let i = 0; i <= daysAhead; i++) {
+        const from = today + i * DAY_MS;
+        const day = new Date(from).toISOString().slice(0, 10);
+        wanted.push({ state, leaf: `${historyStateTable(state)}_${day.replaceAll('-', '')}`, from, day });
+      }
+    }
+    const catalog = new Map(
+      (await this.ctx.call(() => this.ctx.driver.query(this.history.partitionCatalog, [JSON.stringify(wanted.map((w) => w.leaf))]))).map((r) => [String(r.name), r]),
+    );
+    let created = 0;
+    for (const state of HISTORY_STATES) {
+      const inDefault = new Set((await this.ctx.call(() => this.ctx.driver.query(this.history.defaultDays(state)))).map((r) => String(r.day)));
+      for (const day of [...inDefault].sort()) {
+        skipped.push({
+          action: 'create',
+          state,
+          partition: `${historyStateTable(state)}_${day.replaceAll('-', '')}`,
+          day,
+          reason: 'ROWS_IN_DEFAULT',
+          detail: `no partition for ${day}: its ${state} rows sit in ${historyStateTable(state)}_default (deleted by row at retention)`,
+        });
+      }
+      for (const w of wanted.filter((x) => x.state === state)) {
+        if (inDefault.has(w.day)) continue;
+        const row = catalog.get(w.leaf);
+        if (row !== undefined) {
+          const ours = row.parent === historyStateTable(state) && Number(row.lowerms) === w.from && Number(row.upperms) === w.from + DAY_MS;
+          if (!ours) skipped.push(this.nameTaken(w, row));
+          continue;
+        }
+        const outcome = await this.createDay(w.state, w.leaf, w.from);
+        if (outcome === 'created') created += 1;
+        else if (outcome === 'exists') continue;
+        else if (outcome === 'NAME_TAKEN') skipped.push(this.nameTaken(w, null));
+        else
+          skipped.push({
+            action: 'create',
+            state,
+            partition: w.leaf,
+            day: w.day,
+            reason: outcome,
+            detail:
+              outcome === 'OVERLAP'
+                ? `${w.leaf} not made: another partition of ${historyStateTable(state)} covers part of ${w.day}`
+                : outcome === 'ROWS_IN_DEFAULT'
+                  ? `no partition for ${w.day}: its ${state} rows sit in ${historyStateTable(state)}_default (deleted by row at retention)`
+                  : `${w.leaf} not made: a lock was not granted within 2 s; the next prune tries again`,
+          });
+      }
+    }
+    return { created, skipped };
+  }
+
+  private nameTaken(w: { state: HistoryState; leaf: string; day: string }, row: Row | null): HistoryPartitionSkip {
+    const what =
+      row === null
+        ? 'exists'
+        : row.parent === null || row.parent === undefined
+          ? `is a relation (relkind ${String(row.relkind)}) that is not a partition`
+          : row.parent !== historyStateTable(w.state)
+            ? `is a partition of ${String(row.parent)}`
+            : `is a partition of another range (${row.lowerms === null ? 'minvalue' : new Date(Number(row.lowerms)).toISOString()} to ${row.upperms === null ? 'maxvalue' : new Date(Number(row.upperms)).toISOString()})`;
+    return {
+      action: 'create',
+      state: w.state,
+      partition: w.leaf,
+      day: w.day,
+      reason: 'NAME_TAKEN',
+      detail: `${w.leaf} ${what}: left alone; ${w.day}'s ${w.state} rows go to the default partition unless another partition covers the day`,
+    };
+  }
+
+  /** One day partition in its own transaction. */
+  private async createDay(state: HistoryState, leaf: string, from: number): Promise<'created' | 'exists' | 'NAME_TAKEN' | 'OVERLAP' | 'LOCK_TIMEOUT' | 'ROWS_IN_DEFAULT'> {
+    const [create, attach] = this.history.createDay(state, leaf, new Date(from).toISOString(), new Date(from + DAY_MS).toISOString());
+    try {
+      return await this.ctx.call(() =>
+        this.ctx.driver.transaction(async (query) => {
+          await query(this.history.retentionLockTimeout);
+          await query(this.history.partitionsLock);
+          // Another maker (or migrate) may have been first while we waited for the lock.
+          const [again] = await query(this.history.partitionCatalog, [JSON.stringify([leaf])]);
+          if (again !== undefined) return again.parent === historyStateTable(state) && Number(again.lowerms) === from ? 'exists' : 'NAME_TAKEN';
+          await query(create as string);
+          await query(attach as string);
+          return 'created';
+        }),
+      );
+    } catch (error) {
+      const code = sqlStateOfError(error);
+      if (code === LOCK_NOT_AVAILABLE) return 'LOCK_TIMEOUT';
+      if (code === DUPLICATE_TABLE) return 'NAME_TAKEN';
+      if (code === INVALID_OBJECT_DEFINITION) return 'OVERLAP';
+      if (code === SqlState.CHECK_VIOLATION) return 'ROWS_IN_DEFAULT';
+      throw error;
+    }
+  }
+
+  private async nowMs(): Promise<number> {
     const [clock] = await this.ctx.call(() => this.ctx.driver.query(`select floor(extract(epoch from coalesce($1::timestamptz, now())) * 1000)::float8 as nowms`, [this.ctx.nowParam()]));
-    const nowMs = Number(clock?.nowms);
+    return Number(clock?.nowms);
+  }
+
+  /**
+   * Retention (docs/contract.md#retention): partition maintenance first ({@link maintainPartitions});
+   * then every leaf partition of a state with a retention whose upper bound is at or before now −
+   * retention (every row in it is past retention) is dropped with its effect rows, one short
+   * transaction each: the partition's own lock first (lock_timeout 2 s; a reader of that partition
+   * delays only readers of it, never an insert), then the state's table's for the DROP (200 ms, the
+   * instant in-flight inserts take). A partition whose lock is not granted is reported and left for
+   * the next prune. Last, the DEFAULT partitions' rows past retention are deleted by row.
+   */
+  private async pruneByRetention(retention: Readonly<Partial<Record<HistoryState, number>>>): Promise<PruneResult> {
+    const maintenance = await this.maintainPartitions();
+    const skipped = [...maintenance.skipped];
+    const nowMs = await this.nowMs();
     const leaves = await this.ctx.call(() => this.ctx.driver.query(this.history.historyPartitions));
     let deleted = 0;
     let effectsDeleted = 0;
@@ -146,7 +281,8 @@ export class PostgresAdmin {
     let partitionsDropped = 0;
     for (const leaf of leaves) {
       this.ctx.assertOpen();
-      const keepMs = retention[String(leaf.state) as 'DONE' | 'DEAD' | 'CANCELLED'];
+      const state = String(leaf.state) as HistoryState;
+      const keepMs = retention[state];
       if (keepMs === undefined) continue;
       const cutMs = nowMs - keepMs;
       const name = String(leaf.name);
@@ -162,6 +298,8 @@ export class PostgresAdmin {
         const counts = await this.ctx.call(() =>
           this.ctx.driver.transaction(async (query) => {
             await query(this.history.retentionLockTimeout);
+            await query(this.history.lockPartition(name));
+            await query(this.history.parentLockTimeout);
             const [n] = await query(this.history.dropPartitionEffects(name));
             await query(this.history.dropPartition(name));
             return { rows: Number(n?.rows ?? 0), effects: Number(n?.effects ?? 0) };
@@ -172,12 +310,23 @@ export class PostgresAdmin {
         deleted += counts.rows;
         effectsDeleted += counts.effects;
       } catch (error) {
-        // Lock not granted in time, or another prune dropped it first: left for the next prune.
-        const code = (error as { sqlState?: string }).sqlState;
-        if (code !== LOCK_NOT_AVAILABLE && code !== SqlState.UNDEFINED_TABLE) throw error;
+        // Another prune dropped it first: nothing to report. Lock not granted in time: reported, left for the next prune.
+        const code = sqlStateOfError(error);
+        if (code === SqlState.UNDEFINED_TABLE) continue;
+        if (code !== LOCK_NOT_AVAILABLE) throw error;
+        const upper = Number(leaf.upperms);
+        const day = /_(\d{4})(\d{2})(\d{2})$/.exec(name);
+        skipped.push({
+          action: 'drop',
+          state,
+          partition: name,
+          day: day === null ? null : `${day[1]}-${day[2]}-${day[3]}`,
+          reason: 'LOCK_TIMEOUT',
+          detail: `${name} (up to ${new Date(upper).toISOString()}) past retention, not dropped: a session holds it (lock not granted in time); the next prune tries again`,
+        });
       }
     }
-    return { deleted, effectsDeleted, batches, partitionsDropped };
+    return { deleted, effectsDeleted, batches, partitionsDropped, partitionsCreated: maintenance.created, partitionsSkipped: skipped };
   }
 
   async stats(): Promise<StoreStats> {

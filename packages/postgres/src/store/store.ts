@@ -898,7 +898,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    */
   async snooze(params: SnoozeParams): Promise<SnoozeResult> {
     this.assertOpen();
-    const p = validateSnoozeParams(params);
+    const p = validateSnoozeParams(params, this.clock?.now() ?? Date.now());
     const dueAt = p.dueAt === null ? null : p.dueAt.toISOString();
     const [row] = await this.call(() => this.driver.query(this.sql.taskSnooze, [this.nowParam(), p.id, p.attempt, dueAt, p.delayMs, this.notifyChannel]));
     if (!row) return { outcome: 'REJECTED_STALE' };
