@@ -56,6 +56,7 @@ export const CASE_ORDER: readonly string[] = [
   'batch_deadlock',
   'large_ids',
   'notify_queue_full',
+  'version_skew',
   'shutdown_order',
   'history_maintenance',
 ];

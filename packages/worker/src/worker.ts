@@ -487,7 +487,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
 
   /**
    * A failed store call of the loop or of discovery: one `storeUnavailable` event per outage (see
-   * StoreHealth); a closed store stops the worker.
+   * StoreHealth); a closed store, or a schema that does not fit the code (`SCHEMA_BEHIND`,
+   * `SCHEMA_TOO_NEW`), stops the worker.
    * @returns how long to wait before the loop calls the store again, in ms
    */
   private reportStoreError(error: unknown, operation: StoreOperation): number {
@@ -495,6 +496,16 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       this.events.emit('error', { error, operation });
       if (this.currentState === 'running') {
         this.logger.error('the store is closed; stopping');
+        void this.stop({ timeoutMs: 0 });
+      }
+      return 0;
+    }
+    // The schema and this code do not fit (SchemaVersionError, naming both versions): the store
+    // checks before the first claim or reclaim, so nothing was claimed. Refuse rather than retry.
+    if (PostponeError.isInstance(error) && (error.code === 'SCHEMA_BEHIND' || error.code === 'SCHEMA_TOO_NEW')) {
+      this.events.emit('error', { error, operation });
+      if (this.currentState === 'running') {
+        this.logger.error({ err: error }, `${error.message}; stopping`);
         void this.stop({ timeoutMs: 0 });
       }
       return 0;

@@ -38,6 +38,8 @@ export type PostponeErrorCode =
   | 'POOL_TIMEOUT'
   | 'STORE_ERROR'
   | 'MIGRATION_ERROR'
+  | 'SCHEMA_BEHIND'
+  | 'SCHEMA_TOO_NEW'
   | 'TASK_ABORTED'
   | 'NON_RETRYABLE'
   | 'SNOOZE'
@@ -219,5 +221,50 @@ export class StoreError extends PostponeError {
     this.name = 'StoreError';
     this.sqlState = sqlState;
     this.transient = options?.transient === true;
+  }
+}
+
+/**
+ * The schema's migrations and this code do not fit together (README "Failure modes", version skew;
+ * docs/guides/deploy.md). Nothing was written.
+ *
+ * - `SCHEMA_BEHIND`: the schema lacks migrations this code relies on (`schemaVersion` <
+ *   `codeVersion`; 0 when the schema was never migrated): run `migrate()` with this code first.
+ * - `SCHEMA_TOO_NEW`: a newer deploy migrated the schema past what this code can run on — a
+ *   migration it applied declares that only code knowing migration `minReader` or later may use the
+ *   schema (`minReader` > `codeVersion`), or a statement of this code met a shape it does not know
+ *   (an undefined column, say) on a schema ahead of it. Deploy the newer code; migrations are never
+ *   rolled back.
+ */
+export class SchemaVersionError extends PostponeError {
+  /** The schema (PostgreSQL namespace) checked. */
+  readonly schema: string;
+  /** The newest migration applied to the schema (0: never migrated). */
+  readonly schemaVersion: number;
+  /** The newest migration this code knows, the version it needs. */
+  readonly codeVersion: number;
+  /** The oldest code (by its newest migration) the schema's migrations allow, or null when none declares one. */
+  readonly minReader: number | null;
+
+  constructor(
+    code: 'SCHEMA_BEHIND' | 'SCHEMA_TOO_NEW',
+    versions: { readonly schema: string; readonly schemaVersion: number; readonly codeVersion: number; readonly minReader: number | null },
+    options?: { cause?: unknown },
+  ) {
+    const { schema, schemaVersion, codeVersion, minReader } = versions;
+    const message =
+      code === 'SCHEMA_BEHIND'
+        ? schemaVersion === 0
+          ? `schema ${schema} is not migrated (at migration 0), this code needs migration ${codeVersion}: run migrate() first`
+          : `schema ${schema} is at migration ${schemaVersion}, this code needs ${codeVersion}: run migrate() first`
+        : minReader !== null && minReader > codeVersion
+          ? `schema ${schema} is at migration ${schemaVersion}, which needs code of migration ${minReader} or later; this code knows up to ${codeVersion}: deploy the newer code`
+          : `schema ${schema} is at migration ${schemaVersion}, ahead of this code (${codeVersion}), and a statement of this code no longer fits it: deploy the newer code`;
+    super(code, message, options);
+    this.name = 'SchemaVersionError';
+    this.schema = schema;
+    this.schemaVersion = schemaVersion;
+    this.codeVersion = codeVersion;
+    this.minReader = minReader;
   }
 }

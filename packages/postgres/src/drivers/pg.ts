@@ -12,7 +12,7 @@ import { PoolTimeoutError } from '@postpone/core';
 import pg from 'pg';
 import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
 import { type Driver, type DriverEvents, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
-import { isConnectionLoss } from '../store/errors.js';
+import { isCachedPlanChanged, isConnectionLoss } from '../store/errors.js';
 import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
@@ -102,6 +102,24 @@ function statementName(text: string): string | undefined {
   return name;
 }
 
+/** How many times each statement text was renamed after a cached plan changed result type. */
+const renames = new Map<string, number>();
+
+/**
+ * After 0A000 "cached plan must not change result type" on statement `name` ({@link isCachedPlanChanged}):
+ * `text` gets a new name, so every connection of the process prepares it afresh on its next use.
+ * node-postgres never forgets a statement it parsed on a connection (`parsedStatements`), and the
+ * server keeps the broken one: under the old name every later Bind on that connection would fail
+ * the same way. The old name stays prepared but unused. A concurrent failure of the same name
+ * renames once.
+ */
+function renameStatement(text: string, name: string): void {
+  if (statementNames.get(text) !== name) return;
+  const n = (renames.get(text) ?? 0) + 1;
+  renames.set(text, n);
+  statementNames.set(text, `postpone_${textHash(text)}_${n}`);
+}
+
 /**
  * Runs `text`; with `prepare` and parameters as a named prepared statement (node-postgres parses
  * it once per connection and then sends only Bind/Execute: PostgreSQL 17 §55.2.3, "Extended Query").
@@ -109,8 +127,13 @@ function statementName(text: string): string | undefined {
 async function run(client: pg.Pool | pg.ClientBase, text: string, params?: readonly Param[], prepare = false): Promise<Row[]> {
   const values = params === undefined ? undefined : [...params];
   const name = prepare && values !== undefined ? statementName(text) : undefined;
-  const result = (await (name === undefined ? client.query(text, values) : client.query({ name, text, values }))) as unknown as QueryResults;
-  return rowsOf(result);
+  try {
+    const result = (await (name === undefined ? client.query(text, values) : client.query({ name, text, values }))) as unknown as QueryResults;
+    return rowsOf(result);
+  } catch (error) {
+    if (name !== undefined && isCachedPlanChanged(error)) renameStatement(text, name);
+    throw error;
+  }
 }
 
 /**
@@ -170,13 +193,17 @@ async function fromPool<T>(pool: pg.Pool, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it. */
+/**
+ * {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it, or
+ * once under a new statement name when its cached plan changed result type (0A000 at Bind: the
+ * statement did not run).
+ */
 async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
   const prepare = PREPARING_POOLS.has(pool);
   try {
     return await run(pool, text, params, prepare);
   } catch (error) {
-    if (!neverSent(error)) throw error;
+    if (!neverSent(error) && !isCachedPlanChanged(error)) throw error;
     return await run(pool, text, params, prepare);
   }
 }
@@ -388,6 +415,9 @@ export function createPgDriver(
               broken = rollbackError as Error; // the connection is unusable: discard it
             }
           }
+          // A prepared statement whose cached plan changed result type (renamed by run): the
+          // transaction rolled back whole, so it runs once more, its statements prepared afresh.
+          if (attempt === 1 && broken === undefined && isCachedPlanChanged(error)) continue;
           throw error;
         } finally {
           client.off('error', onError);

@@ -11,7 +11,7 @@ import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import { type Driver, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
-import { isConnectionLoss } from '../store/errors.js';
+import { isCachedPlanChanged, isConnectionLoss } from '../store/errors.js';
 import { PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
 import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
@@ -215,6 +215,28 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
   const shared = sharedListenerFor(listenOn, () => openPostgresJsListenConnection(listenOn));
   const listeners = listenerSet();
   let closed: Promise<void> | undefined;
+  /** One `sql.begin` transaction running `fn` (see `transaction`). */
+  const once = async <T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> => {
+    // postgres.js 3.4.9: when the connection closes inside sql.begin, begin() rejects at once
+    // (its onclose race), but a callback that then rejects makes begin send `rollback` on the
+    // closed connection: write() → setImmediate(nextWrite) → socket.write on a null socket, an
+    // uncaught TypeError ("reading 'write'", connection.js:255) that killed the process; were the
+    // connection reused by then, the rollback would go to another session. So after a connection
+    // loss, once begin has settled (the connection is closed) the callback never settles; if begin
+    // does not settle within LOST_TX_SETTLE_MS the connection is alive and the error is rethrown.
+    let beginSettled = (): void => {};
+    const settled = new Promise<void>((resolve) => (beginSettled = resolve));
+    const begun = sql.begin(async (tx) => {
+      try {
+        return await fn((text, params) => run(tx, text, params), tx);
+      } catch (error) {
+        if (isConnectionLoss(error) && (await settledWithin(settled, LOST_TX_SETTLE_MS))) return new Promise<never>(() => {});
+        throw error;
+      }
+    });
+    begun.then(beginSettled, beginSettled);
+    return (await begun) as T;
+  };
   return {
     name: 'postgres',
     // sql.listen() opens a connection of its own, outside `max` (postgres.js 3.4 README, "Listen & notify").
@@ -228,25 +250,16 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       typeof (value as { savepoint?: unknown }).savepoint === 'function',
     queryIn: (tx, text, params) => run(tx, text, params),
     async transaction<T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> {
-      // postgres.js 3.4.9: when the connection closes inside sql.begin, begin() rejects at once
-      // (its onclose race), but a callback that then rejects makes begin send `rollback` on the
-      // closed connection: write() → setImmediate(nextWrite) → socket.write on a null socket, an
-      // uncaught TypeError ("reading 'write'", connection.js:255) that killed the process; were the
-      // connection reused by then, the rollback would go to another session. So after a connection
-      // loss, once begin has settled (the connection is closed) the callback never settles; if begin
-      // does not settle within LOST_TX_SETTLE_MS the connection is alive and the error is rethrown.
-      let beginSettled = (): void => {};
-      const settled = new Promise<void>((resolve) => (beginSettled = resolve));
-      const begun = sql.begin(async (tx) => {
-        try {
-          return await fn((text, params) => run(tx, text, params), tx);
-        } catch (error) {
-          if (isConnectionLoss(error) && (await settledWithin(settled, LOST_TX_SETTLE_MS))) return new Promise<never>(() => {});
-          throw error;
-        }
-      });
-      begun.then(beginSettled, beginSettled);
-      return (await begun) as T;
+      // postgres.js retries a statement whose cached plan changed result type (0A000) on its own
+      // (`RevalidateCachedQuery`: it forgets the statement and sends it again), but inside a
+      // transaction that retry meets the aborted transaction and the 0A000 comes back. The
+      // transaction rolled back whole and the statement is forgotten: run it once more.
+      try {
+        return await once(fn);
+      } catch (error) {
+        if (!isCachedPlanChanged(error)) throw error;
+        return await once(fn);
+      }
     },
     // One listening connection for every listen() of this driver (docs/contract.md#connection-budget).
     listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),

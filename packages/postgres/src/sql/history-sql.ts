@@ -30,8 +30,18 @@ export const TASK_COLUMN_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /**
+ * Every column of `task` as `t.id, t.kind, …` (`t` the alias): what a DELETE feeding
+ * {@link historyInsert} returns. Named rather than `t.*`: a statement of this code then reads the
+ * same columns whatever a newer migration adds to or drops from the table beside them (README
+ * "Failure modes", version skew).
+ */
+export function taskRowColumns(t: string): string {
+  return TASK_COLUMN_NAMES.map((c) => `${t}.${c}`).join(', ');
+}
+
+/**
  * The second half of a move to history (migration 11, docs/contract.md#live-and-history): an INSERT
- * into `history` of the rows CTE `from` deleted from `task` (`returning t.*`), each column as it was
+ * into `history` of the rows CTE `from` deleted from `task` (returning {@link taskRowColumns}), each column as it was
  * unless `set` gives an expression over `g` (the deleted row); the lease is cleared, `updated_at`
  * and `finished_at` are the statement's now. In the same statement as the DELETE, so the row is in
  * exactly one table at every commit (PostgreSQL 17 §7.8.4: data-modifying statements in WITH).

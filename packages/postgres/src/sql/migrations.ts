@@ -16,6 +16,15 @@ export interface Migration {
   readonly name: string;
   /** One or more statements, run with the simple query protocol (no parameters). */
   readonly sql: string;
+  /**
+   * The oldest code that still runs correctly on a schema with this migration applied, named by the
+   * newest migration that code knows; absent when every older code does (the migration is
+   * additive: columns nullable or with a constant default, new tables, indexes). `migrate()` records
+   * it in the schema's `migration` table (`min_reader`), so code OLDER than this migration — which
+   * cannot know it — reads it there and refuses to run (`SchemaVersionError` `SCHEMA_TOO_NEW`) when
+   * its own version is below (docs/guides/deploy.md, "Version skew").
+   */
+  readonly minReader?: number;
 }
 
 /**
@@ -212,6 +221,13 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 11 — live and history apart: see ./history-sql.ts.
     Object.freeze({ version: HISTORY_MIGRATION_VERSION, name: 'live and history apart', sql: historyMigrationSql(schema) }),
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
-    Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema) }),
+    // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
+    Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
   ]);
 }
+
+/**
+ * The newest migration this code knows: the schema version it needs (`checkSchema()` of
+ * `PostgresStore` refuses an older schema with `SchemaVersionError` `SCHEMA_BEHIND`).
+ */
+export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 0;

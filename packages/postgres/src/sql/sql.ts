@@ -17,7 +17,7 @@
  */
 import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
-import { historyInsert } from './history-sql.js';
+import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
 import { reclaimLockKey } from './reclaim-lock-sql.js';
 
@@ -239,7 +239,7 @@ export function statements(schema: string) {
 ), gone as (
   delete from ${task} t using fenced f
    where t.id = f.id and f.next <> ${S} and t.attempt = $3::int and t.state = ${C}
-  returning t.*, f.next as next_state
+  returning ${taskRowColumns('t')}, f.next as next_state
 ), moved as (
   ${historyInsert(history, 'gone', { state: 'g.next_state', ...finished }, 'id, state, due_at')}
 ), left_claim as (
@@ -265,12 +265,32 @@ export function statements(schema: string) {
     migrationTableCreate: `create table if not exists ${migration} (
   version integer primary key,
   name text not null,
-  applied_at timestamptz not null default now()
+  applied_at timestamptz not null default now(),
+  min_reader integer
 )`,
+    /**
+     * No parameters. `min_reader` (the oldest code a migration allows, `Migration.minReader`) on a
+     * table created before it; nullable, so older code that inserts without it still can. The ALTER
+     * (an ACCESS EXCLUSIVE lock on `migration` until commit) runs only when the column is missing.
+     */
+    migrationTableUpgrade: `do $upgrade$ begin
+  if not exists (select 1 from pg_attribute where attrelid = ${literal(migration)}::regclass and attname = 'min_reader' and not attisdropped) then
+    alter table ${migration} add column min_reader integer;
+  end if;
+end $upgrade$`,
     /** No parameters → `{ version }` rows. */
     migrationVersions: `select version from ${migration} order by version`,
     /** `$1` version, `$2` name. */
     migrationInsert: `insert into ${migration} (version, name) values ($1::int, $2::text)`,
+    /** `$1` version, `$2` its `minReader`: recorded for a migration that declares one. */
+    migrationMinReader: `update ${migration} set min_reader = $2::int where version = $1::int`,
+    /**
+     * No parameters → one `{ version, minreader }` row: the newest migration applied and the highest
+     * `min_reader` any applied migration declares (null when none does, or the table predates the
+     * column: read through `to_jsonb` of the row, so the statement fits either shape). Sent without
+     * parameters, hence never as a prepared statement. 42P01 / 3F000 when the schema was never migrated.
+     */
+    schemaVersion: `select max(m.version)::int as version, max((to_jsonb(m) ->> 'min_reader')::int) as minreader from ${migration} m`,
 
     // ---- task: schedule ------------------------------------------------------------------------------
     /**
@@ -475,7 +495,7 @@ returning id::text as id`,
      and t.attempt = $3::int
      and t.state = ${C}
      and not t.cancel_requested
-  returning t.*
+  returning ${taskRowColumns('t')}
 )
 ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id')}`,
 
@@ -511,7 +531,7 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_
   delete from ${task} t
    using input i
    where ${batchFence('t', '     ')}
-  returning t.*, i.result as new_result, i.owner as owner, i.ord as ord
+  returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord
 ), moved as (
   ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id')}
 ), effects as (
@@ -534,7 +554,7 @@ values ($2::bigint, $3::int, $4::text, ${NOW})`,
      and t.attempt = $3::int
      and t.state = ${C}
      and t.cancel_requested
-  returning t.*
+  returning ${taskRowColumns('t')}
 )
 ${historyInsert(history, 'gone', { state: CANCELLED }, 'id::text as id')}`,
 
@@ -612,7 +632,7 @@ select s.state as state, ${ms('s.due_at')} as dueatms,
 ), gone as (
   delete from ${task} t using target g
    where t.id = g.id and g.state = ${S} and t.state = ${S}
-  returning t.*
+  returning ${taskRowColumns('t')}
 ), moved as (
   ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
 ), cancelled as (
@@ -671,7 +691,7 @@ select c.state as state,
    where t.id = any(array(select p.id from picked p where not p.stays))
      and t.state = ${C}
      and t.lease_until < ${NOW}
-  returning t.*
+  returning ${taskRowColumns('t')}
 ), moved as (
   ${historyInsert(
     history,

@@ -50,7 +50,52 @@ export const SqlState = Object.freeze({
   NO_ACTIVE_SQL_TRANSACTION: '25P01',
   /** 25006 read_only_sql_transaction: a standby (after a failover, the wrong node): not a retry here. */
   READ_ONLY_SQL_TRANSACTION: '25006',
+  /**
+   * 0A000 feature_not_supported; among others "cached plan must not change result type": a prepared
+   * statement whose result columns changed since it was prepared (see {@link isCachedPlanChanged}).
+   */
+  FEATURE_NOT_SUPPORTED: '0A000',
+  /** 42703 undefined_column: a statement names a column the schema does not have. */
+  UNDEFINED_COLUMN: '42703',
+  /** 42883 undefined_function: e.g. a function a newer or older migration made. */
+  UNDEFINED_FUNCTION: '42883',
+  /** 42804 datatype_mismatch. */
+  DATATYPE_MISMATCH: '42804',
+  /** 23502 not_null_violation: e.g. an insert that leaves out a NOT NULL column without a default. */
+  NOT_NULL_VIOLATION: '23502',
 } as const);
+
+/**
+ * SQLSTATEs that may mean "the schema's shape is not the one this code was written for" (a column
+ * or table missing, a type or constraint changed): on one of them the store reads the schema's
+ * migration version and throws `SchemaVersionError` when it differs from the code's
+ * (`PostgresStore`, README "Failure modes", version skew). Read only on these errors: no cost on
+ * the way of a call that succeeds.
+ */
+export const SHAPE_SQLSTATES: ReadonlySet<string> = new Set([
+  SqlState.UNDEFINED_TABLE,
+  SqlState.INVALID_SCHEMA_NAME,
+  SqlState.UNDEFINED_COLUMN,
+  SqlState.UNDEFINED_FUNCTION,
+  SqlState.DATATYPE_MISMATCH,
+  SqlState.NOT_NULL_VIOLATION,
+  SqlState.CHECK_VIOLATION,
+  SqlState.FEATURE_NOT_SUPPORTED,
+]);
+
+/**
+ * True when `error` is PostgreSQL's "cached plan must not change result type" (0A000, raised by
+ * `RevalidateCachedQuery` when a prepared statement is bound again after DDL changed its result
+ * columns, e.g. a `select t.*` after a column was added to the table). Raised at Bind, before the
+ * statement ran: it wrote nothing, so the same call on a statement prepared afresh is safe. The
+ * prepared statement stays broken on its connection until it is prepared again, so the pg adapter
+ * renames it and retries once (postgres.js drops it from its cache and retries on its own).
+ */
+export function isCachedPlanChanged(error: unknown): boolean {
+  if (sqlStateOf(error) !== SqlState.FEATURE_NOT_SUPPORTED) return false;
+  const routine = (error as { routine?: unknown }).routine;
+  return routine === 'RevalidateCachedQuery' || (error instanceof Error && error.message.includes('cached plan must not change result type'));
+}
 
 /**
  * SQLSTATEs that say nothing about the statement's own verdict: the database cut it short and rolled
@@ -60,7 +105,9 @@ export const SqlState = Object.freeze({
  * try did commit, the retry answers as a committed or stale attempt. The typed error says so with
  * `transient: true` (a {@link StoreError}; 57P01–57P03 surface as connection errors, retried as such).
  *
- * Not here: 25006 read_only_sql_transaction, which means "wrong node" after a failover (retrying on
+ * Not here: 0A000 as a whole (feature_not_supported mostly means a statement PostgreSQL will refuse
+ * every time); its one no-verdict case, a cached plan whose result type changed, is told apart by
+ * {@link isCachedPlanChanged} and is `transient` too. Nor 25006 read_only_sql_transaction, which means "wrong node" after a failover (retrying on
  * the same connection gets the same answer), and every error about the statement itself.
  */
 export const NO_VERDICT_SQLSTATES: ReadonlySet<string> = new Set([
@@ -160,7 +207,8 @@ function connectFailureOf(error: unknown, depth = 0): ConnectionFailure | undefi
  * SQLSTATE classes that say "the driver or the connection failed", not "your statement is wrong":
  * 08 connection, 25 invalid transaction state (e.g. 25006 read-only), 26 prepared statement
  * missing, 40 rollback (serialization, deadlock), 53 insufficient resources, 57 operator
- * intervention, 58 system error; and 42P05 (duplicate prepared statement).
+ * intervention, 58 system error; and 42P05 (duplicate prepared statement), and a prepared
+ * statement whose cached plan changed result type (0A000, {@link isCachedPlanChanged}).
  */
 const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40', '53', '57', '58']);
 
@@ -173,7 +221,9 @@ export function isDriverLevelError(error: unknown): boolean {
   if (PostponeError.isInstance(error)) return true;
   if (isConnectionFailure(error) || isEnded(error) || connectFailureOf(error) !== undefined) return true;
   const sqlState = sqlStateOf(error);
-  return sqlState !== undefined && (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) || sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT);
+  return (
+    sqlState !== undefined && (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) || sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT || isCachedPlanChanged(error))
+  );
 }
 
 /** postgres.js codes meaning "`sql.end()` was called" (the owner closed it). */
@@ -256,7 +306,9 @@ export function isNotifyQueueFull(error: unknown): boolean {
  *   `CONNECTION_CLOSED` / `CONNECT_TIMEOUT`, SQLSTATE class 08, 57P01–57P03) → {@link @postpone/core!ConnectionLostError};
  * - 22021 / 22P05 (text the database cannot store) → {@link @postpone/core!ValidationError} `INVALID_PAYLOAD`;
  * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error),
- *   `transient: true` when the SQLSTATE is one of {@link NO_VERDICT_SQLSTATES} (57014, 55P03, 40P01, 40001).
+ *   `transient: true` when the SQLSTATE is one of {@link NO_VERDICT_SQLSTATES} (57014, 55P03, 40P01, 40001),
+ *   or for a prepared statement whose cached plan changed result type (0A000 from `RevalidateCachedQuery`,
+ *   {@link isCachedPlanChanged}: raised before the statement ran, so it wrote nothing).
  *
  * @param closed whether the store had been closed when the error surfaced
  */
@@ -283,7 +335,7 @@ export function translateError(error: unknown, closed = false): PostponeError {
     });
   }
   const hint = sqlState === undefined ? '' : (HINTS[sqlState] ?? '');
-  const transient = sqlState !== undefined && NO_VERDICT_SQLSTATES.has(sqlState);
+  const transient = sqlState !== undefined && (NO_VERDICT_SQLSTATES.has(sqlState) || isCachedPlanChanged(error));
   return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error, transient });
 }
 

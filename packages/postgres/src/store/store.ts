@@ -48,6 +48,7 @@ import {
   type ScheduleOptions,
   type StateCounts,
   type Store,
+  SchemaVersionError,
   StoreClosedError,
   StoreError,
   TASK_STATES,
@@ -78,11 +79,11 @@ import {
   validateOwner,
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
-import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SqlState, translateError } from './errors.js';
+import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
-import { migrations } from '../sql/migrations.js';
+import { migrations, SCHEMA_VERSION } from '../sql/migrations.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -93,6 +94,16 @@ import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResul
 
 /** Default schema of the tables. */
 export const DEFAULT_SCHEMA = 'postpone';
+
+/** What {@link PostgresStore.checkSchema} found: the schema fits this code. */
+export interface SchemaCheck {
+  /** The newest migration applied to the schema (at least `codeVersion`). */
+  readonly schemaVersion: number;
+  /** The newest migration this code knows (`SCHEMA_VERSION`): the version it needs. */
+  readonly codeVersion: number;
+  /** The highest `minReader` the schema's migrations declare (at most `codeVersion`), or null. */
+  readonly minReader: number | null;
+}
 /** Default and largest reclaim / peek batches (shared with every store through core). */
 export const DEFAULT_RECLAIM_LIMIT = DEFAULT_BATCH_LIMIT;
 export const MAX_RECLAIM_LIMIT = MAX_BATCH_LIMIT;
@@ -297,6 +308,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private readonly pooler: 'none' | 'transaction';
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
+  private schemaChecked: Promise<unknown> | undefined;
   private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
   /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
   readonly notices: NoticeCoalescer;
@@ -405,6 +418,86 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
+   * Checks that the schema's migrations and this code fit together (README "Failure modes", version
+   * skew; docs/guides/deploy.md): one read of the schema's `migration` table. Call it at a process's
+   * start to refuse early; the store runs it by itself before its first `claim` or `reclaimExpired`
+   * (once: kept after it passed, tried again after it failed), and after a statement fails with an
+   * SQLSTATE that may mean another shape of schema (`SHAPE_SQLSTATES`: an undefined column or
+   * table…), never on the way of a call that succeeds.
+   * @returns the versions, when this code can run on the schema: at or past the code's version
+   *   (`SCHEMA_VERSION`), and no applied migration asks for newer code (`minReader`)
+   * @throws SchemaVersionError `SCHEMA_BEHIND` naming both versions when the schema lacks migrations
+   *   this code relies on (version 0: never migrated): run `migrate()` first; `SCHEMA_TOO_NEW` when an
+   *   applied migration needs newer code. ConnectionLostError, StoreClosedError, StoreError
+   */
+  async checkSchema(): Promise<SchemaCheck> {
+    this.assertOpen();
+    const found = await this.readSchemaVersion();
+    const mismatch = this.schemaMismatch(found);
+    if (mismatch !== undefined) throw mismatch;
+    return { ...found, codeVersion: SCHEMA_VERSION };
+  }
+
+  /** The schema's newest migration and highest `min_reader` (0 and null for a schema never migrated). */
+  private async readSchemaVersion(): Promise<{ schemaVersion: number; minReader: number | null }> {
+    try {
+      const [row] = await this.driver.query(this.sql.schemaVersion);
+      const minReader = row?.minreader;
+      return { schemaVersion: Number(row?.version ?? 0), minReader: minReader === null || minReader === undefined ? null : Number(minReader) };
+    } catch (error) {
+      const sqlState = sqlStateOf(error);
+      if (sqlState === SqlState.UNDEFINED_TABLE || sqlState === SqlState.INVALID_SCHEMA_NAME) return { schemaVersion: 0, minReader: null };
+      throw translateError(error, this.closed);
+    }
+  }
+
+  /**
+   * The {@link SchemaVersionError} when the schema `found` and this code do not fit: behind the
+   * code, or an applied migration needs newer code; with `cause` (a statement that failed with a
+   * shape SQLSTATE) also any schema ahead of the code, whatever its migrations declare.
+   */
+  private schemaMismatch(found: { schemaVersion: number; minReader: number | null }, cause?: unknown): SchemaVersionError | undefined {
+    const versions = { schema: this.schema, ...found, codeVersion: SCHEMA_VERSION };
+    const options = cause === undefined ? undefined : { cause };
+    if (found.schemaVersion < SCHEMA_VERSION) return new SchemaVersionError('SCHEMA_BEHIND', versions, options);
+    if ((found.minReader !== null && found.minReader > SCHEMA_VERSION) || (cause !== undefined && found.schemaVersion > SCHEMA_VERSION)) {
+      return new SchemaVersionError('SCHEMA_TOO_NEW', versions, options);
+    }
+    return undefined;
+  }
+
+  /** {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next time. */
+  private schemaReady(): Promise<unknown> {
+    if (this.schemaChecked === undefined) {
+      const check = this.checkSchema();
+      this.schemaChecked = check;
+      check.catch(() => {
+        if (this.schemaChecked === check) this.schemaChecked = undefined;
+      });
+    }
+    return this.schemaChecked;
+  }
+
+  /**
+   * `error` (from a driver) translated ({@link translateError}); when its SQLSTATE may mean another
+   * shape of schema (`SHAPE_SQLSTATES`) and the schema's migrations differ from this code's, a
+   * {@link SchemaVersionError} naming both versions instead, with `error` as its cause. A schema
+   * never migrated keeps the translated error (42P01 with its hint to migrate).
+   */
+  private async translate(error: unknown): Promise<PostponeError> {
+    const translated = translateError(error, this.closed);
+    const sqlState = innerSqlStateOf(error);
+    if (this.closed || sqlState === undefined || !SHAPE_SQLSTATES.has(sqlState)) return translated;
+    try {
+      const found = await this.readSchemaVersion();
+      if (found.schemaVersion === 0) return translated;
+      return this.schemaMismatch(found, error) ?? translated;
+    } catch {
+      return translated;
+    }
+  }
+
+  /**
    * Creates the schema and applies missing migrations, in one transaction holding a
    * transaction-level advisory lock (PostgreSQL 17 §9.28.10): concurrent callers wait, then find the
    * versions applied. NOTICEs ("already exists") are silenced for the transaction.
@@ -423,17 +516,20 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         await query(s.migrationLock, [this.schema]);
         await query(s.schemaCreate);
         await query(s.migrationTableCreate);
+        await query(s.migrationTableUpgrade);
         const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
         for (const m of all) {
           if (applied.has(m.version)) continue;
           await query(m.sql);
           await query(s.migrationInsert, [m.version, m.name]);
+          if (m.minReader !== undefined) await query(s.migrationMinReader, [m.version, m.minReader]);
           done.push(m.version);
         }
         // History partitions from the store's now on (docs/contract.md#live-and-history): a store
         // whose clock runs elsewhere than the database's (tests) gets its own days, not the default partition.
         await query(this.admin.history.ensurePartitions, [this.nowParam(), HISTORY_DAYS_AHEAD]);
       });
+      this.schemaChecked = undefined;
       return { applied: done, version: all.at(-1)?.version ?? 0 };
     } catch (error) {
       const translated = translateError(error, this.closed);
@@ -624,6 +720,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
     // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
     const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    await this.schemaReady();
     const rows = await this.call(() =>
       capped.length === 0
         ? this.driver.query(this.sql.taskClaim, claimParams)
@@ -725,7 +822,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       });
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
-      throw translateError(error, this.closed);
+      throw await this.translate(error);
     }
   }
 
@@ -835,6 +932,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.assertOpen();
     checkCallParams('reclaimExpired', params);
     const limit = params.limit === undefined ? DEFAULT_RECLAIM_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_RECLAIM_LIMIT);
+    await this.schemaReady();
     const rows = await this.call(() => this.driver.query(this.sql.taskReclaimExpired, [this.nowParam(), limit, this.notifyChannel]));
     return rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), outcome: r.state as ReclaimOutcome }));
   }
@@ -1001,7 +1099,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     try {
       return await op();
     } catch (error) {
-      if (!isNotifyQueueFull(error)) throw translateError(error, this.closed);
+      if (!isNotifyQueueFull(error)) throw await this.translate(error);
     }
     // The NOTIFY queue filled between the statement's look at it and its commit. 54000 for the queue
     // is raised only at commit (PostgreSQL 17 NOTIFY), so this op's own transaction rolled back and
@@ -1009,7 +1107,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     try {
       return await op();
     } catch (error) {
-      throw translateError(error, this.closed);
+      throw await this.translate(error);
     }
   }
 }

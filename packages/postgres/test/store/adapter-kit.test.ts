@@ -7,7 +7,7 @@
  */
 import { ConnectionError, ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { isConnectionLoss, isDriverLevelError, listenerSet, SqlState, translateError, validateDriverOptions } from '../../src/store/index.js';
+import { isCachedPlanChanged, isConnectionLoss, isDriverLevelError, listenerSet, SqlState, translateError, validateDriverOptions } from '../../src/store/index.js';
 
 /** A server error as both drivers shape it: a five-character SQLSTATE `code` and a `severity`. */
 function serverError(code: string, message = 'server said no'): Error {
@@ -47,6 +47,18 @@ describe('translateError', () => {
     expect(missing.message).toContain('store.migrate()');
     const plain = translateError('not an error') as StoreError;
     expect([plain.code, plain.sqlState]).toEqual(['STORE_ERROR', undefined]);
+  });
+});
+
+describe('a cached plan whose result type changed (0A000, version skew)', () => {
+  it('is told apart from other 0A000 by its routine or message, and is transient and driver-level; other 0A000 are neither', () => {
+    const byRoutine = Object.assign(serverError('0A000', 'cached plan must not change result type'), { routine: 'RevalidateCachedQuery' });
+    const byMessage = serverError('0A000', 'cached plan must not change result type');
+    const other = serverError('0A000', 'FOR UPDATE is not allowed with GROUP BY clause');
+    expect([isCachedPlanChanged(byRoutine), isCachedPlanChanged(byMessage), isCachedPlanChanged(other)]).toEqual([true, true, false]);
+    expect((translateError(byRoutine) as StoreError).transient).toBe(true);
+    expect((translateError(other) as StoreError).transient).toBe(false);
+    expect([isDriverLevelError(byRoutine), isDriverLevelError(other)]).toEqual([true, false]);
   });
 });
 
