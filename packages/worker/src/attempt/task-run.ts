@@ -193,7 +193,6 @@ export class TaskRun<Tx> {
   private async endCancelled(): Promise<void> {
     const outcome = await this.deps.reporter.release(this.task);
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
-    return outcome !== null;
   }
 
   /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
