@@ -7,7 +7,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
-import { NO_VERDICT_SQLSTATES, SqlState, translateError } from '../src/index.js';
+import { NO_VERDICT_SQLSTATES, SqlState, sqlStateOf, translateError } from '../src/index.js';
+import { isCachedPlanChanged, isDriverLevelError, isNotifyQueueFull } from '../src/store/errors.js';
 import { createPgStore } from '../src/drivers/pg.js';
 import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { blockStore, DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
@@ -117,6 +118,32 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
   it('57P01 (backend terminated) → ConnectionLostError', async () => {
     const error = translateError(await RAW[driver]('select pg_terminate_backend(pg_backend_pid())', []));
     expect(error).toBeInstanceOf(ConnectionLostError);
+  });
+});
+
+describe('classifying what a caller threw never throws', () => {
+  // A handler's same-transaction write may throw anything; the store looks at it (driver-level?
+  // cached plan? full NOTIFY queue?) before rethrowing it. Each of these used to make that look throw a
+  // TypeError of its own, which then replaced the caller's error (found by the worker suite's
+  // "resists being turned into text" case after the 0A000 retry was added).
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  const getterThrows = Object.defineProperty(new Error('outer'), 'code', {
+    get() {
+      throw new Error('code getter threw');
+    },
+  });
+  const everyTrapThrows = new Proxy({}, { get: () => { throw 1; }, getPrototypeOf: () => { throw 2; }, ownKeys: () => { throw 3; } }); // prettier-ignore
+  it.each([
+    ['a revoked proxy', revoked.proxy],
+    ['an Error whose code getter throws', getterThrows],
+    ['a proxy whose every trap throws', everyTrapThrows],
+  ])('%s', (_label, thrown) => {
+    expect(isDriverLevelError(thrown)).toBe(false);
+    expect(isCachedPlanChanged(thrown)).toBe(false);
+    expect(isNotifyQueueFull(thrown)).toBe(false);
+    expect(sqlStateOf(thrown)).toBeUndefined();
+    expect(translateError(thrown)).toBeInstanceOf(StoreError);
   });
 });
 

@@ -93,8 +93,8 @@ export const SHAPE_SQLSTATES: ReadonlySet<string> = new Set([
  */
 export function isCachedPlanChanged(error: unknown): boolean {
   if (sqlStateOf(error) !== SqlState.FEATURE_NOT_SUPPORTED) return false;
-  const routine = (error as { routine?: unknown }).routine;
-  return routine === 'RevalidateCachedQuery' || (error instanceof Error && error.message.includes('cached plan must not change result type'));
+  const routine = propertyOf(error, 'routine');
+  return routine === 'RevalidateCachedQuery' || messageIncludes(error, 'cached plan must not change result type');
 }
 
 /**
@@ -188,19 +188,19 @@ function connectFailureOf(error: unknown, depth = 0): ConnectionFailure | undefi
     if (Object.hasOwn(CONNECT_CODES, code)) return CONNECT_CODES[code];
     if (TLS_CODE.test(code)) return 'TLS';
   }
-  const message = (error as { message?: unknown }).message;
+  const message = propertyOf(error, 'message');
   if (typeof message === 'string') {
     const hit = CONNECT_MESSAGES.find(([m]) => message.startsWith(m));
     if (hit) return hit[1];
   }
-  const errors = (error as { errors?: unknown }).errors;
+  const errors = propertyOf(error, 'errors');
   if (Array.isArray(errors)) {
     for (const e of errors) {
       const failure = connectFailureOf(e, depth + 1);
       if (failure !== undefined) return failure;
     }
   }
-  return connectFailureOf((error as { cause?: unknown }).cause, depth + 1);
+  return connectFailureOf(propertyOf(error, 'cause'), depth + 1);
 }
 
 /**
@@ -238,8 +238,27 @@ const CONNECTION_MESSAGES = [
 ];
 const POOL_ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
 
+/**
+ * `value[name]`, or undefined when reading it throws: what a caller threw may be a revoked Proxy or an
+ * object whose getter throws, and classifying it must never replace it with a TypeError of our own.
+ */
+function propertyOf(value: unknown, name: string): unknown {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return (value as Record<string, unknown>)[name];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `error`'s message (read as {@link propertyOf} does) contains `text`. */
+function messageIncludes(error: unknown, text: string): boolean {
+  const message = propertyOf(error, 'message');
+  return typeof message === 'string' && message.includes(text);
+}
+
 function codeOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = propertyOf(error, 'code');
   return typeof code === 'string' ? code : undefined;
 }
 
@@ -247,12 +266,12 @@ function isConnectionFailure(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 3) return false;
   const code = codeOf(error);
   if (code !== undefined && (CONNECTION_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
-  const message = (error as { message?: unknown }).message;
+  const message = propertyOf(error, 'message');
   if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.startsWith(m))) return true;
   // Node's happy-eyeballs connect reports an AggregateError of the per-address failures.
-  const errors = (error as { errors?: unknown }).errors;
+  const errors = propertyOf(error, 'errors');
   if (Array.isArray(errors) && errors.some((e) => isConnectionFailure(e, depth + 1))) return true;
-  return isConnectionFailure((error as { cause?: unknown }).cause, depth + 1);
+  return isConnectionFailure(propertyOf(error, 'cause'), depth + 1);
 }
 
 /** True when `error` says an established connection was lost (not a connect-phase failure). */
@@ -263,13 +282,13 @@ export function isConnectionLoss(error: unknown): boolean {
 function isEnded(error: unknown): boolean {
   const code = codeOf(error);
   if (code !== undefined && ENDED_CODES.has(code)) return true;
-  return error instanceof Error && error.message === POOL_ENDED_MESSAGE;
+  return propertyOf(error, 'message') === POOL_ENDED_MESSAGE;
 }
 
 /** The SQLSTATE of a server error from either driver, if it has one. */
 export function sqlStateOf(error: unknown): string | undefined {
   const code = codeOf(error);
-  const severity = (error as { severity?: unknown } | null)?.severity;
+  const severity = propertyOf(error, 'severity');
   return code !== undefined && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
@@ -279,7 +298,7 @@ export function innerSqlStateOf(error: unknown): string | undefined {
   for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
     const sqlState = sqlStateOf(current);
     if (sqlState !== undefined) return sqlState;
-    current = (current as { cause?: unknown }).cause;
+    current = propertyOf(current, 'cause');
   }
   return undefined;
 }
@@ -290,7 +309,7 @@ export function innerSqlStateOf(error: unknown): string | undefined {
  * `PreCommit_Notify`; raised only at commit, so the transaction wrote nothing).
  */
 export function isNotifyQueueFull(error: unknown): boolean {
-  return sqlStateOf(error) === '54000' && error instanceof Error && error.message.includes('NOTIFY queue');
+  return sqlStateOf(error) === '54000' && messageIncludes(error, 'NOTIFY queue');
 }
 
 /**
@@ -340,6 +359,13 @@ export function translateError(error: unknown, closed = false): PostponeError {
 }
 
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || (error.name ?? 'Error');
-  return String(error);
+  const message = propertyOf(error, 'message');
+  if (typeof message === 'string' && message !== '') return message;
+  const name = propertyOf(error, 'name');
+  if (typeof name === 'string' && name !== '') return name;
+  try {
+    return String(error);
+  } catch {
+    return '[unreadable]';
+  }
 }
