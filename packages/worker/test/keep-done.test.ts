@@ -5,10 +5,10 @@
  * reply) counts as finished — a `completed` event, never a failure or a retry. Real stores.
  */
 import { createMemoryStore } from '@postpone/memory';
-import { type ClaimedTask, type CompleteManyItem, type CompleteOutcome, type CompleteParams, ConnectionLostError, overrideStore, type Store, TaskState, ValidationError } from '@postpone/core';
+import { type CompleteManyItem, type CompleteOutcome, type CompleteParams, ConnectionLostError, overrideStore, type Store, TaskState, ValidationError } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import { createWorker, ManualPacing } from '../src/index.js';
-import { memoryHarness, perTest, pgHarness, postgresJsHarness, until } from './harness.js';
+import { type Harness, memoryHarness, perTest, pgHarness, postgresJsHarness, until } from './harness.js';
 
 /** A proxy over the real store recording the `keep` flag of every complete and completeMany item. */
 function recordKeep<Tx>(store: Store<Tx>): { store: Store<Tx>; keeps: Map<string, boolean | undefined> } {
@@ -34,7 +34,7 @@ describe.each([
   const t = perTest();
 
   it('keepDone: false drops DONE tasks (batched and with onCompleteTx); keepDoneByKind keeps one kind; DEAD is kept', async () => {
-    const h = await t.open(makeHarness);
+    const h: Harness<any> = await t.open(makeHarness as () => Promise<Harness<any>>);
     const recorded = recordKeep(h.store);
     const outcomes = new Map<string, CompleteOutcome>();
     const worker = t.track(
@@ -45,7 +45,7 @@ describe.each([
         keepDoneByKind: { audited: true },
         pacing: new ManualPacing(),
         handlers: {
-          quick: async (task: ClaimedTask<{ i: number }>) => ({ n: task.payload.i }),
+          quick: async (task) => ({ n: (task.payload as { i: number }).i }),
           booked: async (task, ctx) => {
             ctx.onCompleteTx((tx) => h.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
             return 'booked';
@@ -81,7 +81,7 @@ describe.each([
   });
 
   it('a completion whose reply was lost is tried again and answers NOT_FOUND: completed, not failed, not retried', async () => {
-    const h = await t.open(makeHarness);
+    const h: Harness<any> = await t.open(makeHarness as () => Promise<Harness<any>>);
     let lost = 0;
     // The batch commits, then its reply is lost: the worker cannot know it committed and sends it again.
     const store = overrideStore(h.store, {
