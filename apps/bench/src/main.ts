@@ -50,6 +50,7 @@ interface CliOptions {
   readonly render?: string;
   readonly merge?: boolean;
   readonly hosts?: boolean;
+  readonly doneNotKept?: boolean;
 }
 
 const program = new Command()
@@ -62,6 +63,7 @@ const program = new Command()
   .option('--rounds <n>', 'rounds of A B A B alternation (default: 3, quick: 1)', positiveInt)
   .option('--out <dir>', 'report folder (default: <repo>/evidence/bench)')
   .option('--no-progress', 'no progress bar')
+  .option('--done-not-kept', "run Postpone with DONE not kept (the worker's `keepDone: false`, the ceiling's drop statement) in the throughput, ceiling and other worker sections")
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
   .option('--scale', 'instead of the sections: the scale run of apps/bench/src/scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
@@ -99,6 +101,8 @@ async function main(argv: string[]): Promise<number> {
       await db.stop();
     }
   }
+  // Read by the Postpone worker processes and the ceiling processes the bench forks (`benchKeepsDone`).
+  if (opts.doneNotKept) process.env.POSTPONE_BENCH_DONE = 'not-kept';
   const base = opts.quick ? QUICK : FULL;
   const sizes = opts.rounds ? { ...base, rounds: opts.rounds } : base;
   // `schedule` (apps/bench/src/schedule) writes a report fragment of its own: run unless left out.

@@ -133,7 +133,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       statementSource: counter.source,
       versions: Object.fromEntries(MEASURED_LIBRARIES.map((name) => [name, versionOf(name)])),
       loadAverage: { start: os.loadavg()[0] ?? Number.NaN, end: Number.NaN },
-      notes: [],
+      notes: process.env.POSTPONE_BENCH_DONE === 'not-kept' ? ["Postpone ran with DONE not kept (--done-not-kept: the worker's keepDone false, the ceiling's taskCompleteManyDrop)"] : [],
     },
     settings: admins.map((a) => ({ system: a.system, settings: a.settings })),
   };

@@ -14,6 +14,7 @@ import { cancelCases } from './cases-cancel.js';
 import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
+import { keepDoneCases } from './cases-keep-done.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
 import { failCases } from './cases-fail.js';
@@ -33,6 +34,7 @@ export const CONFORMANCE_CASES = [
   leaseCases,
   completeCases,
   completeManyCases,
+  keepDoneCases,
   failCases,
   releaseCases,
   failuresCases,

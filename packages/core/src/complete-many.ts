@@ -5,7 +5,7 @@
 import { ValidationError } from './errors/errors.js';
 import type { Json } from './input/json.js';
 import type { TaskId } from './input/validate.js';
-import { validateOwner } from './params.js';
+import { validateKeep, validateOwner } from './params.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson } from './input/validate.js';
 
 /** Largest `completeMany` batch. */
@@ -20,6 +20,11 @@ export interface CompleteManyItem {
   readonly owner: string;
   /** JSON result stored on the task (default null). */
   readonly result?: unknown;
+  /**
+   * Keep the task in history once DONE (default true). False: DONE is the fenced delete of the live
+   * row alone, no history row and no effect row (docs/contract.md#done-not-kept).
+   */
+  readonly keep?: boolean;
 }
 
 /** A validated item, ready for a store. */
@@ -30,13 +35,15 @@ export interface NormalizedCompleteItem {
   readonly result: Json;
   /** The result as JSON text (what the PostgreSQL store sends). */
   readonly resultText: string;
+  /** False: DONE is not kept (no history row, no effect row). */
+  readonly keep: boolean;
 }
 
-const ITEM_FIELDS: ReadonlySet<string> = new Set(['id', 'attempt', 'owner', 'result']);
+const ITEM_FIELDS: ReadonlySet<string> = new Set(['id', 'attempt', 'owner', 'result', 'keep']);
 
 /**
  * Validates a completeMany batch, every item before any is written (all or nothing): an array of
- * 0..{@link MAX_COMPLETE_MANY} objects with only `id`, `attempt`, `owner`, `result`, no id twice.
+ * 0..{@link MAX_COMPLETE_MANY} objects with only `id`, `attempt`, `owner`, `result`, `keep`, no id twice.
  * @throws ValidationError naming the first bad field as `items[i].field` (INVALID_TASK_ID, INVALID_OPTION,
  *   INVALID_RESULT); `items` INVALID_OPTION for a non-array or more than 10 000 items
  */
@@ -62,6 +69,7 @@ export function validateCompleteMany(items: unknown, maxResultBytes: number = DE
     const attempt = validateAttempt(i.attempt, f('attempt'));
     const owner = validateOwner(i.owner, f('owner'));
     const { value, text } = validateJson(i.result === undefined ? null : i.result, f('result'), maxResultBytes, 'INVALID_RESULT');
-    return { id, attempt, owner, result: value, resultText: text };
+    const keep = validateKeep(i.keep, f('keep'));
+    return { id, attempt, owner, result: value, resultText: text, keep };
   });
 }

@@ -31,6 +31,17 @@ export function errorText(error: unknown, field = 'error'): string {
 }
 
 /**
+ * The `keep` flag of a complete (docs/contract.md#done-not-kept): absent or true keeps the DONE task
+ * in history (the default), false drops it. `field` names it in the error.
+ * @throws ValidationError INVALID_OPTION for anything but a boolean or undefined
+ */
+export function validateKeep(keep: unknown, field = 'keep'): boolean {
+  if (keep === undefined) return true;
+  if (typeof keep !== 'boolean') throw new ValidationError('INVALID_OPTION', field, `must be a boolean, got ${typeof keep}`);
+  return keep;
+}
+
+/**
  * The retry fields of FailParams (docs/contract.md#retry-policy): `retryable` (boolean, default true)
  * and `maxAttempts` (integer 1..2³¹−1, or absent for the row's).
  * @throws ValidationError INVALID_OPTION naming `retryable`, INVALID_MAX_ATTEMPTS naming `maxAttempts`
@@ -67,7 +78,7 @@ export function validateSnoozeParams(params: unknown, nowMs: number = Date.now()
 export const CALL_FIELDS = Object.freeze({
   claim: ['owner', 'limit', 'leaseMs', 'kinds', 'queue', 'kindLimits'],
   extend: ['id', 'attempt', 'leaseMs'],
-  complete: ['id', 'attempt', 'owner', 'result', 'work'],
+  complete: ['id', 'attempt', 'owner', 'result', 'work', 'keep'],
   fail: ['id', 'attempt', 'error', 'backoffMs', 'retryable', 'maxAttempts'],
   release: ['id', 'attempt'],
   snooze: ['id', 'attempt', 'dueAt', 'delayMs'],

@@ -50,6 +50,13 @@ export const CompleteOutcome = Object.freeze({
   CANCELLED_BEFORE_COMMIT: 'CANCELLED_BEFORE_COMMIT',
   /** The attempt is not the current one, or its lease was revoked: nothing changed. */
   REJECTED_STALE: 'REJECTED_STALE',
+  /**
+   * Only for a complete with `keep: false` (DONE not kept, docs/contract.md#done-not-kept): the task
+   * is in neither the live table nor history. It was finished without history — by this attempt
+   * (a retry after a lost reply) or by another one — and nothing changed now. The caller cannot tell
+   * which; either way the task is finished and must not be failed or retried.
+   */
+  NOT_FOUND: 'NOT_FOUND',
 } as const);
 export type CompleteOutcome = (typeof CompleteOutcome)[keyof typeof CompleteOutcome];
 

@@ -84,6 +84,15 @@ export interface CompleteParams<Tx> {
    * cancelled. If it throws, the transaction rolls back and complete rethrows.
    */
   readonly work?: (tx: Tx) => Promise<void>;
+  /**
+   * Keep the task in history once DONE (default true). False — DONE not kept, as graphile-worker
+   * and BullMQ's `removeOnComplete` (docs/contract.md#done-not-kept): the fenced complete is the
+   * delete of the live row alone, with no history row and no effect row (`work` still runs in its
+   * transaction). What is given up: a repeated complete after the row is gone answers `NOT_FOUND`
+   * instead of `DONE`, cancel answers `NOT_FOUND` instead of `TOO_LATE`, `getTask` returns null.
+   * A cancel-requested task still ends CANCELLED in history.
+   */
+  readonly keep?: boolean;
 }
 
 export interface FailParams {
@@ -215,13 +224,18 @@ export interface Store<Tx = unknown> {
    */
   extendMany(params: ExtendManyParams): Promise<boolean[]>;
 
-  /** Completes the current attempt, fenced; writes the effect row and `work` in the same transaction. */
+  /**
+   * Completes the current attempt, fenced; writes the effect row and `work` in the same transaction.
+   * With `keep: false` the DONE task leaves the store at once (no history, no effect row) and a
+   * complete that finds no task at all answers NOT_FOUND (docs/contract.md#done-not-kept).
+   */
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;
 
   /**
    * Completes many attempts at once, each exactly as {@link complete} without `work`: DONE plus its
    * effect row only when its fenced UPDATE hits; CANCELLED_BEFORE_COMMIT when cancel was requested;
-   * DONE again for an attempt already DONE; REJECTED_STALE otherwise (unknown id included).
+   * DONE again for an attempt already DONE; REJECTED_STALE otherwise (unknown id included), except
+   * for an item with `keep: false` whose task is in neither the live table nor history: NOT_FOUND.
    * Every item is validated first (`validateCompleteMany`); an empty batch returns [] without I/O.
    * @returns one outcome per item, in input order
    * @throws ValidationError naming `items[i].field` (nothing changed), StoreClosedError, ConnectionLostError, StoreError

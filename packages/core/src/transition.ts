@@ -13,8 +13,12 @@ export type Command =
   | { readonly type: 'claim'; readonly owner: string; readonly leaseMs: number }
   /** Renew the lease of the current attempt: CLAIMED, same attempt, not cancel-requested, lease not yet expired. */
   | { readonly type: 'extend'; readonly attempt: number; readonly leaseMs: number }
-  /** CLAIMED → DONE (fenced by attempt; `lastError` cleared: a DONE task has no error) or → CANCELLED when cancel was requested. */
-  | { readonly type: 'complete'; readonly attempt: number; readonly result: Json }
+  /**
+   * CLAIMED → DONE (fenced by attempt; `lastError` cleared: a DONE task has no error) or → CANCELLED when cancel was requested.
+   * `keep: false` (DONE not kept, docs/contract.md#done-not-kept): the DONE row is dropped instead of kept
+   * (`drop` in the result), no effect row; a missing task answers NOT_FOUND instead of REJECTED_STALE.
+   */
+  | { readonly type: 'complete'; readonly attempt: number; readonly result: Json; readonly keep?: boolean }
   /**
    * CLAIMED → SCHEDULED (due now + backoffMs) / DEAD / CANCELLED, fenced by attempt. Counts one
    * failure; DEAD when that brings `failures` to `maxAttempts`.
@@ -53,8 +57,12 @@ export type Command =
 export type Result =
   | { readonly type: 'claim'; readonly claimed: boolean }
   | { readonly type: 'extend'; readonly extended: boolean }
-  /** `writeEffect` is true only when this call moved the task to DONE: the effect row goes in the same transaction. */
-  | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly writeEffect: boolean }
+  /**
+   * `writeEffect` is true only when this call moved the task to DONE and keeps it: the effect row goes in
+   * the same transaction. `drop` is true only when this call moved the task to DONE with `keep: false`:
+   * the store deletes the row (no history, no effect row) instead of storing the DONE row of `task`.
+   */
+  | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly writeEffect: boolean; readonly drop?: boolean }
   | { readonly type: 'fail'; readonly result: FailResult }
   | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
   | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
@@ -137,6 +145,9 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
     }
     case 'complete': {
       const stale = { task, result: { type: 'complete', outcome: CompleteOutcome.REJECTED_STALE, writeEffect: false } } as const;
+      const keep = command.keep !== false;
+      // DONE not kept: a task found nowhere may have been finished without history (by this attempt or another).
+      if (task === null && !keep) return { task, result: { type: 'complete', outcome: CompleteOutcome.NOT_FOUND, writeEffect: false } };
       if (task === null || task.attempt !== command.attempt) return stale;
       if (task.state === TaskState.CLAIMED) {
         if (task.cancelRequested) {
@@ -147,7 +158,7 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
         }
         return {
           task: { ...task, state: TaskState.DONE, result: command.result, lastError: null, leaseOwner: null, leaseUntil: null, updatedAt: now },
-          result: { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: true },
+          result: keep ? { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: true } : { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: false, drop: true },
         };
       }
       // A retried complete after a lost reply: report what that attempt already got.

@@ -11,7 +11,7 @@ describe('states and outcomes', () => {
 
   it('names the public outcome values of docs/contract.md#outcomes', () => {
     expect(Object.values(CancelOutcome)).toEqual(['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']);
-    expect(Object.values(CompleteOutcome)).toEqual(['DONE', 'CANCELLED_BEFORE_COMMIT', 'REJECTED_STALE']);
+    expect(Object.values(CompleteOutcome)).toEqual(['DONE', 'CANCELLED_BEFORE_COMMIT', 'REJECTED_STALE', 'NOT_FOUND']);
   });
 
   it('idempotencyKey is task-<id>, one per task across attempts', () => {

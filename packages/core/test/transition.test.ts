@@ -56,6 +56,8 @@ type Row = [name: string, before: Task | null, command: Command, result: Result,
 
 const claim: Command = { type: 'claim', owner: 'w2', leaseMs: 1_000 };
 const complete = (attempt = 1): Command => ({ type: 'complete', attempt, result: { ok: true } });
+/** A complete with DONE not kept (docs/contract.md#done-not-kept). */
+const completeDrop = (attempt = 1): Command => ({ type: 'complete', attempt, result: { ok: true }, keep: false });
 const fail = (attempt = 1): Command => ({ type: 'fail', attempt, error: 'boom', backoffMs: 200 });
 const failWith = (extra: { retryable?: boolean; maxAttempts?: number }, attempt = 1): Command => ({ type: 'fail', attempt, error: 'boom', backoffMs: 200, ...extra });
 const extend = (attempt = 1): Command => ({ type: 'extend', attempt, leaseMs: 2_000 });
@@ -116,6 +118,12 @@ const ROWS: Row[] = [
   ['complete rejected: CANCELLED while waiting', cancelledWaiting(), complete(1), STALE_COMPLETE, UNCHANGED],
   ['complete rejected: DEAD', dead(), complete(3), STALE_COMPLETE, UNCHANGED],
   ['complete rejected: missing', null, complete(), STALE_COMPLETE, UNCHANGED],
+  // complete with keep false: the DONE row is dropped (no effect); CANCELLED is kept; a missing task is NOT_FOUND.
+  ['complete keep false: CLAIMED → DONE, dropped, no effect', claimed(), completeDrop(), { type: 'complete', outcome: 'DONE', writeEffect: false, drop: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete keep false: cancel requested → CANCELLED (kept)', claimed({ cancelRequested: true }), completeDrop(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
+  ['complete keep false: missing → NOT_FOUND', null, completeDrop(), { type: 'complete', outcome: 'NOT_FOUND', writeEffect: false }, UNCHANGED],
+  ['complete keep false rejected: stale attempt', claimed({ attempt: 2 }), completeDrop(1), STALE_COMPLETE, UNCHANGED],
+  ['complete keep false: DONE kept by this attempt → DONE', done(), completeDrop(), { type: 'complete', outcome: 'DONE', writeEffect: false }, UNCHANGED],
 
   // fail: CLAIMED → SCHEDULED (backoff) / DEAD / CANCELLED.
   ['fail: attempts left → SCHEDULED after backoff', claimed(), fail(), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],

@@ -24,6 +24,8 @@ export class WriteSet {
   readonly rows = new Map<string, Map<string, StagedRow>>();
   /** The committed version of each task this transaction wrote, as first read (undefined for a new one). */
   readonly based = new Map<TaskId, Task | undefined>();
+  /** Tasks this transaction deletes at commit (DONE not kept): their last row stays in {@link tasks} until then. */
+  readonly dropped = new Set<TaskId>();
   #status: WriteSetStatus = 'open';
 
   constructor(readonly db: MemoryDatabase) {}
@@ -43,6 +45,22 @@ export class WriteSet {
     if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
     if (!this.based.has(task.id)) this.based.set(task.id, this.db.tasks.get(task.id));
     this.tasks.set(task.id, task);
+  }
+
+  /**
+   * Stages the DELETE of a task (DONE not kept, docs/contract.md#done-not-kept): `task` is its row as
+   * finished (terminal, so it frees its dedup key within this transaction); at commit the row is
+   * removed, leaving no trace. @throws StoreError 23514 (lease CHECK)
+   */
+  dropTask(task: Task): void {
+    this.putTask(task);
+    this.dropped.add(task.id);
+  }
+
+  /** The task as this transaction sees it (its own writes first; null when it deleted it or there is none). */
+  getTask(id: TaskId): Task | null {
+    if (this.dropped.has(id)) return null;
+    return this.tasks.get(id) ?? this.db.tasks.get(id) ?? null;
   }
 
   /**
@@ -159,8 +177,13 @@ export class MemoryDatabase {
       throw error;
     }
     for (const task of ws.tasks.values()) {
-      this.tasks.set(task.id, task);
       const slot = keySlot(task);
+      if (ws.dropped.has(task.id)) {
+        this.tasks.delete(task.id);
+        if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
+        continue;
+      }
+      this.tasks.set(task.id, task);
       if (slot !== undefined && !isTerminal(task.state)) this.liveKeys.set(slot, task.id);
       else if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
     }

@@ -66,7 +66,7 @@ import {
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
-import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateOwner } from '@postpone/core';
+import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateKeep, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
 import { MemoryCron } from './cron.js';
@@ -157,7 +157,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     return this.#locks.run(taskId, () => {
       this.#assertOpen();
       ws.assertOpen();
-      const before = ws.tasks.get(taskId) ?? this.#db.tasks.get(taskId) ?? null;
+      const before = ws.getTask(taskId);
       const step = transition(before, { type: 'cancel' }, this.#clock.now());
       if (step.task !== null && step.task !== before) ws.putTask(step.task);
       return resultOf(step, 'cancel').outcome;
@@ -233,14 +233,15 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const { value: result } = validateJson(params.result ?? null, 'result', this.#maxPayloadBytes, 'INVALID_RESULT');
     const work = params.work;
     if (work !== undefined && typeof work !== 'function') throw new ValidationError('INVALID_OPTION', 'work', 'must be a function');
+    const keep = validateKeep(params.keep);
     return this.#locks.run(id, async () => {
       this.#assertOpen();
       const nowMs = this.#clock.now();
       const ws = this.#db.begin();
-      const step = this.#stage(ws, id, { type: 'complete', attempt, result }, nowMs);
+      const step = this.#stage(ws, id, { type: 'complete', attempt, result, keep }, nowMs);
       const outcome = resultOf(step, 'complete');
-      if (outcome.writeEffect) {
-        ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
+      if (outcome.writeEffect || outcome.drop === true) {
+        if (outcome.writeEffect) ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
         try {
           await work?.(new MemoryTx(ws));
         } catch (error) {
@@ -255,8 +256,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   /**
    * Every item through `transition('complete')` in ONE write set, holding the row locks of all the
-   * items (taken in id order, like the PostgreSQL store): DONE items get their effect row; all commit
-   * together. @returns outcomes in input order
+   * items (taken in id order, like the PostgreSQL store): DONE items get their effect row, or with
+   * `keep: false` are deleted (no history, no effect); all commit together. @returns outcomes in input order
    */
   async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
     this.#assertOpen();
@@ -267,8 +268,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       this.#assertOpen();
       const nowMs = this.#clock.now();
       const ws = this.#db.begin();
-      const outcomes = valid.map(({ id, attempt, owner, result }) => {
-        const outcome = resultOf(this.#stage(ws, id, { type: 'complete', attempt, result }, nowMs), 'complete');
+      const outcomes = valid.map(({ id, attempt, owner, result, keep }) => {
+        const outcome = resultOf(this.#stage(ws, id, { type: 'complete', attempt, result, keep }, nowMs), 'complete');
         if (outcome.writeEffect) ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
         return outcome.outcome;
       });
@@ -519,7 +520,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   #stage(ws: WriteSet, id: TaskId, command: Command, nowMs: number): Step {
     const before = this.#db.tasks.get(id) ?? null;
     const step = transition(before, command, nowMs);
-    if (step.task !== null && step.task !== before) ws.putTask(step.task);
+    if (step.task !== null && step.task !== before) {
+      // DONE not kept (docs/contract.md#done-not-kept): the fenced delete, no history and no effect.
+      if (step.result.type === 'complete' && step.result.drop === true) ws.dropTask(step.task);
+      else ws.putTask(step.task);
+    }
     return step;
   }
 

@@ -44,9 +44,10 @@ type Cmd =
   | { readonly op: 'extend'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly leaseMs: number }
   /** Items naming the same task twice keep the first (extendMany refuses a repeated id). */
   | { readonly op: 'extendMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec }[]; readonly leaseMs: number }
-  | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json }
+  /** `keep` false: DONE not kept (docs/contract.md#done-not-kept). */
+  | { readonly op: 'complete'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly owner: string; readonly result: Json; readonly keep: boolean }
   /** Items naming the same task twice keep the first (completeMany refuses a repeated id). */
-  | { readonly op: 'completeMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec; result: Json }[]; readonly owner: string }
+  | { readonly op: 'completeMany'; readonly items: readonly { ref: Ref; attempt: AttemptSpec; result: Json; keep: boolean }[]; readonly owner: string }
   /** `retryable: false` is the handler's NonRetryableError (DEAD now); `maxAttempts` a worker's resolved limit (docs/contract.md#retry-policy). */
   | { readonly op: 'fail'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly backoffMs: number; readonly retryable: boolean; readonly maxAttempts: number | null }
   /** `dueAtOffsetMs` (relative to the clock at the call, may be past) replaces `delayMs` when not null. */
@@ -129,8 +130,8 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('extend' as const), ref, attempt, leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('extendMany' as const), items: fc.array(fc.record({ ref, attempt }), { minLength: 1, maxLength: 4 }), leaseMs: fc.integer({ min: 1, max: 3_000 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload }), { minLength: 1, maxLength: 4 }), owner }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('complete' as const), ref, attempt, owner, result: payload, keep: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('completeMany' as const), items: fc.array(fc.record({ ref, attempt, result: payload, keep: fc.boolean() }), { minLength: 1, maxLength: 4 }), owner }) },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -185,7 +186,7 @@ function idOf(r: Ref, count: number): string {
 }
 
 /** A command with its task id and attempt resolved, so both stores get the very same call. */
-type Resolved = Cmd & { readonly id: string; readonly at: number; readonly batch: readonly { id: string; at: number; result: Json }[] };
+type Resolved = Cmd & { readonly id: string; readonly at: number; readonly batch: readonly { id: string; at: number; result: Json; keep: boolean }[] };
 
 async function resolveAttempt(model: Store<any>, id: string, spec: AttemptSpec): Promise<number> {
   return spec === 'current' ? Math.max(1, (await model.getTask(id))?.attempt ?? 1) : spec;
@@ -194,10 +195,12 @@ async function resolveAttempt(model: Store<any>, id: string, spec: AttemptSpec):
 async function resolve(model: Store<any>, cmd: Cmd, count: number): Promise<Resolved> {
   const id = 'ref' in cmd ? idOf(cmd.ref, count) : '';
   const at = await resolveAttempt(model, id, 'attempt' in cmd ? cmd.attempt : 1);
-  const batch: { id: string; at: number; result: Json }[] = [];
+  const batch: { id: string; at: number; result: Json; keep: boolean }[] = [];
   for (const item of cmd.op === 'completeMany' || cmd.op === 'extendMany' ? cmd.items : []) {
     const itemId = idOf(item.ref, count);
-    if (!batch.some((b) => b.id === itemId)) batch.push({ id: itemId, at: await resolveAttempt(model, itemId, item.attempt), result: 'result' in item ? (item.result as Json) : null });
+    if (!batch.some((b) => b.id === itemId)) {
+      batch.push({ id: itemId, at: await resolveAttempt(model, itemId, item.attempt), result: 'result' in item ? (item.result as Json) : null, keep: 'keep' in item ? item.keep !== false : true });
+    }
   }
   return { ...cmd, id, at, batch };
 }
@@ -246,9 +249,9 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
     case 'extendMany':
       return await store.extendMany({ items: cmd.batch.map((b) => ({ id: b.id, attempt: b.at })), leaseMs: cmd.leaseMs });
     case 'complete':
-      return await store.complete({ id: cmd.id, attempt: cmd.at, owner: cmd.owner, result: cmd.result });
+      return await store.complete({ id: cmd.id, attempt: cmd.at, owner: cmd.owner, result: cmd.result, ...(cmd.keep ? {} : { keep: false }) });
     case 'completeMany':
-      return await store.completeMany(cmd.batch.map((b) => ({ id: b.id, attempt: b.at, owner: cmd.owner, result: b.result })));
+      return await store.completeMany(cmd.batch.map((b) => ({ id: b.id, attempt: b.at, owner: cmd.owner, result: b.result, ...(b.keep ? {} : { keep: false }) })));
     case 'fail':
       return await store.fail({
         id: cmd.id,
@@ -374,7 +377,7 @@ const KIND_LIMIT_EXAMPLE: Cmd[] = [
   { op: 'claim', limit: 1, leaseMs: 1_000, owner: 'w1', kinds: null, queue: 'q2', kindLimits: { k: 2 } },
   { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w2', kinds: null, queue: null, kindLimits: { k: 2, m: 1 } },
   { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w2', kinds: null, queue: null, kindLimits: { k: 2, m: 1 } },
-  { op: 'complete', ref: { index: 3, missing: false }, attempt: 'current', owner: 'w2', result: null },
+  { op: 'complete', ref: { index: 3, missing: false }, attempt: 'current', owner: 'w2', result: null, keep: true },
   { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w1', kinds: ['k'], queue: null, kindLimits: { k: 2 } },
   { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w1', kinds: null, queue: null, kindLimits: null },
   { op: 'claim', limit: 4, leaseMs: 1_000, owner: 'w1', kinds: null, queue: null, kindLimits: { m: 1 } },

@@ -157,6 +157,19 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly retryByKind?: Readonly<Record<string, RetryPolicy>>;
   /** Uniform random numbers in `[0, 1)` for jitter (default `Math.random`); tests pass a seeded source. */
   readonly random?: RandomSource;
+  /**
+   * Keep DONE tasks in history (default true: every completion moves the task to `task_history`
+   * with its effect row, pruned by `retention`). `false` — DONE not kept, for this worker's queue
+   * (as graphile-worker, or BullMQ's `removeOnComplete`): each completion is the fenced delete of
+   * the live row alone (`keep: false` of complete / completeMany), no history row, no effect row.
+   * What is given up (docs/contract.md#done-not-kept): a repeated complete after a lost reply
+   * answers NOT_FOUND instead of DONE (the worker counts it finished), cancel after completion
+   * answers NOT_FOUND instead of TOO_LATE, and `getTask` forgets the task. DEAD and CANCELLED are
+   * always kept. `keepDoneByKind` overrides it per kind.
+   */
+  readonly keepDone?: boolean;
+  /** Per kind, `{ [kind]: boolean }`: overrides `keepDone` for the tasks of that kind (e.g. `{ 'send-email': false }`). */
+  readonly keepDoneByKind?: Readonly<Record<string, boolean>>;
   /** How long `stop()` waits for running handlers before handing their tasks back (default 10 000). */
   readonly shutdownTimeoutMs?: number;
   /**
@@ -246,6 +259,8 @@ export interface ResolvedOptions {
   readonly jitter: Jitter;
   readonly retryByKind: Readonly<Record<string, RetryPolicy>>;
   readonly random: RandomSource;
+  readonly keepDone: boolean;
+  readonly keepDoneByKind: Readonly<Record<string, boolean>>;
   readonly shutdownTimeoutMs: number;
   readonly handlerTimeoutMs: number | null;
   readonly abandonGraceMs: number;
@@ -315,6 +330,11 @@ const RULES: readonly Rule[] = [
   rule('jitter', () => 'none', validateJitter),
   rule('retryByKind', () => Object.freeze({}), resolveRetryByKind),
   rule('random', () => Math.random, validateRandom),
+  rule('keepDone', () => true, (value, field) => {
+    if (typeof value !== 'boolean') throw invalid(field, `must be a boolean, got ${typeof value}`);
+    return value;
+  }),
+  rule('keepDoneByKind', () => Object.freeze({}), resolveKeepDoneByKind),
   rule('shutdownTimeoutMs', () => defaults.shutdownTimeoutMs, nonNegativeMs(MAX_TIMER_MS)),
   rule('handlerTimeoutMs', () => defaults.handlerTimeoutMs, validateHandlerTimeout),
   rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
@@ -463,6 +483,19 @@ function resolveRetryByKind(map: unknown): Readonly<Record<string, RetryPolicy>>
     const field = `retryByKind[${JSON.stringify(kind)}]`;
     validateKind(kind, field);
     out[kind] = Object.freeze(validateRetryPolicy(policy, field));
+  }
+  return Object.freeze(out);
+}
+
+/** @throws ValidationError INVALID_OPTION naming `keepDoneByKind[<kind>]`, INVALID_KIND for a bad kind name */
+function resolveKeepDoneByKind(map: unknown): Readonly<Record<string, boolean>> {
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) throw invalid('keepDoneByKind', 'must be an object mapping kind to a boolean');
+  const out: Record<string, boolean> = {};
+  for (const [kind, keep] of Object.entries(map)) {
+    const field = `keepDoneByKind[${JSON.stringify(kind)}]`;
+    validateKind(kind, field);
+    if (typeof keep !== 'boolean') throw invalid(field, `must be a boolean, got ${typeof keep}`);
+    out[kind] = keep;
   }
   return Object.freeze(out);
 }

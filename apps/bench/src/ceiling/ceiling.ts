@@ -6,12 +6,14 @@
  * logic. Statements are imported from `@postpone/postgres`, never copied. The clock runs from "go"
  * (every process connected) to the last process finding the queue empty; fork start-up is outside
  * it. Every guarantee of a completion is kept: the claim's row lock and lease, the attempt fence,
- * the effect row in the completing statement.
+ * the effect row in the completing statement. With `--done-not-kept` (`POSTPONE_BENCH_DONE=not-kept`)
+ * the completion is `taskCompleteManyDrop` instead: the fenced delete alone, no history, no effect row
+ * (docs/contract.md#done-not-kept).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { BENCH_TASK } from '../peers/protocol.js';
-import { POSTPONE_SCHEMA, postponeAdmin } from '../peers/systems/postpone.js';
+import { benchKeepsDone, POSTPONE_SCHEMA, postponeAdmin } from '../peers/systems/postpone.js';
 import { type RateFigures, rateFigures } from '../peers/throughput.js';
 import type { RunContext } from '../peers/contender.js';
 import { waitFor } from '../peers/util/wait.js';
@@ -43,7 +45,7 @@ export interface CeilingResult {
 export const CEILING_REFERENCE_BATCH = 50;
 
 async function measure(ctx: RunContext, url: string, database: string, params: CeilingParams, batch: number): Promise<CeilingPoint> {
-  const config: CeilingChildConfig = { url, schema: POSTPONE_SCHEMA, kind: BENCH_TASK, batch, owner: 'bench-ceiling', leaseMs: 600_000 };
+  const config: CeilingChildConfig = { url, schema: POSTPONE_SCHEMA, kind: BENCH_TASK, batch, owner: 'bench-ceiling', leaseMs: 600_000, keepDone: benchKeepsDone() };
   const procs: ChildProcess[] = [];
   const state = { ready: 0, done: 0, completed: 0, statements: 0, cpuMs: 0, error: '' };
   try {
@@ -82,7 +84,7 @@ async function measure(ctx: RunContext, url: string, database: string, params: C
     if (state.completed !== params.tasks) throw new Error(`ceiling completed ${state.completed} of ${params.tasks} tasks`);
     return {
       batch,
-      ...rateFigures({ processes: params.processes, tasks: params.tasks, completed: state.completed, seconds, statements: state.statements, serverMs: after.execMs - before.execMs }),
+      ...rateFigures({ processes: params.processes, tasks: params.tasks, completed: state.completed, seconds, statements: state.statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes }),
       cpuMsPerTask: state.cpuMs / state.completed,
     };
   } finally {

@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   const kinds = JSON.stringify([config.kind]);
   // The store's claim parameters: now (null: the server's), owner, lease ms, limit, queue, kinds.
   const claim = { name: 'ceiling_claim', text: sql.taskClaim };
-  const complete = { name: 'ceiling_complete_many', text: sql.taskCompleteManyFenced };
+  // DONE kept: the move to history with its effect row; not kept: the fenced delete alone ($1 the items).
+  const complete = config.keepDone ? { name: 'ceiling_complete_many', text: sql.taskCompleteManyFenced } : { name: 'ceiling_complete_drop', text: sql.taskCompleteManyDrop };
   let stopped = false;
   process.on('disconnect', () => {
     stopped = true;
@@ -35,8 +36,10 @@ async function main(): Promise<void> {
         const claimed = await client.query<{ id: string; attempt: number }>({ ...claim, values: [null, config.owner, config.leaseMs, config.batch, 'default', kinds] });
         statementsSent++;
         if (claimed.rows.length === 0) break;
-        const json = `[${claimed.rows.map((r) => `{"id":${JSON.stringify(String(r.id))},"attempt":${Number(r.attempt)},"owner":${JSON.stringify(config.owner)},"result":null}`).join(',')}]`;
-        const done = await client.query({ ...complete, values: [null, json] });
+        const json = config.keepDone
+          ? `[${claimed.rows.map((r) => `{"id":${JSON.stringify(String(r.id))},"attempt":${Number(r.attempt)},"owner":${JSON.stringify(config.owner)},"result":null}`).join(',')}]`
+          : `[${claimed.rows.map((r) => `{"id":${JSON.stringify(String(r.id))},"attempt":${Number(r.attempt)},"keep":false}`).join(',')}]`;
+        const done = await client.query({ ...complete, values: config.keepDone ? [null, json] : [json] });
         statementsSent++;
         if (done.rows.length !== claimed.rows.length) throw new Error(`completeMany completed ${done.rows.length} of ${claimed.rows.length} claimed tasks`);
         completed += done.rows.length;

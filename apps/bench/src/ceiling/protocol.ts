@@ -9,6 +9,8 @@ export interface CeilingChildConfig {
   readonly batch: number;
   readonly owner: string;
   readonly leaseMs: number;
+  /** False: complete with `taskCompleteManyDrop` (DONE not kept: the fenced delete alone, no history, no effect row). */
+  readonly keepDone: boolean;
 }
 
 export type CeilingChildMessage =

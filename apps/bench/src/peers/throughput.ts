@@ -30,13 +30,28 @@ export interface RateFigures {
   readonly statementsPerTask: number;
   /** Server execution time per completed task, ms (pg_stat_statements; NaN without it). */
   readonly serverMsPerTask: number;
+  /**
+   * WAL the whole server wrote per completed task while the clock ran, bytes (`pg_current_wal_lsn()`
+   * before and after; the run has the server to itself, so it is the run's, full-page images and
+   * autovacuum included). Absent in results saved before it was measured.
+   */
+  readonly walBytesPerTask?: number;
 }
 
 /** {@link RateFigures} from the totals of a run: `statements` sent and `serverMs` executed while the clock ran. */
-export function rateFigures(m: { processes: number; tasks: number; completed: number; seconds: number; statements: number; serverMs: number }): RateFigures {
+export function rateFigures(m: { processes: number; tasks: number; completed: number; seconds: number; statements: number; serverMs: number; walBytes?: number }): RateFigures {
   const perTask = (total: number) => (m.completed > 0 ? total / m.completed : Number.NaN);
   const { processes, tasks, completed, seconds } = m;
-  return { processes, tasks, completed, seconds, tasksPerSecond: completed / seconds, statementsPerTask: perTask(m.statements), serverMsPerTask: perTask(m.serverMs) };
+  return {
+    processes,
+    tasks,
+    completed,
+    seconds,
+    tasksPerSecond: completed / seconds,
+    statementsPerTask: perTask(m.statements),
+    serverMsPerTask: perTask(m.serverMs),
+    ...(m.walBytes === undefined ? {} : { walBytesPerTask: perTask(m.walBytes) }),
+  };
 }
 
 export interface ThroughputResult extends RateFigures {
@@ -110,7 +125,7 @@ export async function runThroughput(
       const seconds = (t1 - t0) / 1000;
       measured = {
         label: contenderLabel(contender),
-        ...rateFigures({ processes: params.processes, tasks: params.tasks, completed, seconds, statements, serverMs: after.execMs - before.execMs }),
+        ...rateFigures({ processes: params.processes, tasks: params.tasks, completed, seconds, statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes }),
         capped: left > 0,
       };
     } finally {

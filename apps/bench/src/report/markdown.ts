@@ -303,10 +303,19 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
     const tp = r.throughput?.at(-1);
     const self = tp ? bestSelf(onWorkerNode(throughputRows(tp.contenders)), (x) => x.tasksPerSecond.median, true) : undefined;
     const batches = r.ceiling[0]?.points.map((p) => p.batch) ?? [];
+    // WAL per task: only in results measured since it was (`walBytesPerTask`).
+    const wal = r.ceiling[0]?.points.some((p) => p.walBytesPerTask !== undefined) === true;
     out.push(
       `### The ceiling of the schema (SQL only)\n\nPostpone's own claim (\`taskClaim\`, limit = batch) and batched fenced completion with its effect rows (\`taskCompleteManyFenced\`, one statement) — statements imported from \`@postpone/postgres\` — as named prepared statements in a tight loop: ${c.processes} processes on the workers' Node.js, one \`pg\` connection each, ${num(c.tasks)} due tasks per batch size on a fresh database, until a claim comes back empty. No handler, no lease renewal, no worker logic; fork start-up outside the clock. At batches of ${CEILING_REFERENCE_BATCH}: **${medianRange(ref)} tasks/s**${self ? `; ${self.label} reaches **${num((100 * self.tasksPerSecond.median) / ref.median)} %** of it (target ≥ 70 %)` : ''}.\n`,
       table(
-        ['round', ...batches.map((b) => `batch ${b}: tasks/s`), ...batches.map((b) => `batch ${b}: statements/task`), ...batches.map((b) => `batch ${b}: server ms/task`), ...batches.map((b) => `batch ${b}: CPU ms/task`)],
+        [
+          'round',
+          ...batches.map((b) => `batch ${b}: tasks/s`),
+          ...batches.map((b) => `batch ${b}: statements/task`),
+          ...batches.map((b) => `batch ${b}: server ms/task`),
+          ...batches.map((b) => `batch ${b}: CPU ms/task`),
+          ...(wal ? batches.map((b) => `batch ${b}: WAL B/task`) : []),
+        ],
         r.ceiling.map((x, i) => [
           String(i + 1),
           ...x.points.map((p) => num(p.tasksPerSecond)),
@@ -314,6 +323,7 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
           // Absent in results saved before the column existed.
           ...x.points.map((p) => num(p.serverMsPerTask ?? Number.NaN, 3)),
           ...x.points.map((p) => num(p.cpuMsPerTask, 3)),
+          ...(wal ? x.points.map((p) => num(p.walBytesPerTask ?? Number.NaN)) : []),
         ]),
       ),
     );

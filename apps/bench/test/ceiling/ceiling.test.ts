@@ -31,6 +31,19 @@ describe('runSqlCeiling', () => {
       expect(statements % 2).toBe(0);
       expect(statements).toBeGreaterThanOrEqual(2 * Math.ceil(tasks / p.batch) + processes);
       expect(p.tasksPerSecond).toBeGreaterThan(0);
+      expect(p.walBytesPerTask).toBeGreaterThan(0);
+    }
+  });
+
+  it('with DONE not kept (--done-not-kept) completes every task through the drop statement', async () => {
+    const counter = await openStatementCounter(testDatabaseUrl());
+    process.env.POSTPONE_BENCH_DONE = 'not-kept';
+    try {
+      const { points } = await runSqlCeiling({ adminUrl: testDatabaseUrl(), databases, counter }, { tasks: 200, processes: 2, batches: [50] });
+      // The loop throws when the drop statement finishes fewer tasks than were claimed.
+      expect(points.map((p) => [p.batch, p.completed])).toEqual([[50, 200]]);
+    } finally {
+      delete process.env.POSTPONE_BENCH_DONE;
     }
   });
 });

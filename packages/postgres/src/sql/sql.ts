@@ -540,6 +540,52 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_
 )
 select d.ord::int as ord from done d`,
 
+    // ---- task: complete, DONE not kept (docs/contract.md#done-not-kept) ---------------------------
+    /**
+     * `$1` id, `$2` attempt → one `{ id }` row when it finished the task: the fenced complete of
+     * {@link taskCompleteFenced} for `keep: false` — the DELETE of the live row alone, no history row
+     * and no effect row. The fence is the same (same attempt, CLAIMED, not cancel-requested, re-checked
+     * on the newest row version under READ COMMITTED, PostgreSQL 17 §13.2.1): only the current
+     * attempt's holder deletes the row, once, so at most one complete per task commits. Not
+     * time-dependent: no `$1` now.
+     */
+    taskCompleteDrop: `delete from ${task} t
+ where t.id = $1::bigint
+   and t.attempt = $2::int
+   and t.state = ${C}
+   and not t.cancel_requested
+returning t.id::text as id`,
+
+    /**
+     * `$1` items as JSON text (`[{id, attempt, keep}]`, ids as decimal text, no id twice) → `{ ord }`
+     * rows: the 1-based input positions with `keep` false whose task this statement finished (deleted).
+     *
+     * {@link taskCompleteDrop} for a batch, in ONE statement. The `locked` pick takes the row locks of
+     * EVERY item, kept or not, in id order (as {@link taskCompleteManyFenced} does), and deletes only
+     * the `keep: false` ones: a batch mixing both runs this first and then `taskCompleteManyFenced` for
+     * the kept items in the same transaction, which finds their rows already locked by it — so the
+     * batch still takes all its row locks in one id order and never waits in a cycle with another
+     * batch (README "Failure modes", `batch_deadlock`).
+     */
+    taskCompleteManyDrop: `with input as (
+  select x.id, x.attempt, x.keep, x.ord
+    from rows from (jsonb_to_recordset($1::text::jsonb) as (id bigint, attempt integer, keep boolean))
+         with ordinality as x(id, attempt, keep, ord)
+), locked as materialized (
+  select s.id
+    from ${task} s
+   where s.id = any(array(select i.id from input i))
+     and s.state = ${C}
+     and not s.cancel_requested
+   order by s.id
+   for update
+)
+delete from ${task} t
+ using input i
+ where ${batchFence('t', '   ')}
+   and not i.keep
+returning i.ord::int as ord`,
+
     /** `$1` now, `$2` task id, `$3` attempt, `$4` worker. The effect row; primary key `task_id` allows one per task. */
     effectInsert: `insert into ${effect} (task_id, attempt, worker, created_at)
 values ($2::bigint, $3::int, $4::text, ${NOW})`,

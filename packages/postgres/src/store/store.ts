@@ -42,6 +42,7 @@ import {
   type SnoozeParams,
   type SnoozeResult,
   validateFailRetry,
+  validateKeep,
   validateSnoozeParams,
   type ScheduledTask,
   type ScheduleInput,
@@ -800,14 +801,22 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const { text: resultText } = validateJson(params.result === undefined ? null : params.result, 'result', this.maxPayloadBytes, 'INVALID_RESULT');
     const work = params.work;
     if (work !== undefined && typeof work !== 'function') throw new ValidationError('INVALID_OPTION', 'work', 'must be a function');
+    const keep = validateKeep(params.keep);
     const s = this.sql;
+    if (!keep && work === undefined) {
+      // DONE not kept, nothing of the handler's: one statement in autocommit, the fenced delete.
+      return await this.call(async () => {
+        const done = await this.driver.query(s.taskCompleteDrop, [id, attempt]);
+        return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, this.nowParam(), id, attempt, false);
+      });
+    }
     let workFailure: { error: unknown } | undefined;
     try {
       return await this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
-        const done = await query(s.taskCompleteFenced, [now, id, attempt, resultText]);
+        const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
-          await query(s.effectInsert, [now, id, attempt, owner]);
+          if (keep) await query(s.effectInsert, [now, id, attempt, owner]);
           if (work) {
             try {
               await work(tx);
@@ -818,7 +827,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           }
           return 'DONE';
         }
-        return await this.missedCompleteOutcome(query, now, id, attempt);
+        return await this.missedCompleteOutcome(query, now, id, attempt, keep);
       });
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
@@ -827,7 +836,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE statement for the common case (`taskCompleteManyFenced`): the fenced move to DONE of every
+   * ONE statement for the common case (`taskCompleteManyFenced`; `taskCompleteManyDrop` when every
+   * item has `keep: false`, both in one transaction for a batch mixing the two): the fenced move to DONE of every
    * item whose attempt is current, and their effect rows, committing together; row locks taken in id
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
@@ -839,15 +849,31 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.assertOpen();
     const valid = validateCompleteMany(items, this.maxPayloadBytes);
     if (valid.length === 0) return [];
-    const json = `[${valid
-      .map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`)
-      .join(',')}]`;
+    const kept = valid.filter((i) => i.keep);
+    const keptJson = (): string =>
+      `[${kept.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`).join(',')}]`;
+    // DONE not kept (docs/contract.md#done-not-kept): the items with keep false are deleted by
+    // `taskCompleteManyDrop`, which locks every item's row in id order; a mixed batch then completes
+    // the kept ones with `taskCompleteManyFenced` in the same transaction (their rows already locked).
+    const dropJson = (): string => `[${valid.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"keep":${i.keep}}`).join(',')}]`;
     return await this.call(async () => {
       const now = this.nowParam();
-      const hit = new Set((await this.driver.query(this.sql.taskCompleteManyFenced, [now, json])).map((r) => Number(r.ord) - 1));
+      const hit = new Set<number>();
+      if (kept.length === valid.length) {
+        // Every item kept (the default): one statement, as before; `ord` counts the kept items, here all.
+        for (const r of await this.driver.query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(Number(r.ord) - 1);
+      } else if (kept.length === 0) {
+        for (const r of await this.driver.query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
+      } else {
+        const keptIndex = valid.flatMap((item, idx) => (item.keep ? [idx] : []));
+        await this.driver.transaction(async (query) => {
+          for (const r of await query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
+          for (const r of await query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(keptIndex[Number(r.ord) - 1] as number);
+        });
+      }
       const outcomes: CompleteOutcome[] = [];
       for (const [idx, item] of valid.entries()) {
-        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, item.id, item.attempt));
+        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, item.id, item.attempt, item.keep));
       }
       return outcomes;
     });
@@ -857,12 +883,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * What a complete whose fenced move hit nothing reports: CLAIMED + same attempt + cancel
    * requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt
    * → `DONE` (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
-   * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
+   * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`; with `keep` false, no row in the
+   * live table nor history → `NOT_FOUND` (finished without history, docs/contract.md#done-not-kept).
    */
-  private async missedCompleteOutcome(query: QueryFn, now: string | null, id: TaskId, attempt: number): Promise<CompleteOutcome> {
+  private async missedCompleteOutcome(query: QueryFn, now: string | null, id: TaskId, attempt: number, keep: boolean): Promise<CompleteOutcome> {
     const cancelled = await query(this.sql.taskCancelRequestedToCancelled, [now, id, attempt]);
     if (cancelled.length === 1) return 'CANCELLED_BEFORE_COMMIT';
     const [row] = await query(this.sql.taskGetForOutcome, [id]);
+    if (row === undefined && !keep) return 'NOT_FOUND';
     if (row && row.attempt === attempt) {
       if (row.state === TaskState.DONE) return 'DONE';
       if (row.state === TaskState.CANCELLED && row.cancelrequested === true) return 'CANCELLED_BEFORE_COMMIT';

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { CompletionBatcher } from './completion-batcher.js';
 import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite } from './handler.js';
-import type { AttemptSettings } from './settings.js';
+import { type AttemptSettings, keepsDone } from './settings.js';
 import type { SnoozeUntil } from './errors.js';
 import { resolveRetry, retryDelayFor } from './retry-policy.js';
 import { callStore, type StoreCallDeps } from './store-call.js';
@@ -80,12 +80,21 @@ export class AttemptReporter<Tx> {
               }
             }
           };
+    // DONE not kept (option keepDone / keepDoneByKind): the flag goes only when false, so a store
+    // that predates it gets the same call as before.
+    const keep = keepsDone(this.options, task.kind);
     let outcome: CompleteOutcome;
     try {
       outcome =
         work === undefined && this.batcher !== null
-          ? await this.batcher.complete(task, result, leaseUntil, deps.holdsLease)
-          : await callStore(deps, 'complete', task, () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work }), (error) => failure.writeFailed === null || PostponeError.isInstance(error));
+          ? await this.batcher.complete(task, result, leaseUntil, deps.holdsLease, keep)
+          : await callStore(
+              deps,
+              'complete',
+              task,
+              () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work, ...(keep ? {} : { keep }) }),
+              (error) => failure.writeFailed === null || PostponeError.isInstance(error),
+            );
     } catch (error) {
       // A write that failed because the store failed (connection lost, refused, driver error — the
       // store rethrows those as PostponeError) is not the handler's failure: the lease decides.
@@ -96,7 +105,10 @@ export class AttemptReporter<Tx> {
     const durationMs = Math.round(this.options.pacing.now() - startedAt);
     this.events.emit('completed', { task, outcome, result, durationMs });
     if (outcome === 'REJECTED_STALE') this.stale(task, 'complete');
-    else this.logger.debug({ taskId: task.id, attempt: task.attempt, outcome, durationMs }, 'completed');
+    // NOT_FOUND (keep false only): the task was finished without history — by this attempt, whose
+    // reply was lost and the complete tried again, or by another attempt. Finished either way: never
+    // failed, never retried.
+    else this.logger.debug({ taskId: task.id, attempt: task.attempt, outcome, durationMs }, outcome === 'NOT_FOUND' ? 'completed (already finished, not kept)' : 'completed');
     return outcome;
   }
 

@@ -9,7 +9,8 @@
  * item (0: on the next macrotask, `setImmediate`, so completions that settle in the same turn of the
  * event loop share a batch). A write with no verdict (a lost connection, a statement or lock timeout…)
  * retries the whole batch (`callStore`) while any of its attempts holds its lease: safe, a retried
- * completeMany answers DONE again for the attempts it committed. When the store refuses the batch
+ * completeMany answers DONE again for the attempts it committed (NOT_FOUND for those it finished
+ * with `keep: false`, which the worker counts finished as well). When the store refuses the batch
  * as invalid input (say a result above the store's own size limit), every item is sent alone with
  * `complete`, so one bad item never holds the others back.
  */
@@ -31,6 +32,8 @@ export interface CompletionBatcherDeps<Tx> {
 interface Pending {
   readonly task: ClaimedTask;
   readonly result: Json;
+  /** False: DONE not kept (the item's `keep: false`). */
+  readonly keep: boolean;
   readonly resolve: (outcome: CompleteOutcome) => void;
   readonly reject: (error: unknown) => void;
   /** Whether this attempt still holds its lease (asked before retrying a write with no verdict). */
@@ -49,12 +52,13 @@ export class CompletionBatcher<Tx> {
    *   estimate): when it comes before the batch would be sent, the batch is sent at once
    * @param holdsLease whether the attempt still holds its lease: a batch whose write got no verdict
    *   is tried again while any of its attempts does (default: the tries' own bound)
+   * @param keep false: DONE not kept (sent as the item's `keep: false`)
    * @returns the store's outcome for this task once its batch was acknowledged
    * @throws the store's error (after the retries of a write with no verdict); the task stays CLAIMED
    */
-  complete(task: ClaimedTask, result: Json, leaseUntil?: number, holdsLease?: () => boolean): Promise<CompleteOutcome> {
+  complete(task: ClaimedTask, result: Json, leaseUntil?: number, holdsLease?: () => boolean, keep = true): Promise<CompleteOutcome> {
     return new Promise<CompleteOutcome>((resolve, reject) => {
-      this.queue.push({ task, result, resolve, reject, holdsLease });
+      this.queue.push({ task, result, keep, resolve, reject, holdsLease });
       // The lease guard: a completion whose lease would end before the batch delay is over is not
       // held back; the batch goes now (the estimate may be old: a renewal may be in flight).
       const { batchDelayMs, batchSize, pacing } = this.deps;
@@ -85,7 +89,7 @@ export class CompletionBatcher<Tx> {
   private async send(batch: readonly Pending[]): Promise<void> {
     const { store, owner } = this.deps;
     const deps = { pacing: this.deps.pacing, events: this.deps.events, holdsLease: () => batch.some((p) => p.holdsLease?.() ?? true) };
-    const items = batch.map((p) => ({ id: p.task.id, attempt: p.task.attempt, owner, result: p.result }));
+    const items = batch.map((p) => ({ id: p.task.id, attempt: p.task.attempt, owner, result: p.result, ...(p.keep ? {} : { keep: false }) }));
     try {
       const outcomes = await callStore(deps, 'complete', batch.length === 1 ? batch[0]?.task : undefined, () => store.completeMany(items));
       for (const [i, p] of batch.entries()) p.resolve(outcomes[i] as CompleteOutcome);

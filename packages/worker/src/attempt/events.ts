@@ -13,7 +13,11 @@ export interface AttemptEvents {
   renewed: { readonly task: ClaimedTask };
   /** Extend was refused (or the store unreachable until the lease ran out); the handler's signal was aborted with `reason`. */
   leaseLost: { readonly task: ClaimedTask; readonly reason: Extract<AbortReason, 'lease-lost' | 'cancel-requested'> };
-  /** The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE). */
+  /**
+   * The fenced complete answered; `outcome` is the store's word (DONE, CANCELLED_BEFORE_COMMIT, REJECTED_STALE,
+   * or NOT_FOUND — only with DONE not kept: the task was already finished without history, by this attempt
+   * after a lost reply or by another one; it is finished, not failed).
+   */
   completed: { readonly task: ClaimedTask; readonly outcome: CompleteOutcome; readonly result: Json; readonly durationMs: number };
   /**
    * The attempt failed and the fenced fail answered: `result` is the next state (or REJECTED_STALE); `error` the text recorded in `last_error`;

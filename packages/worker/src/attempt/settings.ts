@@ -18,4 +18,15 @@ export interface AttemptSettings extends RetryDefaults {
   readonly completeBatchSize: number;
   /** How long the first queued completion waits for others (ms; 0: the next macrotask). */
   readonly completeBatchDelayMs: number;
+  /** Keep DONE tasks in history (the worker's `keepDone`; default true). */
+  readonly keepDone?: boolean;
+  /** Per-kind overrides of {@link keepDone}. */
+  readonly keepDoneByKind?: Readonly<Record<string, boolean>>;
+}
+
+/** Whether a DONE task of `kind` is kept in history: its kind's `keepDoneByKind`, else `keepDone` (default true). */
+export function keepsDone(settings: Pick<AttemptSettings, 'keepDone' | 'keepDoneByKind'>, kind: string): boolean {
+  const byKind = settings.keepDoneByKind;
+  if (byKind !== undefined && Object.hasOwn(byKind, kind)) return byKind[kind] as boolean;
+  return settings.keepDone ?? true;
 }

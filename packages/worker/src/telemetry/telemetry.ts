@@ -97,7 +97,7 @@ export interface TelemetryDeps {
 }
 
 /** What ended an attempt, in the store's words; UNKNOWN when the store could not be reached. */
-export type AttemptOutcome = 'DONE' | 'CANCELLED_BEFORE_COMMIT' | 'REJECTED_STALE' | 'SCHEDULED' | 'DEAD' | 'CANCELLED' | 'RELEASED' | 'SNOOZED' | 'UNKNOWN';
+export type AttemptOutcome = 'DONE' | 'CANCELLED_BEFORE_COMMIT' | 'REJECTED_STALE' | 'NOT_FOUND' | 'SCHEDULED' | 'DEAD' | 'CANCELLED' | 'RELEASED' | 'SNOOZED' | 'UNKNOWN';
 
 export class WorkerTelemetry {
   private readonly tracer: Tracer;
@@ -124,7 +124,7 @@ export class WorkerTelemetry {
     const counter = (name: string, description: string) => this.meter.createCounter(name, { unit: '{task}', description });
     this.counters = {
       claimed: counter(METRICS.claimed, 'Tasks claimed (one per claim, so a task retried three times counts three).'),
-      completed: counter(METRICS.completed, 'Attempts completed: the fenced complete answered DONE.'),
+      completed: counter(METRICS.completed, 'Attempts completed: the fenced complete answered DONE (or NOT_FOUND with DONE not kept).'),
       failed: counter(METRICS.failed, 'Attempts failed and recorded by the store (retry scheduled, DEAD or CANCELLED).'),
       dead: counter(METRICS.dead, 'Tasks that went DEAD through this worker: a failure or a reclaimed lease used up their attempts.'),
       rejectedStale: counter(METRICS.rejectedStale, 'Late writes of an attempt the store refused (someone else holds the task, or it ended).'),
@@ -188,7 +188,8 @@ export class WorkerTelemetry {
         this.counters.claimed.add(1, of(task));
         this.lateness.record(Math.max(0, task.claimedAt.getTime() - task.dueAt.getTime()), of(task));
       }),
-      events.on('completed', ({ task, outcome }) => outcome === 'DONE' && this.counters.completed.add(1, of(task))),
+      // NOT_FOUND (DONE not kept): finished without history, counted done (docs/contract.md#done-not-kept).
+      events.on('completed', ({ task, outcome }) => (outcome === 'DONE' || outcome === 'NOT_FOUND') && this.counters.completed.add(1, of(task))),
       events.on('failed', ({ task, result }) => {
         if (result.outcome === 'REJECTED_STALE') return;
         this.counters.failed.add(1, of(task));

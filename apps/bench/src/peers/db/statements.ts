@@ -21,6 +21,8 @@ export interface StatementSnapshot {
   readonly count: number;
   /** Server execution time of those statements, ms (`total_exec_time`; NaN without pg_stat_statements). */
   readonly execMs: number;
+  /** WAL position of the whole server as bytes from `0/0` (`pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')`): two readings give the WAL written between them. */
+  readonly walBytes: number;
   readonly atMs: number;
 }
 
@@ -90,7 +92,8 @@ export async function openStatementCounter(adminUrl: string): Promise<StatementC
       return await withClient(adminUrl, async (client) => {
         if (source === 'pg_stat_database') await client.query('select pg_stat_clear_snapshot()');
         const { rows } = await client.query<{ n: string; ms: number }>(sql, [database]);
-        return { count: Number(rows[0]?.n ?? 0), execMs: Number(rows[0]?.ms ?? Number.NaN), atMs: performance.now() };
+        const wal = await client.query<{ wal: number }>(`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal`);
+        return { count: Number(rows[0]?.n ?? 0), execMs: Number(rows[0]?.ms ?? Number.NaN), walBytes: Number(wal.rows[0]?.wal ?? Number.NaN), atMs: performance.now() };
       });
     },
     async statements(database: string): Promise<StatementTotals> {

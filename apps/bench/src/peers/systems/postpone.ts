@@ -11,6 +11,16 @@ import type pg from 'pg';
 import { BENCH_TASK, type ChildConfig } from '../protocol.js';
 import { latenessOf, type BenchTaskSpec, type PreparedWorker, type SystemAdmin } from './system.js';
 
+/**
+ * Whether the bench runs Postpone with DONE kept (the default) or not kept (`pnpm bench
+ * --done-not-kept`, which sets `POSTPONE_BENCH_DONE=not-kept` for the bench and every process it
+ * forks): the worker's `keepDone: false` and the SQL-only ceiling's drop statement
+ * (docs/contract.md#done-not-kept).
+ */
+export function benchKeepsDone(): boolean {
+  return process.env.POSTPONE_BENCH_DONE !== 'not-kept';
+}
+
 /** Schema of the bench's Postpone tables (the store's default). */
 export const POSTPONE_SCHEMA = 'postpone';
 /** Rows per `scheduleMany` call when enqueuing (one statement each). */
@@ -80,6 +90,7 @@ export async function preparePostponeWorker(config: ChildConfig): Promise<Prepar
         id: config.workerId,
         concurrency: config.concurrency,
         ...settings,
+        ...(benchKeepsDone() ? {} : { keepDone: false }),
         handlers: {
           [BENCH_TASK]: async (task) => {
             onRan(latenessOf(task.payload));
