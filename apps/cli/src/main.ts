@@ -290,7 +290,7 @@ export function buildProgram(out: Out, json = false): Command {
   program
     .command('stats')
     .description('live counts by kind (scheduled, due, claimed, dead), the oldest due task’s lateness, and the kinds due with nobody claiming')
-    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED (default 1m)', '1m')
+    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED', '1m')
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
       const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
@@ -300,8 +300,8 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('health')
-    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), the oldest transaction holding back their cleanup, and the kinds due with nobody claiming')
-    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED (default 1m)', '1m')
+    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), the oldest transaction holding back their cleanup, the use of the NOTIFY queue, and the kinds due with nobody claiming')
+    .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED', '1m')
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
       const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
@@ -407,6 +407,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   before: '--before',
   payload: '--payload',
   payloadFile: '--payload-file',
+  dueForMs: '--unclaimed-after',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */

@@ -7,12 +7,14 @@
  * due — polling: every `pollIntervalMs`; hybrid: when a timer of its wheel fires; claim again at once
  * after a full batch, and when a slot frees while full). Pacing is injectable.
  */
+import { constants as osConstants } from 'node:os';
 import {
   type ClaimedTask,
   type Json,
   PostponeError,
   type ReclaimedTask,
   type Store,
+  ValidationError,
   validateNonNegativeMs,
 } from '@postpone/core';
 import type { Logger } from 'pino';
@@ -343,10 +345,10 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
    * 1 000) after the first hands running tasks back at once, one sooner is the same signal delivered
    * twice (`tsx`, `nodemon`) and is ignored. The window is measured on `performance.now()`.
    * @returns a function that removes the handlers
-   * @throws ValidationError INVALID_OPTION for a bad `sameSignalWindowMs` or `timeoutMs`
+   * @throws ValidationError INVALID_OPTION for a bad `signals`, `sameSignalWindowMs` or `timeoutMs`
    */
   installSignalHandlers(options: SignalHandlerOptions = {}): () => void {
-    const signals = options.signals ?? ['SIGTERM', 'SIGINT'];
+    const signals = validateSignals(options.signals);
     const windowMs = options.sameSignalWindowMs === undefined ? SAME_SIGNAL_WINDOW_MS : validateNonNegativeMs(options.sameSignalWindowMs, 'sameSignalWindowMs', MAX_TIMER_MS);
     if (options.timeoutMs !== undefined) validateNonNegativeMs(options.timeoutMs, 'timeoutMs', MAX_TIMER_MS);
     let received = 0;
@@ -536,6 +538,25 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     this.events.emit('stopped', result);
     return result;
   }
+}
+
+/** Signals a process cannot catch (POSIX): a handler for them is refused by Node with a raw EINVAL. */
+const UNCATCHABLE: ReadonlySet<string> = new Set(['SIGKILL', 'SIGSTOP']);
+
+/**
+ * `signals` of {@link SignalHandlerOptions}: a non-empty array of signal names this platform knows
+ * (`os.constants.signals`) that a process can catch; default `['SIGTERM', 'SIGINT']`.
+ * @throws ValidationError INVALID_OPTION (`signals`, `signals[i]`)
+ */
+function validateSignals(signals: unknown): NodeJS.Signals[] {
+  if (signals === undefined) return ['SIGTERM', 'SIGINT'];
+  if (!Array.isArray(signals) || signals.length === 0) throw new ValidationError('INVALID_OPTION', 'signals', 'must be a non-empty array of signal names, e.g. ["SIGTERM", "SIGINT"]');
+  for (const [i, signal] of signals.entries()) {
+    if (typeof signal !== 'string' || !Object.hasOwn(osConstants.signals, signal) || UNCATCHABLE.has(signal)) {
+      throw new ValidationError('INVALID_OPTION', `signals[${i}]`, `must be a signal a process can catch (not SIGKILL or SIGSTOP), got ${String(signal)}`);
+    }
+  }
+  return [...new Set(signals as NodeJS.Signals[])];
 }
 
 /** The code of the process warning emitted when a worker starts with `handlerTimeoutMs: null`. */

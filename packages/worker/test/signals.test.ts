@@ -113,4 +113,25 @@ describe('signals: one Ctrl-C delivered twice is one signal', () => {
     expect(() => worker.installSignalHandlers({ signals: ['SIGUSR2'], sameSignalWindowMs: -1 })).toThrow('sameSignalWindowMs: must be');
     expect(process.listenerCount('SIGUSR2')).toBe(0);
   });
+
+  it('refuses signals a process cannot catch, unknown names and an empty list, installing nothing (found by a new user: SIGKILL threw a raw EINVAL, [] and SIGFOO were accepted)', () => {
+    const worker = createWorker({ store: createMemoryStore(), handlers: { ping: async () => 'pong' } });
+    const before = process.listenerCount('SIGTERM');
+    for (const [signals, field] of [
+      [['SIGKILL'], 'signals[0]'],
+      [['SIGTERM', 'SIGSTOP'], 'signals[1]'],
+      [['SIGFOO'], 'signals[0]'],
+      [[], 'signals'],
+      ['SIGTERM', 'signals'],
+    ] as const) {
+      let caught: unknown;
+      try {
+        worker.installSignalHandlers({ signals: signals as never });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, JSON.stringify(signals)).toMatchObject({ name: 'ValidationError', code: 'INVALID_OPTION', field });
+    }
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+  });
 });

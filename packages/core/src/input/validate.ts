@@ -154,7 +154,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 export function validateKind(kind: unknown, field = 'kind'): string {
   if (typeof kind !== 'string') throw new ValidationError('INVALID_KIND', field, `must be a string, got ${describe(kind)}`);
-  if (kind.length === 0) throw new ValidationError('INVALID_KIND', field, 'must not be empty');
+  if (kind.trim().length === 0) throw new ValidationError('INVALID_KIND', field, kind.length === 0 ? 'must not be empty' : 'must not be only white space');
   if (kind.length > MAX_KIND_LENGTH) throw new ValidationError('INVALID_KIND', field, `must be at most ${MAX_KIND_LENGTH} characters, got ${kind.length}`);
   if (CONTROL.test(kind) || hasLoneSurrogate(kind)) throw new ValidationError('INVALID_KIND', field, 'must not contain control characters or lone surrogates');
   return kind;
@@ -170,8 +170,8 @@ export function validateKey(key: unknown, field = 'key'): string {
 
 /** A queue name: 1..200 characters, no control characters or lone surrogates. @throws ValidationError INVALID_QUEUE */
 export function validateQueue(queue: unknown, field = 'queue'): string {
-  if (typeof queue !== 'string' || queue.length === 0 || queue.length > MAX_QUEUE_LENGTH || CONTROL.test(queue) || hasLoneSurrogate(queue)) {
-    throw new ValidationError('INVALID_QUEUE', field, `must be a string of 1..${MAX_QUEUE_LENGTH} characters without control characters, got ${describe(queue)}`);
+  if (typeof queue !== 'string' || queue.trim().length === 0 || queue.length > MAX_QUEUE_LENGTH || CONTROL.test(queue) || hasLoneSurrogate(queue)) {
+    throw new ValidationError('INVALID_QUEUE', field, `must be a string of 1..${MAX_QUEUE_LENGTH} characters, not only white space, without control characters, got ${describe(queue)}`);
   }
   return queue;
 }
