@@ -13,6 +13,7 @@ describe('conformance suite', () => {
       'leaseCases',
       'completeCases',
       'completeManyCases',
+      'keepDoneCases',
       'failCases',
       'releaseCases',
       'failuresCases',
