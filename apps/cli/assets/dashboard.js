@@ -210,6 +210,8 @@ async function openTask(id) {
   if (view.openId !== id) $('action-message').textContent = '';
   view.openId = id;
   await loadDetail();
+  // Opening the panel narrows the list on wide windows and the rows reflow: keep the opened row in view.
+  document.querySelector(`#tasks tbody tr[data-id="${CSS.escape(id)}"]`)?.scrollIntoView({ block: 'nearest' });
 }
 
 function retryMessage(id, r) {

@@ -298,6 +298,9 @@ describe('postpone dashboard', () => {
     const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    // No request of the page fails (a missing favicon was a 404 in the console, found by a new user).
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
     await page.goto(base);
     await expect.poll(async () => (await rows(page)).length, { timeout: UI_TIMEOUT_MS }).toBe(50);
     expect((await rows(page)).at(-1)).toEqual([deadId, 'DEAD']);
@@ -308,6 +311,13 @@ describe('postpone dashboard', () => {
     expect([cellOf('queue'), cellOf('priority'), cellOf('attempt'), cellOf('failures')]).toEqual(['billing', '7', '1', '1 of 1']);
 
     await openTask(page, deadId);
+    // The row that opened the panel stays in view although the panel narrows the list (rows reflow).
+    const rowBox = await page.evaluate((id) => {
+      const r = (document.querySelector(`#tasks tbody tr[data-id="${id}"]`) as HTMLElement).getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom };
+    }, deadId);
+    expect(rowBox.top, 'opened row top').toBeGreaterThanOrEqual(0);
+    expect(rowBox.bottom, 'opened row bottom').toBeLessThanOrEqual(1000);
     const box = await page.evaluate(() => {
       const rect = (id: string) => {
         const r = (document.getElementById(id) as HTMLElement).getBoundingClientRect();
@@ -338,6 +348,7 @@ describe('postpone dashboard', () => {
     await page.click(`#tasks tbody tr[data-id="${newest}"]`);
     await page.waitForFunction((want) => document.getElementById('detail-id')?.textContent === want, newest, { timeout: UI_TIMEOUT_MS });
     expect([await page.textContent('#detail-queue'), await page.textContent('#detail-key')]).toEqual(['default', '–']);
+    expect(consoleErrors).toEqual([]);
     expect(pageErrors).toEqual([]);
     await page.close();
     expect(await stopChild(child)).toBe(0);

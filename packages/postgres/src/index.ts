@@ -9,7 +9,7 @@
  * `PostgresStore` (from `packages/postgres/src/store`), apply the same migrations, and pass the same
  * conformance suite. This entry re-exports what those two packages offer applications.
  */
-export { type Migration, migrations, SCHEMA_VERSION } from './sql/migrations.js';
+export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './sql/migrations.js';
 export { defaultNotifyChannel, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';
 export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';

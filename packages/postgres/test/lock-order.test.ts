@@ -1,5 +1,5 @@
 /**
- * Lock order between batches (issue #26 item 5, README "Failure modes", evidence `batch_deadlock`):
+ * Lock order between batches (issue #26 item 5, README "Failure modes"):
  * `scheduleMany` with dedup keys against `completeMany` / `extendMany` over the same holders never
  * wait on each other in a cycle, whatever order the caller lists keys and ids in.
  *

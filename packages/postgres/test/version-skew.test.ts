@@ -12,9 +12,10 @@
  *   every execution on its connection after a column is added (node-postgres never re-prepares it);
  *   the same text through the store's drivers fails once per connection and is retried on a fresh
  *   statement (autocommit and in a transaction).
- * - New code against a schema one migration behind (11, as the previous code left it: no
- *   `min_reader` column): `checkSchema`, `claim` and `reclaimExpired` throw `SchemaVersionError`
- *   `SCHEMA_BEHIND` naming 11 and 12; no task touched; after `migrate()` they run.
+ * - New code against a schema behind what it needs (`MIN_SCHEMA_VERSION` − 1 = 10; no `min_reader`
+ *   column): `checkSchema`, `claim` and `reclaimExpired` throw `SchemaVersionError` `SCHEMA_BEHIND`
+ *   naming 10 and 11; no task touched; after `migrate()` they run. (On 11 this code runs: migration
+ *   12 is applied under running workers in `migrate_concurrently`.)
  * - A schema whose newest migration needs newer code (`min_reader` 13): `SCHEMA_TOO_NEW` naming 13
  *   and 12; and a schema ahead that dropped a column this code reads: the claim's 42703 becomes
  *   `SCHEMA_TOO_NEW` naming both.
@@ -25,7 +26,7 @@ import { recordCase } from '@postpone/testkit';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrations, type PostgresStore, SCHEMA_VERSION } from '../src/index.js';
+import { MIN_SCHEMA_VERSION, migrations, type PostgresStore, SCHEMA_VERSION } from '../src/index.js';
 import { createPgDriver, createPgStore } from '../src/drivers/pg.js';
 import { createPostgresJsDriver } from '../src/drivers/postgres-js.js';
 import { DRIVERS, type DriverName, type Kit, makeKit } from './support/kits.js';
@@ -346,7 +347,7 @@ commit`);
     });
   });
 
-  describe.each(DRIVERS)('%s: new code against a schema one migration behind, or too new', (driver: DriverName) => {
+  describe.each(DRIVERS)('%s: new code against a schema behind what it needs, or too new', (driver: DriverName) => {
     let kit: Kit<any>;
     beforeAll(() => {
       kit = makeKit(driver, server.url);
@@ -355,22 +356,22 @@ commit`);
       await kit.close();
     });
 
-    it(`schema at ${SCHEMA_VERSION - 1}: checkSchema, claim and reclaimExpired refuse naming both versions; no task touched; after migrate() they run`, async () => {
+    it(`schema at ${MIN_SCHEMA_VERSION - 1}: checkSchema, claim and reclaimExpired refuse naming both versions; no task touched; after migrate() they run`, async () => {
       const schema = `skew_behind_${driver}`;
       const q = pg.escapeIdentifier(schema);
-      await migrateThrough(schema, SCHEMA_VERSION - 1);
+      await migrateThrough(schema, MIN_SCHEMA_VERSION - 1);
       await admin.query(`insert into ${q}.task (kind, state, due_at, max_attempts) select 'skew', 'SCHEDULED', now() - interval '1 second', 5 from generate_series(1, 5)`);
       const store = kit.store({ schema });
       try {
         const refusals = await Promise.all([store.checkSchema(), store.claim({ owner: 'new', limit: 10, leaseMs: 30_000 }), store.reclaimExpired()].map((p) => p.then(() => null, (e: unknown) => e)));
         const codes = refusals.map((e) => (SchemaVersionError.isInstance(e) ? `${e.code}:${(e as SchemaVersionError).schemaVersion}/${(e as SchemaVersionError).codeVersion}` : String(e)));
         const [first] = refusals as Error[];
-        check(codes.every((c) => c === `SCHEMA_BEHIND:${SCHEMA_VERSION - 1}/${SCHEMA_VERSION}`), `${driver}_behind`, codes[1] as string);
-        expect(first?.message).toBe(`schema ${schema} is at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}: run migrate() first`);
+        check(codes.every((c) => c === `SCHEMA_BEHIND:${MIN_SCHEMA_VERSION - 1}/${MIN_SCHEMA_VERSION}`), `${driver}_behind`, codes[1] as string);
+        expect(first?.message).toBe(`schema ${schema} is at migration ${MIN_SCHEMA_VERSION - 1}, this code needs ${MIN_SCHEMA_VERSION}: run migrate() first`);
         const [untouched] = (await admin.query(`select count(*) filter (where state = 'SCHEDULED' and attempt = 0)::int as n from ${q}.task`)).rows;
         check(untouched.n === 5, `${driver}_behindTasksUntouched`, untouched.n);
         const migrated = await store.migrate();
-        expect(migrated.applied).toEqual([SCHEMA_VERSION]);
+        expect(migrated.applied).toEqual(Array.from({ length: SCHEMA_VERSION - MIN_SCHEMA_VERSION + 1 }, (_, i) => MIN_SCHEMA_VERSION + i));
         const claimed = await store.claim({ owner: 'new', limit: 10, leaseMs: 30_000 });
         check(claimed.length === 5, `${driver}_claimedAfterMigrate`, claimed.length);
         const [row] = (await admin.query(`select min_reader from ${q}.migration where version = $1`, [SCHEMA_VERSION])).rows;

@@ -7,7 +7,7 @@
 import { SchemaVersionError } from '@postpone/core';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
-import { migrations, SCHEMA_VERSION } from '@postpone/postgres';
+import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
@@ -44,8 +44,8 @@ describe.each(['pg', 'postgres-js'] as const)('%s worker', (driver) => {
   const storeOn = (schema: string) =>
     (driver === 'pg' ? createPgStore({ connectionString: url, schema }) : createPostgresJsStore({ connectionString: url, schema })) as ReturnType<typeof createPgStore>;
 
-  it(`on a schema one migration behind (${SCHEMA_VERSION - 1}) refuses at start naming both versions, stops, and touches no task`, async () => {
-    const schema = await schemaAt(SCHEMA_VERSION - 1);
+  it(`on a schema behind what the code needs (${MIN_SCHEMA_VERSION - 1}) refuses at start naming both versions, stops, and touches no task`, async () => {
+    const schema = await schemaAt(MIN_SCHEMA_VERSION - 1);
     const store = storeOn(schema);
     const lines: { level: number; msg: string }[] = [];
     const stream = { write: (text: string) => void lines.push(JSON.parse(text) as { level: number; msg: string }) };
@@ -66,8 +66,8 @@ describe.each(['pg', 'postgres-js'] as const)('%s worker', (driver) => {
       await until(() => stopped, 'the worker stops');
       const [first] = errors;
       expect(SchemaVersionError.isInstance(first?.error) && first.error.code).toBe('SCHEMA_BEHIND');
-      expect((first?.error as Error | undefined)?.message).toBe(`schema ${schema} is at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}: run migrate() first`);
-      expect(lines.some((l) => l.level === 50 && l.msg.includes(`at migration ${SCHEMA_VERSION - 1}, this code needs ${SCHEMA_VERSION}`))).toBe(true);
+      expect((first?.error as Error | undefined)?.message).toBe(`schema ${schema} is at migration ${MIN_SCHEMA_VERSION - 1}, this code needs ${MIN_SCHEMA_VERSION}: run migrate() first`);
+      expect(lines.some((l) => l.level === 50 && l.msg.includes(`at migration ${MIN_SCHEMA_VERSION - 1}, this code needs ${MIN_SCHEMA_VERSION}`))).toBe(true);
       const { rows } = await admin.query(`select count(*) filter (where state = 'SCHEDULED' and attempt = 0)::int as n from ${pg.escapeIdentifier(schema)}.task`);
       expect(rows[0].n).toBe(3);
     } finally {

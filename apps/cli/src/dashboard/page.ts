@@ -22,6 +22,7 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<link rel="icon" href="data:,">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf-token" content="${csrfToken}">
 <meta name="refresh-ms" content="${refreshMs}">

@@ -226,8 +226,15 @@ drop index if exists ${q}.task_due_idx;`,
   ]);
 }
 
-/**
- * The newest migration this code knows: the schema version it needs (`checkSchema()` of
- * `PostgresStore` refuses an older schema with `SchemaVersionError` `SCHEMA_BEHIND`).
- */
+/** The newest migration this code knows (and `migrate()` applies). */
 export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 0;
+
+/**
+ * The oldest schema this code runs on: the newest migration whose objects its statements use
+ * (migration 11, the `task_history` table; migration 12 only constrains the live table to live
+ * states). `checkSchema()` of `PostgresStore` refuses an older schema with `SchemaVersionError`
+ * `SCHEMA_BEHIND`; on a schema between it and {@link SCHEMA_VERSION} the code works, so a rolling
+ * deploy may apply migration 12 under workers of this code (evidence `migrate_concurrently`). Raise it
+ * when a statement starts to need a newer migration.
+ */
+export const MIN_SCHEMA_VERSION = 11;

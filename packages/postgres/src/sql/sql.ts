@@ -310,14 +310,16 @@ end $upgrade$`,
      * value`): a conflict returns the holder's id and wastes the drawn one, as a rolled-back insert
      * does. New and replaced rows send a NOTIFY, delivered only at commit (PostgreSQL 17 NOTIFY).
      *
-     * Lock order (README "Failure modes", evidence `batch_deadlock`): every multi-row statement
+     * Lock order (README "Failure modes", `test/lock-order.test.ts`): every multi-row statement
      * that waits for row locks takes them in id order (`completeMany`, `extendMany`), so two of them
      * never wait on each other in a cycle. Here the `holders` pick first locks, in id order, the live
      * rows holding this batch's keys (`for update`: at least the lock `do update` takes, so no upgrade
-     * follows); the insert then meets only rows it already holds, or keys a concurrent scheduler
-     * inserted since, and it inserts in (kind, key) order, so two schedulers wait for each other's new
-     * keys in one order too. `where (select count(*) from holders) >= 0` makes the insert read the
-     * pick first: a plain SELECT in WITH runs only when something reads it (PostgreSQL 17 §7.8.4).
+     * follows); the insert then meets only rows it already holds, or holders another scheduler
+     * committed after this statement's snapshot, and it inserts in (kind, key) order. Those late
+     * holders are the gap left: a batch that meets two of them locks them in key order, and a
+     * renewal (`extendMany`) holding them in id order can then be the deadlock victim (40P01: no
+     * verdict, the worker retries it). `where (select count(*) from holders) >= 0` makes the insert
+     * read the pick first: a plain SELECT in WITH runs only when something reads it (PostgreSQL 17 §7.8.4).
      */
     taskInsertMany: `with input as (
   select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
@@ -565,7 +567,7 @@ returning t.id::text as id`,
      * the `keep: false` ones: a batch mixing both runs this first and then `taskCompleteManyFenced` for
      * the kept items in the same transaction, which finds their rows already locked by it — so the
      * batch still takes all its row locks in one id order and never waits in a cycle with another
-     * batch (README "Failure modes", `batch_deadlock`).
+     * batch (README "Failure modes", `test/lock-order.test.ts`).
      */
     taskCompleteManyDrop: `with input as (
   select x.id, x.attempt, x.keep, x.ord

@@ -84,7 +84,7 @@ import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
-import { migrations, SCHEMA_VERSION } from '../sql/migrations.js';
+import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -100,7 +100,7 @@ export const DEFAULT_SCHEMA = 'postpone';
 export interface SchemaCheck {
   /** The newest migration applied to the schema (at least `codeVersion`). */
   readonly schemaVersion: number;
-  /** The newest migration this code knows (`SCHEMA_VERSION`): the version it needs. */
+  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (11) on. */
   readonly codeVersion: number;
   /** The highest `minReader` the schema's migrations declare (at most `codeVersion`), or null. */
   readonly minReader: number | null;
@@ -460,7 +460,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private schemaMismatch(found: { schemaVersion: number; minReader: number | null }, cause?: unknown): SchemaVersionError | undefined {
     const versions = { schema: this.schema, ...found, codeVersion: SCHEMA_VERSION };
     const options = cause === undefined ? undefined : { cause };
-    if (found.schemaVersion < SCHEMA_VERSION) return new SchemaVersionError('SCHEMA_BEHIND', versions, options);
+    if (found.schemaVersion < MIN_SCHEMA_VERSION) return new SchemaVersionError('SCHEMA_BEHIND', { ...versions, codeVersion: MIN_SCHEMA_VERSION }, options);
     if ((found.minReader !== null && found.minReader > SCHEMA_VERSION) || (cause !== undefined && found.schemaVersion > SCHEMA_VERSION)) {
       return new SchemaVersionError('SCHEMA_TOO_NEW', versions, options);
     }
