@@ -169,7 +169,15 @@ describe(`store operations at ${ROWS} rows`, () => {
   it('prune walks the finished_at index of history from the oldest finished row', async () => {
     const cut = new Date(Date.now() - 23 * 3_600_000).toISOString(); // the first hour of history: ~72 000 rows
     const { nodes } = await explain(sql.pruneBatch, [cut, 1_000], 'costs off');
-    expect(seqScansOfTask(nodes)).toEqual([]);
+    // A partition of a thousand rows may be read whole (the planner's choice once earlier tests of this
+    // file touched it: the DEAD legacy partition, 1 000 rows); no partition of size may.
+    const scanned = seqScansOfTask(nodes);
+    const sizes = await admin.query<{ relname: string; rows: number }>(
+      `select relname, reltuples::float8 as rows from pg_class where relnamespace = $1::regnamespace and relname = any($2::text[])`,
+      [admin.schema, scanned.map((n) => n['Relation Name'] ?? '')],
+    );
+    expect(sizes.filter((r) => r.rows > 10_000)).toEqual([]);
+    expect(sizes).toHaveLength(scanned.length);
     expect(indexesUsed(nodes).some((i) => /^task_history_\w+_finished_at_idx$/.test(i))).toBe(true);
     const store = kit.store({ schema: admin.schema });
     const started = performance.now();
