@@ -81,7 +81,7 @@ export class PostgresBulk {
       const upTo = top?.maxid === null || top?.maxid === undefined ? '0' : String(top.maxid);
       for (const group of this.groups(op, f)) {
         if (o.dryRun) {
-          tally.batches += 1;
+          tally.batches = 1; // one read of counts, however many state groups (as the memory store)
           for (const r of await this.query(this.sql.count(group.where, group.states, f, upTo))) {
             const outcome = op === 'retry' && r.retried === true ? 'ALREADY_RETRIED' : bulkActOutcome(op, String(r.state));
             tally.counts[outcome] = (tally.counts[outcome] ?? 0) + Number(r.n);
