@@ -94,22 +94,28 @@ export class MemoryBulk {
     const byIds = f.ids !== null;
     // A filter walk leaves tasks scheduled after the call began alone (as the SQL's `id <= max(id)`).
     const upTo = [...this.ctx.db.tasks.keys()].sort(compareIds).at(-1) ?? '0';
-    const selected = byIds
-      ? (f.ids as readonly TaskId[])
-      : [...this.ctx.db.tasks.values()]
-          .filter((t) => f.states.includes(t.state) && matchesFields(t, f) && compareIds(t.id, upTo) <= 0)
-          .map((t) => t.id)
-          .sort(compareIds);
+    // The batches of the SQL walk: by ids, chunks of the ids; by filter, one walk per state group
+    // (cancel and reschedule SCHEDULED then CLAIMED, history in one), each in id order.
+    const groups: (readonly TaskId[])[] = byIds
+      ? [f.ids as readonly TaskId[]]
+      : (op === 'cancel' || op === 'reschedule' ? [TaskState.SCHEDULED, TaskState.CLAIMED].filter((s) => f.states.includes(s)).map((s) => [s]) : [f.states]).map((states) =>
+          [...this.ctx.db.tasks.values()]
+            .filter((t) => states.includes(t.state) && matchesFields(t, f) && compareIds(t.id, upTo) <= 0)
+            .map((t) => t.id)
+            .sort(compareIds),
+        );
     if (!byIds && o.dryRun) batches = 1;
-    for (let i = 0; i < selected.length; i += o.batchSize) {
-      this.ctx.assertOpen();
-      if (!(o.dryRun && !byIds)) batches += 1;
-      for (const id of selected.slice(i, i + o.batchSize)) {
-        const r = await this.#one(op, id, byIds ? null : f, f.states, o);
-        if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
-        if (r.effect) effectsDeleted += 1;
+    for (const selected of groups) {
+      for (let i = 0; i < selected.length; i += o.batchSize) {
+        this.ctx.assertOpen();
+        if (!(o.dryRun && !byIds)) batches += 1;
+        for (const id of selected.slice(i, i + o.batchSize)) {
+          const r = await this.#one(op, id, byIds ? null : f, f.states, o);
+          if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
+          if (r.effect) effectsDeleted += 1;
+        }
+        await Promise.resolve(); // let other calls run between batches, as separate transactions do
       }
-      await Promise.resolve(); // let other calls run between batches, as separate transactions do
     }
     return { counts, batches, dryRun: o.dryRun, ...(op === 'delete' ? { effectsDeleted } : {}) };
   }
