@@ -36,6 +36,8 @@ import type { Row } from './driver.js';
 
 interface Tally {
   counts: Record<string, number>;
+  /** Ids given an outcome in a filter walk of a state group but still live (cancel: REQUESTED), so a later group skips them. */
+  readonly seen: Set<string>;
   batches: number;
   effectsDeleted: number;
 }
@@ -67,7 +69,7 @@ export class PostgresBulk {
     this.ctx.assertOpen();
     const f = validateBulkFilter(op, filterIn);
     const o = validateBulkOptions(op, optionsIn);
-    const tally: Tally = { counts: emptyBulkCounts<string>(BULK_OUTCOMES[op]), batches: 0, effectsDeleted: 0 };
+    const tally: Tally = { counts: emptyBulkCounts<string>(BULK_OUTCOMES[op]), seen: new Set(), batches: 0, effectsDeleted: 0 };
     if (f.ids !== null) {
       for (let i = 0; i < f.ids.length; i += o.batchSize) {
         this.ctx.assertOpen();
@@ -94,7 +96,9 @@ export class PostgresBulk {
           const ids = (await this.query(this.sql.pick(group.where, group.states, f, after, upTo, o.batchSize))).map((r) => String(r.id));
           if (ids.length === 0) break;
           tally.batches += 1;
-          await this.actIds(op, ids, f, f.states, o, tally, false);
+          // A task the walk of an earlier state group already counted (claimed meanwhile: REQUESTED) is not acted on or counted twice.
+          const fresh = ids.filter((id) => !tally.seen.has(id));
+          if (fresh.length > 0) await this.actIds(op, fresh, f, f.states, o, tally, false);
           if (ids.length < o.batchSize) break;
           after = ids.at(-1) as string;
         }
@@ -144,6 +148,7 @@ export class PostgresBulk {
       const hit = new Set<string>();
       for (const r of rows) {
         hit.add(String(r.id));
+        if (op === 'cancel' && r.state !== TaskState.CANCELLED) tally.seen.add(String(r.id));
         const outcome =
           op === 'cancel'
             ? r.state === TaskState.CANCELLED
