@@ -34,6 +34,15 @@ afterAll(async () => {
 });
 
 describe('postpone bulk commands', () => {
+  it('prints --help of reschedule and delete, and the bulk options of cancel and retry', async () => {
+    for (const command of ['cancel', 'retry', 'reschedule', 'delete']) {
+      const r = await postpone([command, '--help']);
+      expect(r.code, command).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command} \\[options\\] \\[ids\\.\\.\\.\\]`));
+      for (const option of ['--kind', '--queue', '--state', '--key-prefix', '--due-before', '--all', '--batch-size', '--yes']) expect(r.stdout, `${command} ${option}`).toContain(option);
+    }
+  });
+
   it('cancel by kind: counts first, refuses without --yes off a terminal, then cancels with --yes', async () => {
     const store = createPgStore({ connectionString: url, schema });
     try {
