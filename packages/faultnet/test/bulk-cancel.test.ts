@@ -2,17 +2,20 @@
  * Evidence for bulk operations (docs/contract.md#bulk-operations): 100 000 due SCHEDULED tasks of one
  * kind cancelled by filter (`cancelMany({ kinds })`, batches of 1 000, each its own transaction) while
  * three worker processes claim and run two other kinds fed at a steady rate. The counts are exact, no
- * task of the cancelled kind is claimed, every task of the other kinds is DONE once; the claim
- * lateness (database clock, `claimedAt − dueAt`) of the other kinds before and during the cancel is
- * reported, not asserted (a loaded 2-core machine).
+ * task of the cancelled kind is claimed, every task of the other kinds is DONE once. Reported, not
+ * asserted (a loaded 2-core machine): the time of a claim statement of another kind (this process
+ * claims a probe kind every 20 ms, p50/p99) and the workers' claim lateness (database clock,
+ * `claimedAt − dueAt`) of the other kinds, before and during the cancel.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskId } from '@postpone/core';
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, lateness, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, CASE_WORKER, collectClaims, lateness, pollUntil, quantile, runCase, startAll, stopAll } from '../src/index.js';
 
 const TARGET = 'bulk-target';
 const OTHERS = ['other-a', 'other-b'];
+/** A kind only this process claims, one at a time, to time the claim statement. */
+const PROBE = 'probe';
 const BACKLOG = 100_000;
 /** Other-kind tasks scheduled per feeder tick, and the tick. */
 const PER_TICK = 10;
@@ -42,16 +45,42 @@ describe('evidence: bulk cancel by filter', () => {
           await sleep(TICK_MS);
         }
       };
-      await feed('before', () => false, 40); // about 2 s of steady load without the cancel
+      // The probe: this process claims one task of a kind of its own every 20 ms and times the claim
+      // statement (a round trip of the store's claim, wall clock), then completes it.
+      const probeMs: Record<'before' | 'during', number[]> = { before: [], during: [] };
+      const probe = async (phase: 'before' | 'during', until: () => boolean, maxRounds: number) => {
+        for (let round = 0; round < maxRounds && !until(); round++) {
+          await ctx.store.schedule({ kind: PROBE, payload: { phase, round } });
+          const t0 = performance.now();
+          const [task] = await ctx.store.claim({ owner: 'probe', limit: 1, leaseMs: 10_000, kinds: [PROBE] });
+          probeMs[phase].push(performance.now() - t0);
+          if (task !== undefined) await ctx.store.complete({ id: task.id, attempt: task.attempt, owner: 'probe' });
+          await sleep(20);
+        }
+      };
+      let fedBefore = false;
+      await Promise.all([
+        feed('before', () => false, 40).finally(() => {
+          fedBefore = true;
+        }), // about 2 s of steady load without the cancel
+        probe('before', () => fedBefore, 500),
+      ]);
 
       let cancelDone = false;
       const started = performance.now();
       const cancelling = ctx.store.cancelMany({ kinds: [TARGET] }, { batchSize: 1_000 }).finally(() => {
         cancelDone = true;
       });
-      await feed('during', () => cancelDone, 3_000); // until the cancel returns (at most ~150 s)
+      // Until the cancel returns (at most ~150 s).
+      await Promise.all([feed('during', () => cancelDone, 3_000), probe('during', () => cancelDone, 10_000)]);
       const result = await cancelling;
       const cancelMs = Math.round(performance.now() - started);
+      const probeStats = (values: number[]) => {
+        const sorted = [...values].sort((a, b) => a - b);
+        return { n: sorted.length, p50: Math.round(quantile(sorted, 0.5) * 10) / 10, p99: Math.round(quantile(sorted, 0.99) * 10) / 10 };
+      };
+      const claimBefore = probeStats(probeMs.before);
+      const claimDuring = probeStats(probeMs.during);
 
       const allOther = [...fed.before, ...fed.during];
       await pollUntil(async () => (await ctx.db.countIn(['DONE'], allOther)) === allOther.length, { timeoutMs: 120_000, intervalMs: 100, what: 'every other-kind task DONE' });
@@ -84,6 +113,12 @@ describe('evidence: bulk cancel by filter', () => {
         .set('cancelMs', cancelMs)
         .set('otherBefore', fed.before.length)
         .set('otherDuring', fed.during.length)
+        .set('claimCallsBefore', claimBefore.n)
+        .set('claimCallP50BeforeMs', claimBefore.p50)
+        .set('claimCallP99BeforeMs', claimBefore.p99)
+        .set('claimCallsDuring', claimDuring.n)
+        .set('claimCallP50DuringMs', claimDuring.p50)
+        .set('claimCallP99DuringMs', claimDuring.p99)
         .set('claimLatenessP50BeforeMs', before.p50Ms)
         .set('claimLatenessP99BeforeMs', before.p99Ms)
         .set('claimLatenessP50DuringMs', during.p50Ms)
@@ -97,6 +132,9 @@ describe('evidence: bulk cancel by filter', () => {
       v.equal('the kind in the database: all CANCELLED in history, none live', targetRows, { 'history:CANCELLED': BACKLOG });
       v.equal('claims of the cancelled kind', targetClaims, 0);
       v.atLeast('other-kind tasks fed during the cancel', fed.during.length, 1);
+      v.atLeast('probe claims during the cancel', claimDuring.n, 1);
+      const probeLive = await ctx.pool.query<{ n: number }>(`select count(*)::int as n from "${ctx.schema}".task where kind = $1`, [PROBE]);
+      v.equal('probe tasks left live (each claimed and completed by the probe)', probeLive.rows[0]?.n, 0);
       v.equal('other kinds DONE', done, allOther.length);
       v.equal('claims of other kinds (each once)', claims.length, allOther.length);
       v.equal('distinct tasks claimed', new Set(claims.map((c) => c.id)).size, allOther.length);
