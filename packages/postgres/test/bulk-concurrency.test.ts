@@ -75,3 +75,37 @@ describe.each(DRIVERS)('cancelMany racing claims (%s)', (driver) => {
     }
   }, 180_000);
 });
+
+describe('cancelMany as a deadlock victim', () => {
+  it('a batch rolled back by the deadlock detector (40P01) runs again and cancels every task', async () => {
+    const kit = makeKit('pg');
+    const store = kit.store({ schema: admin.schema });
+    const client = await admin.pool.connect();
+    try {
+      await store.migrate();
+      await admin.truncate();
+      const [a, b] = await store.scheduleMany([
+        { kind: 'deadlock', delayMs: 60_000 },
+        { kind: 'deadlock', delayMs: 60_000 },
+      ]);
+      // The other session locks the higher id first, then the lower one: the opposite of the batch's
+      // id order. Its deadlock_timeout is long, so the batch's session (1 s) detects the cycle and is the victim.
+      await client.query(`set deadlock_timeout = '20s'`);
+      await client.query('begin');
+      await client.query(`select 1 from ${admin.t('task')} where id = $1 for update`, [b?.id]);
+      const cancelling = store.cancelMany({ ids: [a?.id as string, b?.id as string] });
+      await new Promise((r) => setTimeout(r, 300)); // the batch holds a and waits for b
+      const other = client.query(`select 1 from ${admin.t('task')} where id = $1 for update`, [a?.id]);
+      await other; // granted once the batch was rolled back
+      await client.query('commit');
+      const result = await cancelling;
+      expect(result.counts).toEqual({ CANCELLED: 2, REQUESTED: 0, TOO_LATE: 0, ALREADY_CANCELLED: 0, NOT_FOUND: 0 });
+      const [stats] = await admin.query<{ n: number }>(`select deadlocks::int as n from pg_stat_database where datname = current_database()`);
+      expect(stats?.n).toBeGreaterThan(0);
+    } finally {
+      client.release();
+      await store.close();
+      await kit.close();
+    }
+  }, 60_000);
+});

@@ -33,6 +33,10 @@ import {
 import { type BulkFilterFields, type BulkStatement, type BulkStatements, bulkStatements } from '../sql/bulk-sql.js';
 import type { PostgresAdminContext } from './admin.js';
 import type { Row } from './driver.js';
+import { SqlState } from './errors.js';
+
+/** Most runs of one act statement rolled back as a deadlock victim or a serialization failure. */
+const ACT_ATTEMPTS = 3;
 
 interface Tally {
   counts: Record<string, number>;
@@ -119,6 +123,24 @@ export class PostgresBulk {
     return await this.ctx.call(() => this.ctx.driver.query(s.text, s.values));
   }
 
+  /**
+   * One act statement, run again (at most {@link ACT_ATTEMPTS} times) when PostgreSQL rolled it back
+   * as a deadlock victim (40P01) or for a serialization failure (40001): it wrote nothing then
+   * (PostgreSQL 17 §13.2.1, Appendix A), and it re-checks every row, so running it again is safe. A
+   * batch locks in id order, as `completeMany` and `extendMany` do, so a cycle needs a writer locking
+   * in another order (a `scheduleMany` replacing keyed tasks locks in key order).
+   */
+  private async actOnce(statement: BulkStatement): Promise<readonly Row[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.query(statement);
+      } catch (error) {
+        const code = (error as { sqlState?: string } | null)?.sqlState;
+        if (attempt >= ACT_ATTEMPTS || (code !== SqlState.DEADLOCK_DETECTED && code !== SqlState.SERIALIZATION_FAILURE)) throw error;
+      }
+    }
+  }
+
   private act(op: BulkOperation, ids: readonly string[], f: BulkFilterFields | null, states: readonly string[], o: NormalizedBulkOptions): BulkStatement {
     const json = JSON.stringify(ids);
     const now = this.ctx.nowParam();
@@ -144,7 +166,7 @@ export class PostgresBulk {
   private async actIds(op: BulkOperation, ids: readonly string[], f: BulkFilterFields | null, states: readonly string[], o: NormalizedBulkOptions, tally: Tally, byIds: boolean): Promise<void> {
     let pending = ids;
     for (let round = 0; round < 2 && pending.length > 0; round++) {
-      const rows = await this.query(this.act(op, pending, f, states, o));
+      const rows = await this.actOnce(this.act(op, pending, f, states, o));
       const hit = new Set<string>();
       for (const r of rows) {
         hit.add(String(r.id));
