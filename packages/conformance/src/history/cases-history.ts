@@ -24,6 +24,24 @@ export function historyCases(h: HarnessRef): void {
       expect(await store.countByState()).toEqual(stateCounts({ DONE: 1 }));
     });
 
+    it('getCompletion: the attempt and worker of the DONE (a reclaimed task: the later attempt), finishedAt = updatedAt; null for live, DEAD and CANCELLED tasks', async () => {
+      const { store, clock } = h();
+      const first = await scheduleAndClaim(store, { kind: 'h-completion' }, 'w-lost', 1_000);
+      expect(await store.getCompletion(first.id)).toBeNull();
+      clock.tick(1_001);
+      expect(await store.reclaimExpired()).toMatchObject([{ id: first.id, outcome: 'SCHEDULED' }]);
+      const second = await claimExactly(store, first.id, 'w-second');
+      clock.tick(5);
+      expect(await store.complete({ id: first.id, attempt: first.attempt, owner: 'w-lost' })).toBe(CompleteOutcome.REJECTED_STALE);
+      expect(await store.complete({ id: second.id, attempt: second.attempt, owner: 'w-second' })).toBe(CompleteOutcome.DONE);
+      const done = await mustGetTask(store, first.id);
+      expect(await store.getCompletion(first.id)).toEqual({ taskId: first.id, attempt: 2, worker: 'w-second', finishedAt: done.updatedAt });
+      for (const fixture of ['DEAD', 'CANCELLED_WAITING', 'CANCELLED_RUNNING'] as const) {
+        expect(await store.getCompletion((await makeTerminal(store, fixture)).id), fixture).toBeNull();
+      }
+      expect(await store.getCompletion((await store.schedule({ kind: 'h-completion', delayMs: 60_000 })).id)).toBeNull();
+    });
+
     it('completeMany: DONE for each, DONE again in a second batch, stale items refused; one completion per task', async () => {
       const { store } = h();
       await store.scheduleMany([{ kind: 'h-many' }, { kind: 'h-many' }]);
