@@ -244,8 +244,8 @@ export function historyStatements(schema: string) {
     lockPartition: (leaf: string) => `lock table only ${q}.${quoteIdent(leaf)} in access exclusive mode`,
 
     /**
-     * `leaf` unquoted → `{ rows, effects }`: deletes the effect rows of the tasks in that partition
-     * (only DONE tasks have one; `effect` is not partitioned, its primary key is the one-effect rule)
+     * `leaf` unquoted → `{ rows, effects }`: deletes the legacy effect rows of the tasks in that
+     * partition (only DONE tasks completed by code before migration 13 have one; `effect` is not partitioned)
      * and counts the partition's rows, just before {@link dropPartition} in the same transaction.
      */
     dropPartitionEffects: (leaf: string) => `with e as (
@@ -258,7 +258,7 @@ select (select count(*) from ${q}.${quoteIdent(leaf)})::int as rows, (select cou
 
     /**
      * `leaf` unquoted (a DEFAULT partition), `$1` cut-off (ISO) → `{ deleted, effectsdeleted }`: rows
-     * of that partition finished before the cut-off, deleted by row with their effect rows.
+     * of that partition finished before the cut-off, deleted by row with their legacy effect rows (before migration 13).
      */
     pruneDefault: (leaf: string) => `with doomed as (
   delete from ${q}.${quoteIdent(leaf)} h where h.finished_at < $1::timestamptz returning h.id
