@@ -184,7 +184,8 @@ select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.du
     /**
      * `$1` cut-off (ISO), `$2` batch size → `{ deleted, effectsdeleted }`. One batch: the oldest
      * finished rows before the cut-off (`task_finished_idx`), locked SKIP LOCKED so a concurrent
-     * retry or prune is never waited for, deleted with their effect rows in one statement.
+     * retry or prune is never waited for, deleted with their rows of the legacy `effect` table (written
+     * by code before migration 13; none since) in one statement.
      */
     pruneBatch: `with doomed as (
   select t.id from ${history} t
