@@ -8,6 +8,7 @@ import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
+import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
 
 export interface Migration {
@@ -135,6 +136,12 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 19 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
+ * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
+ * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
+ * writes two index entries instead of four. See `live-index-sql.ts` of `@postpone/postgres`.
+ * Re-runnable (`if not exists`, `if exists`).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -223,6 +230,8 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 19 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
+    Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table', sql: liveIndexMigrationSql(schema) }),
   ]);
 }
 
