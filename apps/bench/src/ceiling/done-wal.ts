@@ -1,8 +1,8 @@
 /**
  * WAL per task, by step (schedule, claim, complete), DONE kept against DONE not kept
  * (docs/contract.md#done-not-kept), and the claim on the live-table indexes of today against those of
- * before migration 19 (`task_state_id_idx`, `task_state_kind_id_idx`, rebuilt by hand in the `kept-pre19`
- * mode): `tasks` due tasks are scheduled with `scheduleMany` (batches of 10 000), claimed with `claim`
+ * before migration 19 (`task_state_id_idx`, `task_state_kind_id_idx` and history's B-tree on `finished_at`, rebuilt by hand
+ * in the `kept-pre19` mode): `tasks` due tasks are scheduled with `scheduleMany` (batches of 10 000), claimed with `claim`
  * (limit 1 000), then completed with the store's own `completeMany` in batches of `batch`;
  * `pg_current_wal_lsn()` read around each step (`pg_wal_lsn_diff`) gives its WAL. Both modes run on one server,
  * each on a schema of its own, alternating `rounds` times; a CHECKPOINT before each measurement puts
@@ -31,7 +31,7 @@ async function measure(url: string, admin: pg.Client, mode: Mode, round: number,
   try {
     await store.migrate();
     if (mode === 'kept-pre19') {
-      await admin.query(`create index task_state_id_idx on ${schema}.task (state, id); create index task_state_kind_id_idx on ${schema}.task (state, kind, id); drop index ${schema}.task_scheduled_kind_idx`);
+      await admin.query(`create index task_state_id_idx on ${schema}.task (state, id); create index task_state_kind_id_idx on ${schema}.task (state, kind, id); drop index ${schema}.task_scheduled_kind_idx; drop index ${schema}.task_history_finished_brin; create index task_history_finished_idx on ${schema}.task_history (finished_at)`);
     }
     await admin.query('checkpoint');
     let mark = await walNow(admin);

@@ -139,7 +139,8 @@ export interface Migration {
  * Version 19 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
  * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
  * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
- * writes two index entries instead of four. See `live-index-sql.ts` of `@postpone/postgres`.
+ * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
+ * so a finished task writes two B-tree entries into history instead of three. See `live-index-sql.ts` of `@postpone/postgres`.
  * Re-runnable (`if not exists`, `if exists`).
  *
  * @param schema unquoted schema name
@@ -231,7 +232,7 @@ drop index if exists ${q}.task_due_idx;`,
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
     // Version 19 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
-    Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table', sql: liveIndexMigrationSql(schema) }),
+    Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
   ]);
 }
 
