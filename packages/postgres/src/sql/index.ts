@@ -19,6 +19,7 @@ export { HEALTH_STATEMENTS, type HealthStatements, type OldestSnapshot, type Tab
 export { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type HistoryPartitionRow, type HistoryStatements, historyMigrationSql, historyStatements, historyStateTable, historyInsert, TASK_COLUMN_NAMES } from './history-sql.js';
+export { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './migrations.js';
 export {

@@ -9,6 +9,7 @@ import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
+import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
 
 export interface Migration {
@@ -145,6 +146,12 @@ export interface Migration {
  * migration additive (no `minReader`). A later migration may drop it with `minReader` 13. Catalog
  * only (a nullable column without a default: no rewrite). See `./completion-sql.ts`.
  * Re-runnable (`if not exists`; a comment set again).
+ * Version 19 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
+ * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
+ * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
+ * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
+ * so a finished task writes two B-tree entries into history instead of three. See `live-index-sql.ts` of `@postpone/postgres`.
+ * Re-runnable (`if not exists`, `if exists`).
  *
  * @param schema unquoted schema name
  */
@@ -236,6 +243,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
     // Version 13 — the effect is the handler's: `task_history.finished_by`, `effect` no longer written; see ./completion-sql.ts.
     Object.freeze({ version: COMPLETION_MIGRATION_VERSION, name: 'effect left to the handler', sql: completionMigrationSql(schema) }),
+    // Version 19 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
+    Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
   ]);
 }
 
