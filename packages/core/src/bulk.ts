@@ -109,10 +109,10 @@ export type RetryManyResult = BulkResult<RetryManyOutcome>;
 /** RESCHEDULED: its due time changed; NOT_SCHEDULED: CLAIMED or finished, unchanged (ids only); NOT_FOUND (ids only). */
 export type RescheduleManyOutcome = 'RESCHEDULED' | 'NOT_SCHEDULED' | 'NOT_FOUND';
 export type RescheduleManyResult = BulkResult<RescheduleManyOutcome>;
-/** DELETED: a history row (and its effect row) is gone; NOT_FINISHED: SCHEDULED or CLAIMED, kept (ids only); NOT_FOUND (ids only). */
+/** DELETED: a history row (and any legacy effect row) is gone; NOT_FINISHED: SCHEDULED or CLAIMED, kept (ids only); NOT_FOUND (ids only). */
 export type DeleteManyOutcome = 'DELETED' | 'NOT_FINISHED' | 'NOT_FOUND';
 export interface DeleteManyResult extends BulkResult<DeleteManyOutcome> {
-  /** Effect rows deleted with the tasks. */
+  /** Rows of the legacy `effect` table deleted with the tasks (written only by PostgreSQL code before its migration 13; 0 on the memory store). */
   readonly effectsDeleted: number;
 }
 

@@ -151,7 +151,9 @@ export class MemoryBulk {
           if (!db.tasks.has(id)) return { outcome: 'NOT_FOUND', effect: false };
           db.tasks.delete(id);
           this.ctx.forget(id);
-          return { outcome: 'DELETED', effect: db.effects.delete(id) };
+          db.completions.delete(id);
+          // No legacy `effect` table here (PostgreSQL's, written before its migration 13): none deleted.
+          return { outcome: 'DELETED', effect: false };
         });
     }
   }

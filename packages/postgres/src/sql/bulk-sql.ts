@@ -221,7 +221,7 @@ returning t.id::text as id, ${notice('scheduled', ch, 't')} as notified`,
       };
     },
 
-    /** Deletes the listed finished ids with their effect rows → rows `{ id, effects }` of the tasks deleted. */
+    /** Deletes the listed finished ids with their rows of the legacy `effect` table (written before migration 13) → rows `{ id, effects }` of the tasks deleted. */
     delete(ids: string, f: BulkFilterFields | null, states: readonly string[]): BulkStatement {
       const p = new BulkParams(undefined);
       const list = idArray(p.add(ids, 'text'));
