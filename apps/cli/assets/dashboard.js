@@ -313,4 +313,80 @@ $('detail').addEventListener('keydown', (event) => {
 $('retry-button').addEventListener('click', () => act('retry'));
 $('cancel-button').addEventListener('click', () => act('cancel'));
 
+// ---- bulk actions (POST /api/bulk/:op): the count first (a dry run) in a dialog, then the action ----
+const BULK_VERB = { cancel: 'Cancel', retry: 'Retry', delete: 'Delete' };
+const BULK_ACTING = { cancel: ['CANCELLED', 'REQUESTED'], retry: ['RETRIED'], delete: ['DELETED'] };
+const bulk = { op: null, filter: null };
+
+/** The filter of the list's form as the store's bulk filter (the server refuses one naming nothing). */
+function bulkFilter() {
+  const f = {};
+  if (view.filters.kind !== '') f.kinds = [view.filters.kind];
+  if (view.filters.queue !== '') f.queue = view.filters.queue;
+  if (view.filters.state !== '') f.states = [view.filters.state];
+  return f;
+}
+
+const countsText = (counts) =>
+  Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${o} ${n}`)
+    .join(', ') || 'nothing';
+
+async function bulkPost(op, body) {
+  return api(`/api/bulk/${op}`, { method: 'POST', headers: { 'x-csrf-token': CSRF, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+async function bulkAsk(op) {
+  const message = $('bulk-message');
+  const filter = bulkFilter();
+  try {
+    const dry = await bulkPost(op, { filter, dryRun: true });
+    const n = BULK_ACTING[op].reduce((sum, o) => sum + (dry.counts[o] ?? 0), 0);
+    if (n === 0) {
+      message.textContent = `no task to ${op}: ${countsText(dry.counts)}`;
+      message.dataset.outcome = 'NONE';
+      return;
+    }
+    bulk.op = op;
+    bulk.filter = filter;
+    const described = Object.entries(filter)
+      .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : v}`)
+      .join(', ');
+    $('bulk-question').textContent = `${BULK_VERB[op]} ${n} task${n === 1 ? '' : 's'} (${described})?`;
+    $('bulk-counts').textContent = `would be: ${countsText(dry.counts)}. Done in batches, each its own short transaction.`;
+    $('bulk-dialog').dataset.count = String(n);
+    $('bulk-dialog').showModal();
+  } catch (error) {
+    message.textContent = `${op} failed: ${error.message}`;
+    message.dataset.outcome = 'ERROR';
+  }
+}
+
+async function bulkConfirm() {
+  $('bulk-dialog').close();
+  const { op, filter } = bulk;
+  bulk.op = null;
+  if (op === null) return;
+  const message = $('bulk-message');
+  try {
+    const r = await bulkPost(op, { filter });
+    message.textContent = `${op}: ${countsText(r.counts)} in ${r.batches} batch${r.batches === 1 ? '' : 'es'}`;
+    message.dataset.outcome = 'DONE';
+  } catch (error) {
+    message.textContent = `${op} failed: ${error.message}`;
+    message.dataset.outcome = 'ERROR';
+  }
+  await refresh();
+}
+
+for (const id of ['bulk-cancel', 'bulk-retry', 'bulk-delete']) $(id).addEventListener('click', (event) => bulkAsk(event.currentTarget.dataset.op));
+$('bulk-confirm').addEventListener('click', () => bulkConfirm());
+$('bulk-abort').addEventListener('click', () => {
+  bulk.op = null;
+  $('bulk-dialog').close();
+  $('bulk-message').textContent = 'nothing done';
+  $('bulk-message').dataset.outcome = 'ABORTED';
+});
+
 refresh().finally(schedule);

@@ -1,6 +1,6 @@
 /**
  * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
- * show, list, stats, retry, prune (by cut-off or by retention per state), and serve a web dashboard (`dashboard`, see ./dashboard/).
+ * show, list, stats, retry, reschedule, delete (cancel, retry, reschedule and delete also in bulk, by filter: ./bulk.ts), prune (by cut-off or by retention per state), and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
@@ -26,6 +26,7 @@ import { DEFAULT_SCHEMA, type PostgresStore, SqlState } from '@postpone/postgres
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
+import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { healthText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
@@ -226,15 +227,44 @@ export function buildProgram(out: Out, json = false): Command {
       },
     );
 
-  program
-    .command('cancel <id>')
-    .description('cancel a task; prints CANCELLED, REQUESTED (running), TOO_LATE, ALREADY_CANCELLED or NOT_FOUND')
-    .action(async (id: string, _opts, cmd: Command) => {
-      const g = globals(cmd);
-      const outcome = await withStore(g, (store) => store.cancel(id));
-      print(out, g, { id, outcome }, () => `${outcome} task ${id}`);
-      if (outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
-    });
+  addBulkOptions(
+    program
+      .command('cancel [ids...]')
+      .description(
+        'cancel a task; prints CANCELLED, REQUESTED (running), TOO_LATE, ALREADY_CANCELLED or NOT_FOUND. With several ids or filter options (--kind, --queue, --state, --key-prefix, --due-from, --due-before, --all): every task they select, in batches, with counts per outcome; asks first unless --yes',
+      ),
+    'cancel',
+  ).action(async (ids: string[], opts: BulkCliOptions, cmd: Command) => {
+    const g = globals(cmd);
+    if (ids.length !== 1 || hasBulkFilter(opts)) {
+      await runBulk('cancel', ids, opts, {}, (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+      return;
+    }
+    const id = ids[0] as string;
+    const outcome = await withStore(g, (store) => store.cancel(id));
+    print(out, g, { id, outcome }, () => `${outcome} task ${id}`);
+    if (outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+  });
+
+  addBulkOptions(
+    program
+      .command('reschedule [ids...]')
+      .description('move the due time of SCHEDULED tasks (by ids or filter options, in batches); asks first unless --yes')
+      .option('--delay <duration>', 'due this long after now: 0, 30s, 15m, 2h, 7d')
+      .option('--run-at <time>', 'due at this time, ISO 8601'),
+    'reschedule',
+  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string }, cmd: Command) => {
+    const g = globals(cmd);
+    await runBulk('reschedule', ids, opts, dueOptions('reschedule', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+  });
+
+  addBulkOptions(
+    program.command('delete [ids...]').description('delete finished tasks (DONE, CANCELLED, DEAD) and their effects, by ids or filter options, in batches; never a live task; asks first unless --yes'),
+    'delete',
+  ).action(async (ids: string[], opts: BulkCliOptions, cmd: Command) => {
+    const g = globals(cmd);
+    await runBulk('delete', ids, opts, {}, (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+  });
 
   program
     .command('show <id>')
@@ -309,14 +339,24 @@ export function buildProgram(out: Out, json = false): Command {
       print(out, g, { ...health, unclaimed }, () => `${healthText(health)}\n${unclaimedRow(unclaimed)}`);
     });
 
-  program
-    .command('retry <id>')
-    .description('retry a DEAD or CANCELLED task as a new task (same kind and payload, fresh attempts); idempotent')
-    .option('--delay <duration>', 'due after this delay (default: now)')
-    .option('--run-at <time>', 'due at this time, ISO 8601')
-    .option('--max-attempts <n>', 'attempts of the new task (default: the original’s)')
-    .action(async (id: string, opts: { delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
+  addBulkOptions(
+    program
+      .command('retry [ids...]')
+      .description(
+        'retry a DEAD or CANCELLED task as a new task (same kind and payload, fresh attempts); idempotent. With several ids or filter options: every DEAD task they select (--state CANCELLED too), in batches; asks first unless --yes',
+      )
+      .option('--delay <duration>', 'due after this delay (default: now)')
+      .option('--run-at <time>', 'due at this time, ISO 8601')
+      .option('--max-attempts <n>', 'attempts of the new task (default: the original’s; one id only)'),
+    'retry',
+  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string; maxAttempts?: string }, cmd: Command) => {
       const g = globals(cmd);
+      if (ids.length !== 1 || hasBulkFilter(opts)) {
+        if (opts.maxAttempts !== undefined) throw new UsageError('INVALID_OPTION', '--max-attempts: only with one id');
+        await runBulk('retry', ids, opts, dueOptions('retry', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+        return;
+      }
+      const id = ids[0] as string;
       const params = {
         id,
         ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
@@ -410,6 +450,13 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   payload: '--payload',
   payloadFile: '--payload-file',
   dueForMs: '--unclaimed-after',
+  ids: '<ids>',
+  keyPrefix: '--key-prefix',
+  finishedFrom: '--finished-from',
+  finishedBefore: '--finished-before',
+  all: '--all',
+  filter: 'the filter',
+  dueAt: '--run-at',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */
@@ -417,7 +464,7 @@ function asOptionText(error: ValidationError): string {
   const root = /^\w+/.exec(error.field)?.[0] ?? '';
   const option = OPTION_OF[root];
   const message = option === undefined ? error.message : `${option}${error.message.slice(root.length)}`;
-  return message.replace('delayMs or runAt', '--delay or --run-at');
+  return message.replace('delayMs or runAt', '--delay or --run-at').replace('dueAt or delayMs', '--run-at or --delay').replace('or all: true', 'or --all');
 }
 
 function report(error: unknown, schema: string, json = false): number {

@@ -3,7 +3,8 @@
  * the real PostgreSQL of this test package, Debian's chromium (installed by ./chromium.ts when
  * missing) drives it through playwright-core. Tasks in every state are made through the store; the
  * page must show the store's counts, filter, open a task (a `<script>` payload as text, no dialog),
- * retry the DEAD task (a worker then runs the new one to DONE) and cancel one. Without the CSRF token
+ * retry the DEAD task (a worker then runs the new one to DONE) and cancel one; a bulk cancel of the
+ * filtered kind asks in a dialog stating the count before it cancels. Without the CSRF token
  * or with a foreign Origin a POST is refused (403); a non-loopback --host without --token does not
  * start (exit 2). Writes evidence/dashboard/dashboard.png.
  */
@@ -28,6 +29,8 @@ const SCREENSHOT = join(import.meta.dirname, '..', '..', '..', 'evidence', 'dash
 const schema = uniqueSchemaName('dash');
 /** A schema of its own for the layout test: a full page of tasks would change the first test's counts. */
 const layoutSchema = uniqueSchemaName('dash_layout');
+/** A schema of its own for the bulk action: it cancels a whole kind. */
+const bulkSchema = uniqueSchemaName('dash_bulk');
 const XSS = '<script>alert(1)</script>';
 const UI_TIMEOUT_MS = 10_000;
 
@@ -162,6 +165,7 @@ afterAll(async () => {
   if (url !== '') {
     await dropSchema(url, schema);
     await dropSchema(url, layoutSchema);
+    await dropSchema(url, bulkSchema);
   }
 });
 
@@ -352,6 +356,49 @@ describe('postpone dashboard', () => {
     expect(pageErrors).toEqual([]);
     await page.close();
     expect(await stopChild(child)).toBe(0);
+  });
+
+  it('bulk cancel of the filtered kind: a dialog states the count first, the tasks are cancelled only after yes; an empty filter is refused', async () => {
+    const bulkStore = createPgStore({ connectionString: url, schema: bulkSchema });
+    try {
+      await bulkStore.migrate();
+      const news = await bulkStore.scheduleMany(Array.from({ length: 7 }, (_, n) => ({ kind: 'newsletter', payload: { n }, delayMs: 3_600_000 })));
+      const kept = await bulkStore.scheduleMany(Array.from({ length: 2 }, (_, n) => ({ kind: 'invoice', payload: { n }, delayMs: 3_600_000 })));
+      const { child, url: base } = await startDashboard([], bulkSchema);
+      const page = await browser!.newPage();
+      await page.goto(base);
+      await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+      const message = (outcome: string) =>
+        page.waitForFunction((want) => document.getElementById('bulk-message')?.dataset.outcome === want, outcome, { timeout: UI_TIMEOUT_MS });
+
+      // No kind or queue: the store refuses the filter (400), nothing happens.
+      await page.click('#bulk-cancel');
+      await message('ERROR');
+      expect(await page.textContent('#bulk-message')).toMatch(/^cancel failed: INVALID_OPTION: filter: names no tasks/);
+
+      await page.fill('#filter-kind', 'newsletter');
+      await page.click('#filters button[type="submit"]');
+      await page.waitForFunction(() => document.querySelectorAll('#tasks tbody tr').length === 7, undefined, { timeout: UI_TIMEOUT_MS });
+      await page.click('#bulk-cancel');
+      await page.waitForFunction(() => (document.getElementById('bulk-dialog') as HTMLDialogElement).open, undefined, { timeout: UI_TIMEOUT_MS });
+      expect(await page.textContent('#bulk-question')).toBe('Cancel 7 tasks (kinds newsletter)?');
+      // Answering no changes nothing.
+      await page.click('#bulk-abort');
+      await message('ABORTED');
+      expect((await bulkStore.countByState()).SCHEDULED).toBe(9);
+
+      await page.click('#bulk-cancel');
+      await page.waitForFunction(() => (document.getElementById('bulk-dialog') as HTMLDialogElement).open, undefined, { timeout: UI_TIMEOUT_MS });
+      await page.click('#bulk-confirm');
+      await message('DONE');
+      expect(await page.textContent('#bulk-message')).toBe('cancel: CANCELLED 7 in 1 batch');
+      for (const t of news) expect((await bulkStore.getTask(t.id))?.state).toBe('CANCELLED');
+      for (const t of kept) expect((await bulkStore.getTask(t.id))?.state).toBe('SCHEDULED');
+      await page.close();
+      expect(await stopChild(child)).toBe(0);
+    } finally {
+      await bulkStore.close();
+    }
   });
 
   it('the stats view lists the kinds due a minute or more with nobody claiming (store.unclaimedKinds)', async () => {

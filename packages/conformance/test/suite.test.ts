@@ -30,6 +30,7 @@ describe('conformance suite', () => {
       'cancelTxCases',
       'retryCases',
       'extendManyCases',
+      'bulkCases',
       'queueCases',
       'kindLimitCases',
       'historyCases',

@@ -24,6 +24,7 @@ export * from './input/index.js';
 export * from './transition.js';
 export * from './store.js';
 export * from './admin.js';
+export * from './bulk.js';
 export * from './unclaimed.js';
 export * from './params.js';
 export * from './complete-many.js';

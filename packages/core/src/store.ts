@@ -7,6 +7,7 @@
  * a {@link MemoryTx}-like object for the in-memory store.
  */
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage } from './admin.js';
+import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, RescheduleManyOptions, RescheduleManyResult, RetryManyOptions, RetryManyResult } from './bulk.js';
 import type { CompleteManyItem } from './complete-many.js';
 import type { ExtendManyParams } from './extend-many.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, SnoozeResult, TaskState } from './states.js';
@@ -312,6 +313,37 @@ export interface Store<Tx = unknown> {
    * @throws ValidationError (see `validatePruneParams`), StoreClosedError, ConnectionLostError, StoreError
    */
   prune(params: PruneParams): Promise<PruneResult>;
+
+  /**
+   * Cancels every task `filter` selects (docs/contract.md#bulk-operations), each exactly as
+   * {@link cancel}: SCHEDULED → CANCELLED (moved to history), CLAIMED → cancel requested; by `ids`,
+   * each id gets one of the five outcomes. In batches of `batchSize` rows, each its own short
+   * transaction locking its rows in id order.
+   * @returns counts per cancel outcome and the batches run
+   * @throws ValidationError (see `validateBulkFilter`, `validateBulkOptions`; nothing changed), StoreClosedError, ConnectionLostError, StoreError
+   */
+  cancelMany(filter: BulkFilter, options?: BulkOptions): Promise<CancelManyResult>;
+
+  /**
+   * Retries every DEAD task `filter` selects (CANCELLED too when `states` names it), each exactly as
+   * {@link retry}: a NEW SCHEDULED task; the original stays in history with `retriedAs`. In batches.
+   * @throws as {@link cancelMany}
+   */
+  retryMany(filter: BulkFilter, options?: RetryManyOptions): Promise<RetryManyResult>;
+
+  /**
+   * Moves the due time of every SCHEDULED task `filter` selects to `dueAt` (or the store's now +
+   * `delayMs`), fenced on state SCHEDULED when its row is locked; attempts and failures unchanged. In batches.
+   * @throws as {@link cancelMany}
+   */
+  rescheduleMany(filter: BulkFilter, options: RescheduleManyOptions): Promise<RescheduleManyResult>;
+
+  /**
+   * Deletes the history rows (DONE, CANCELLED, DEAD) `filter` selects (with their legacy effect rows); live
+   * tasks are never deleted (`NOT_FINISHED` by id). In batches.
+   * @throws as {@link cancelMany}
+   */
+  deleteMany(filter: BulkFilter, options?: BulkOptions): Promise<DeleteManyResult>;
 
   /** Live counts (SCHEDULED, due, CLAIMED, DEAD) by kind and the oldest due task's lateness; reads no DONE/CANCELLED history. */
   stats(): Promise<StoreStats>;

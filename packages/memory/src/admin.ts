@@ -160,6 +160,16 @@ export class MemoryAdmin {
     return unclaimedKindsOf(this.ctx.nowMs(), p, scheduled, tasks.filter((t) => t.state === TaskState.CLAIMED));
   }
 
+  /** The task that retries `id`, or null. */
+  retriedAs(id: TaskId): TaskId | null {
+    return this.#retriedAs.get(id) ?? null;
+  }
+
+  /** Drops the link to the retry of a deleted task (its retry keeps its `retryOf`, as prune leaves it). */
+  forget(id: TaskId): void {
+    this.#retriedAs.delete(id);
+  }
+
   /** The retry links of a task (for getTask-like reads). */
   record(task: Task): TaskRecord {
     return this.#record(task);

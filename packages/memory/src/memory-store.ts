@@ -69,6 +69,8 @@ import { MemoryTx, writeSetOf } from './memory-tx.js';
 import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateKeep, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
+import { MemoryBulk } from './bulk.js';
+import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, RescheduleManyOptions, RescheduleManyResult, RetryManyOptions, RetryManyResult } from '@postpone/core';
 import { MemoryCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
@@ -362,6 +364,22 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     for (const task of this.#db.tasks.values()) counts[task.state] += 1;
     return counts;
   }
+
+  /** Bulk operations by filter or ids (docs/contract.md#bulk-operations): see `./bulk.ts`. */
+  readonly #bulk = new MemoryBulk({
+    db: this.#db,
+    locks: this.#locks,
+    nowMs: () => this.#clock.now(),
+    assertOpen: () => this.#assertOpen(),
+    cancel: (id) => this.cancel(id),
+    retry: (params) => this.#admin.retry(params),
+    retriedAs: (id) => this.#admin.retriedAs(id),
+    forget: (id) => this.#admin.forget(id),
+  });
+  cancelMany = (filter: BulkFilter, options?: BulkOptions): Promise<CancelManyResult> => this.#bulk.cancelMany(filter, options);
+  retryMany = (filter: BulkFilter, options?: RetryManyOptions): Promise<RetryManyResult> => this.#bulk.retryMany(filter, options);
+  rescheduleMany = (filter: BulkFilter, options: RescheduleManyOptions): Promise<RescheduleManyResult> => this.#bulk.rescheduleMany(filter, options);
+  deleteMany = (filter: BulkFilter, options?: BulkOptions): Promise<DeleteManyResult> => this.#bulk.deleteMany(filter, options);
 
   /** Store operations (list, retry, prune, stats): see `./admin.ts`. */
   listTasks = (params?: ListTasksParams): Promise<TaskPage> => this.#admin.listTasks(params);

@@ -5,7 +5,7 @@
  * three kinds, two queues and priorities −2..2; claims and peeks select by kinds and queue, and
  * claims may cap kinds (`kindLimits`).
  * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
- * that then commits or rolls back.
+ * that then commits or rolls back. `cancelMany` and `rescheduleMany` act by filter (kinds, queue) in batches.
  */
 import type { DuplicateKeyError, Json, OnConflict, RetryPolicy, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
@@ -58,6 +58,9 @@ type Cmd =
   | { readonly op: 'reclaim'; readonly limit: number }
   | ({ readonly op: 'peek'; readonly withinMs: number; readonly limit: number } & Selection)
   | { readonly op: 'tick'; readonly ms: number }
+  /** Bulk operations by filter (docs/contract.md#bulk-operations): every task of `kinds` (and `queue`), in batches of `batchSize`. */
+  | { readonly op: 'cancelMany'; readonly kinds: readonly string[]; readonly queue: string | null; readonly batchSize: number }
+  | { readonly op: 'rescheduleMany'; readonly kinds: readonly string[]; readonly queue: string | null; readonly batchSize: number; readonly delayMs: number }
   /** Recurring schedules (docs/contract.md#recurring-schedules): reconcile, and one occurrence at now + `offsetMs`. */
   | { readonly op: 'cronReconcile'; readonly schedules: readonly { name: string; cron: string }[]; readonly removeUndeclared: boolean }
   | {
@@ -157,6 +160,25 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelInTx' as const), ref, end: fc.constantFrom<'commit' | 'rollback'>('commit', 'rollback') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('cancelMany' as const),
+      kinds: fc.subarray([...KINDS], { minLength: 1 }),
+      queue: fc.option(fc.constantFrom(...QUEUES), { freq: 2 }),
+      batchSize: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('rescheduleMany' as const),
+      kinds: fc.subarray([...KINDS], { minLength: 1 }),
+      queue: fc.option(fc.constantFrom(...QUEUES), { freq: 2 }),
+      batchSize: fc.integer({ min: 1, max: 3 }),
+      delayMs: fc.integer({ min: 0, max: 3_000 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), withinMs: fc.integer({ min: 0, max: 3_000 }), limit: fc.integer({ min: 1, max: 4 }), ...selection }) },
   {
     weight: 2,
@@ -273,6 +295,10 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
       return await inTx((tx) => store.cancel(cmd.id, { tx }), cmd.end);
     case 'reclaim':
       return (await store.reclaimExpired({ limit: cmd.limit })).slice().sort((a, b) => Number(a.id) - Number(b.id));
+    case 'cancelMany':
+      return await store.cancelMany({ kinds: cmd.kinds, ...(cmd.queue === null ? {} : { queue: cmd.queue }) }, { batchSize: cmd.batchSize });
+    case 'rescheduleMany':
+      return await store.rescheduleMany({ kinds: cmd.kinds, ...(cmd.queue === null ? {} : { queue: cmd.queue }) }, { batchSize: cmd.batchSize, delayMs: cmd.delayMs });
     case 'peek':
       return await store.peekDue({ withinMs: cmd.withinMs, limit: cmd.limit, ...selectionOf(cmd) });
     case 'tick':
@@ -316,6 +342,10 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   if (typeof outcome === 'string' || typeof outcome === 'boolean') return `${cmd.op}:${outcome}`;
   if (cmd.op === 'fail') return `fail${cmd.retryable ? '' : '(final)'}:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'cronOccurrence') return `cronOccurrence:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'cancelMany' || cmd.op === 'rescheduleMany') {
+    const counts = Object.entries((outcome as { counts: Record<string, number> }).counts).filter(([, n]) => n > 0);
+    return `${cmd.op}:${counts.length === 0 ? 'none' : counts.map(([o]) => o).join('+')}`;
+  }
   if (cmd.op === 'snooze') return `snooze:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'schedule' && !Array.isArray(outcome)) return 'schedule:DUPLICATE_KEY';
   return cmd.op;

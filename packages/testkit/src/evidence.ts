@@ -27,6 +27,7 @@ export const CASE_ORDER: readonly string[] = [
   'stall_event_loop_fenced',
   'cancel_semantics',
   'race_due_vs_cancel',
+  'bulk_cancel_filter',
   'ext_key_per_task_dedup',
   'ext_key_per_attempt_duplicates',
   'cancel_after_external_call',

@@ -77,6 +77,18 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <label><input id="filter-error" type="checkbox"> with last error only</label>
     <button type="submit">apply</button>
   </form>
+  <p class="bulk" aria-label="Bulk actions on the tasks the filter matches">
+    on every task the filter matches (kind or queue required):
+    <button id="bulk-cancel" type="button" data-op="cancel">cancel all…</button>
+    <button id="bulk-retry" type="button" data-op="retry">retry DEAD…</button>
+    <button id="bulk-delete" type="button" data-op="delete">delete finished…</button>
+    <span id="bulk-message" role="status"></span>
+  </p>
+  <dialog id="bulk-dialog" aria-labelledby="bulk-question">
+    <p id="bulk-question"></p>
+    <p id="bulk-counts" class="note"></p>
+    <p><button id="bulk-confirm" type="button">yes, do it</button> <button id="bulk-abort" type="button">no, keep them</button></p>
+  </dialog>
   <div class="table-scroll">
   <table id="tasks">
     <thead><tr><th>id</th><th>kind</th><th>queue</th><th>priority</th><th>key</th><th>state</th><th>due</th><th title="claims so far, hand-backs and reclaims included">attempt</th><th title="failures so far of the failures allowed before DEAD">failures</th><th>retry</th><th>last error</th></tr></thead>

@@ -6,7 +6,8 @@
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
  * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
- * `POST /api/tasks/:id/cancel` the two writing actions.
+ * `POST /api/tasks/:id/cancel` the two writing actions on one task; `POST /api/bulk/cancel|retry|delete`
+ * (body `{ filter, dryRun? }`) the bulk actions, which the page runs with `dryRun` first to state the count.
  *
  * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,
  * the cookie set by opening `/?token=…` once, or `?token=`), else 401; without one (loopback only),
@@ -23,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAdaptorServer } from '@hono/node-server';
 import { OutcomeError, UsageError } from '../args.js';
-import { parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
+import { type BulkFilter, parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
 import { type Context, Hono } from 'hono';
 import { type DashboardStore, overview, taskDetail } from './data.js';
 import { pageHtml } from './page.js';
@@ -178,6 +179,18 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
   });
   app.post('/api/tasks/:id/retry', async (c) => c.json(await store.retry({ id: taskId(c) })));
   app.post('/api/tasks/:id/cancel', async (c) => c.json({ outcome: await store.cancel(taskId(c)) }));
+  // Bulk actions (docs/contract.md#bulk-operations): body `{ filter, dryRun? }`; the store validates
+  // the filter (one naming nothing is a 400) and runs the batches. The page asks with `dryRun` first.
+  app.post('/api/bulk/:op', async (c) => {
+    const op = c.req.param('op');
+    if (op !== 'cancel' && op !== 'retry' && op !== 'delete') return c.json({ error: 'NOT_FOUND', message: 'no such bulk operation' }, 404);
+    const body = (await c.req.json().catch(() => null)) as { filter?: unknown; dryRun?: unknown } | null;
+    if (body === null || typeof body !== 'object') throw new ValidationError('INVALID_OPTION', 'body', 'must be JSON { filter, dryRun? }');
+    const options = { dryRun: body.dryRun === true };
+    const filter = body.filter as BulkFilter;
+    const result = op === 'cancel' ? await store.cancelMany(filter, options) : op === 'retry' ? await store.retryMany(filter, options) : await store.deleteMany(filter, options);
+    return c.json(result);
+  });
   return app;
 }
 

@@ -8,6 +8,14 @@
  * when it hit nothing).
  */
 import {
+  type BulkFilter,
+  type BulkOptions,
+  type CancelManyResult,
+  type DeleteManyResult,
+  type RescheduleManyOptions,
+  type RescheduleManyResult,
+  type RetryManyOptions,
+  type RetryManyResult,
   checkCallParams,
   type CancelOptions,
   type CancelOutcome,
@@ -88,6 +96,7 @@ import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migration
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
+import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
@@ -348,6 +357,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       assertOpen: () => this.assertOpen(),
     };
     this.admin = new PostgresAdmin({ ...context, toTask });
+    this.bulk = new PostgresBulk({ ...context, toTask });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
   }
 
@@ -365,6 +375,20 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */
   private readonly admin: PostgresAdmin;
+  /** Bulk operations by filter or ids (docs/contract.md#bulk-operations): see `./bulk.ts`. */
+  private readonly bulk: PostgresBulk;
+  cancelMany(filter: BulkFilter, options?: BulkOptions): Promise<CancelManyResult> {
+    return this.bulk.cancelMany(filter, options);
+  }
+  retryMany(filter: BulkFilter, options?: RetryManyOptions): Promise<RetryManyResult> {
+    return this.bulk.retryMany(filter, options);
+  }
+  rescheduleMany(filter: BulkFilter, options: RescheduleManyOptions): Promise<RescheduleManyResult> {
+    return this.bulk.rescheduleMany(filter, options);
+  }
+  deleteMany(filter: BulkFilter, options?: BulkOptions): Promise<DeleteManyResult> {
+    return this.bulk.deleteMany(filter, options);
+  }
   listTasks(params?: ListTasksParams): Promise<TaskPage> {
     return this.admin.listTasks(params);
   }
