@@ -166,7 +166,7 @@ describe(`store operations at ${ROWS} rows`, () => {
     expect(stats.oldestDueLatenessMs).toBeGreaterThanOrEqual(999 * 3_600_000);
   });
 
-  it('prune reads history through the BRIN index on finished_at (migration 19)', async () => {
+  it('prune reads history through the BRIN index on finished_at (migration 14)', async () => {
     const cut = new Date(Date.now() - 23 * 3_600_000).toISOString(); // the first hour of history: ~72 000 rows
     const { nodes } = await explain(sql.pruneBatch, [cut, 1_000], 'costs off');
     // A partition of a thousand rows may be read whole (the planner's choice once earlier tests of this

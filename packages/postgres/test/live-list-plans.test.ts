@@ -1,5 +1,5 @@
 /**
- * The list and the stats at 1 M LIVE rows (issue 24, migration 19 in `src/sql/live-index-sql.ts`): with
+ * The list and the stats at 1 M LIVE rows (issue 24, migration 14 in `src/sql/live-index-sql.ts`): with
  * only the hot path's indexes on `task` (primary key, `task_claim_idx`, `task_claimed_idx`,
  * `task_key_idx`, plus `task_scheduled_kind_idx` and `task_error_idx`, which a first claim does not
  * write), EXPLAIN (ANALYZE, BUFFERS) of the very statements the store sends shows no sequential scan
@@ -106,7 +106,7 @@ describe('list and stats at 1 M live rows', () => {
   });
 
   it('stats read the live rows once, correctly counted', async () => {
-    // Counting a backlog reads it (before migration 19, index-only through task_state_kind_id_idx; now the
+    // Counting a backlog reads it (before migration 14, index-only through task_state_kind_id_idx; now the
     // planner reads the table or task_claim_idx, whichever is cheaper): bounded by the live rows, never by history.
     const { nodes, buffers } = await explain(sql.stats, [null]);
     console.log(`live stats: buffers=${buffers} taskPages=${taskPages} nodes=${nodes.map((n) => `${n['Node Type']}/${n['Index Name'] ?? n['Relation Name'] ?? ''}`).join(',')}`);

@@ -1,8 +1,8 @@
 /**
  * WAL per task, by step (schedule, claim, complete), DONE kept against DONE not kept
  * (docs/contract.md#done-not-kept), and the claim on the live-table indexes of today against those of
- * before migration 19 (`task_state_id_idx`, `task_state_kind_id_idx` and history's B-tree on `finished_at`, rebuilt by hand
- * in the `kept-pre19` mode): `tasks` due tasks are scheduled with `scheduleMany` (batches of 10 000), claimed with `claim`
+ * before migration 14 (`task_state_id_idx`, `task_state_kind_id_idx` and history's B-tree on `finished_at`, rebuilt by hand
+ * in the `kept-pre14` mode): `tasks` due tasks are scheduled with `scheduleMany` (batches of 10 000), claimed with `claim`
  * (limit 1 000), then completed with the store's own `completeMany` in batches of `batch`;
  * `pg_current_wal_lsn()` read around each step (`pg_wal_lsn_diff`) gives its WAL. Both modes run on one server,
  * each on a schema of its own, alternating `rounds` times; a CHECKPOINT before each measurement puts
@@ -17,7 +17,7 @@ import { resolveDatabase } from '@postpone/embedded';
 import { createPgStore } from '@postpone/postgres/pg';
 import pg from 'pg';
 
-type Mode = 'kept' | 'not-kept' | 'kept-pre19';
+type Mode = 'kept' | 'not-kept' | 'kept-pre14';
 type Steps = { schedule: number; claim: number; complete: number };
 
 async function walNow(client: pg.Client): Promise<number> {
@@ -30,7 +30,7 @@ async function measure(url: string, admin: pg.Client, mode: Mode, round: number,
   const store = createPgStore({ connectionString: url, schema });
   try {
     await store.migrate();
-    if (mode === 'kept-pre19') {
+    if (mode === 'kept-pre14') {
       await admin.query(`create index task_state_id_idx on ${schema}.task (state, id); create index task_state_kind_id_idx on ${schema}.task (state, kind, id); drop index ${schema}.task_scheduled_kind_idx; drop index ${schema}.task_history_finished_brin; create index task_history_finished_idx on ${schema}.task_history (finished_at)`);
     }
     await admin.query('checkpoint');
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: db.url });
   await admin.connect();
   try {
-    const modes: Mode[] = ['kept', 'not-kept', 'kept-pre19'];
+    const modes: Mode[] = ['kept', 'not-kept', 'kept-pre14'];
     const per = new Map<Mode, Steps[]>(modes.map((m) => [m, []]));
     for (let round = 1; round <= rounds; round++) {
       for (const mode of modes) {

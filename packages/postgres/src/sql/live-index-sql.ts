@@ -1,5 +1,5 @@
 /**
- * Migration 19 — the live table and history keep only the indexes their hot path needs (issue 24,
+ * Migration 14 — the live table and history keep only the indexes their hot path needs (issue 24,
  * docs/contract.md#data-model). A claim turns a SCHEDULED row into a CLAIMED one: the update changes
  * `state`, which indexes read, so it is not heap-only (PostgreSQL 17 §66.7) and every index of `task`
  * whose predicate the new row version satisfies gets an entry (§11.8: a partial index gets none
@@ -40,15 +40,15 @@
  * ACCESS EXCLUSIVE on `task` for an instant. The BRIN index of step 3 reads every history partition
  * once, holding SHARE on each (completions wait, as they move rows in): on a large history build it by
  * hand first, CONCURRENTLY on each leaf partition, then `create index … on only task_history` and
- * ATTACH each (PostgreSQL 17 §5.12.2.2, "Partition Maintenance") — the name matches and the step skips. Code of migrations 11–18 runs on the result unchanged
+ * ATTACH each (PostgreSQL 17 §5.12.2.2, "Partition Maintenance") — the name matches and the step skips. Code of migration 13 (the oldest that runs on this schema) runs on the result unchanged
  * (its statements name no index), so no `minReader`.
  */
 import { quoteIdent } from './quote.js';
 
 /** The migration number of the hot-path indexes of the live table and of history. */
-export const LIVE_INDEX_MIGRATION_VERSION = 19;
+export const LIVE_INDEX_MIGRATION_VERSION = 14;
 
-/** Migration 19, see the module's docstring. */
+/** Migration 14, see the module's docstring. */
 export function liveIndexMigrationSql(schema: string): string {
   const q = quoteIdent(schema);
   return `create index if not exists task_scheduled_kind_idx on ${q}.task (kind, id) where state = 'SCHEDULED';

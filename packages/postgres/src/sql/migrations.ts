@@ -146,7 +146,7 @@ export interface Migration {
  * migration additive (no `minReader`). A later migration may drop it with `minReader` 13. Catalog
  * only (a nullable column without a default: no rewrite). See `./completion-sql.ts`.
  * Re-runnable (`if not exists`; a comment set again).
- * Version 19 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
+ * Version 14 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
  * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
  * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
  * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
@@ -243,7 +243,7 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
     // Version 13 — the effect is the handler's: `task_history.finished_by`, `effect` no longer written; see ./completion-sql.ts.
     Object.freeze({ version: COMPLETION_MIGRATION_VERSION, name: 'effect left to the handler', sql: completionMigrationSql(schema) }),
-    // Version 19 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
+    // Version 14 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
     Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
   ]);
 }
