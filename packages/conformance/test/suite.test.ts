@@ -32,6 +32,7 @@ describe('conformance suite', () => {
       'extendManyCases',
       'queueCases',
       'kindLimitCases',
+      'pauseCases',
       'historyCases',
       'retentionCases',
       'cronCases',

@@ -25,6 +25,7 @@ export * from './transition.js';
 export * from './store.js';
 export * from './admin.js';
 export * from './unclaimed.js';
+export * from './pause.js';
 export * from './params.js';
 export * from './complete-many.js';
 export * from './extend-many.js';

@@ -9,6 +9,7 @@ import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -135,6 +136,12 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 14 — paused queues and kinds (docs/contract.md#pause-and-resume): the table `pause`, one row
+ * per paused queue or kind, primary key `(scope, name)`; the claim and peek leave paused work out.
+ * See `./pause-sql.ts`. A new table: additive, no `minReader`. Code from 11 on runs on a schema before
+ * 14 (it claims without the pause check until the schema has it; `MIN_SCHEMA_VERSION` stays 11).
+ * Re-runnable (`create table if not exists`).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -223,6 +230,8 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 14 — paused queues and kinds: see ./pause-sql.ts.
+    Object.freeze({ version: PAUSE_MIGRATION_VERSION, name: 'paused queues and kinds', sql: pauseMigrationSql(schema) }),
   ]);
 }
 
