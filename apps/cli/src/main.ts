@@ -11,10 +11,8 @@
  */
 import {
   type Json,
-  type PausedEntry,
   type PauseTarget,
   parseTaskId,
-  SchemaVersionError,
   PostponeError,
   type RetryResult,
   StoreError,
@@ -31,6 +29,7 @@ import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
+import { pausedOrNone } from './dashboard/data.js';
 import { healthText, pausedText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
@@ -115,19 +114,6 @@ async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<Pg
     return await fn(store);
   } finally {
     await store.close();
-  }
-}
-
-/**
- * The paused queues and kinds for `stats` and the dashboard: none on a schema before migration 14
- * (no `pause` table: nothing can be paused there), so those keep working on an older schema.
- */
-export async function pausedOrNone(store: Pick<PostgresStore<unknown>, 'listPaused'>): Promise<PausedEntry[]> {
-  try {
-    return await store.listPaused();
-  } catch (error) {
-    if (SchemaVersionError.isInstance(error) && error.code === 'SCHEMA_BEHIND') return [];
-    throw error;
   }
 }
 

@@ -6,7 +6,8 @@
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
  * `GET /api/tasks/:id` one task with its effect; `POST /api/tasks/:id/retry` and
- * `POST /api/tasks/:id/cancel` the two writing actions.
+ * `POST /api/tasks/:id/cancel`, `POST /api/pause` and `POST /api/resume` (a JSON body `{ queue }` or
+ * `{ kind }`, pause also `reason`; docs/contract.md#pause-and-resume) the writing actions.
  *
  * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,
  * the cookie set by opening `/?token=…` once, or `?token=`), else 401; without one (loopback only),
@@ -23,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAdaptorServer } from '@hono/node-server';
 import { OutcomeError, UsageError } from '../args.js';
-import { parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
+import { parseTaskId, type PauseTarget, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
 import { type Context, Hono } from 'hono';
 import { type DashboardStore, overview, taskDetail } from './data.js';
 import { pageHtml } from './page.js';
@@ -178,6 +179,19 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
   });
   app.post('/api/tasks/:id/retry', async (c) => c.json(await store.retry({ id: taskId(c) })));
   app.post('/api/tasks/:id/cancel', async (c) => c.json({ outcome: await store.cancel(taskId(c)) }));
+  // Pause and resume: the body is checked by the store (a ValidationError is a 400); `by` names the dashboard.
+  const pauseBody = async (c: Context): Promise<{ target: { queue?: string; kind?: string }; reason?: string }> => {
+    const body = (await c.req.json().catch(() => null)) as Record<string, unknown> | null;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('INVALID_OPTION', 'body', 'must be a JSON object { queue } or { kind }');
+    const { reason, ...target } = body;
+    return { target: target as { queue?: string; kind?: string }, ...(reason === undefined || reason === '' ? {} : { reason: reason as string }) };
+  };
+  app.post('/api/pause', async (c) => {
+    const { target, reason } = await pauseBody(c);
+    const changed = await store.pause(target as PauseTarget, { by: 'dashboard', ...(reason === undefined ? {} : { reason }) });
+    return c.json({ changed });
+  });
+  app.post('/api/resume', async (c) => c.json({ changed: await store.resume((await pauseBody(c)).target as PauseTarget) }));
   return app;
 }
 
