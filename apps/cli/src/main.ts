@@ -456,7 +456,6 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   payload: '--payload',
   payloadFile: '--payload-file',
   dueForMs: '--unclaimed-after',
-  kind: '--kind',
   'options.reason': '--reason',
   'options.by': '--by',
 };

@@ -50,17 +50,6 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   <p class="note">Live counts from the store's <code>stats()</code>. DONE and CANCELLED are history and are not counted here
   (that would read every finished row): list them with the state filter.</p>
   <table id="by-kind"><thead><tr><th>kind</th><th>scheduled</th><th>due</th><th>claimed</th><th>dead</th></tr></thead><tbody></tbody></table>
-  <div id="paused-section">
-    <p class="note"><b>Paused</b> queues and kinds: no worker claims their tasks (they keep their due time and attempts); running tasks finish.</p>
-    <table id="paused"><thead><tr><th>scope</th><th>name</th><th>since</th><th>by</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
-    <form id="pause-form">
-      <label>pause <select id="pause-scope"><option value="queue">queue</option><option value="kind">kind</option></select></label>
-      <input id="pause-name" type="text" maxlength="200" placeholder="name" autocomplete="off" required>
-      <input id="pause-reason" type="text" maxlength="500" placeholder="reason (optional)" autocomplete="off">
-      <button type="submit">pause</button>
-      <span id="pause-message" role="status"></span>
-    </form>
-  </div>
   <div id="unclaimed" role="alert" hidden>
     <p class="note"><b>Kinds due with nobody claiming</b>: the oldest task has been due a minute or more and none of the kind is CLAIMED
     (no worker handles it — a missing handler or a typo at the call site — or every worker is down or busy).</p>
@@ -95,6 +84,18 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   </table>
   </div>
   <p><button id="first-page" type="button" disabled>first page</button> <button id="next-page" type="button" disabled>next page</button> <span id="list-info"></span></p>
+</section>
+<section id="paused-section" aria-label="Paused queues and kinds">
+  <h2>Paused</h2>
+  <p class="note">Paused queues and kinds: no worker claims their tasks (they keep their due time and attempts); running tasks finish.</p>
+  <table id="paused"><thead><tr><th>scope</th><th>name</th><th>since</th><th>by</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
+  <form id="pause-form">
+    <label>pause <select id="pause-scope"><option value="queue">queue</option><option value="kind">kind</option></select></label>
+    <input id="pause-name" type="text" maxlength="200" placeholder="name" autocomplete="off" required>
+    <input id="pause-reason" type="text" maxlength="500" placeholder="reason (optional)" autocomplete="off">
+    <button type="submit">pause</button>
+    <span id="pause-message" role="status"></span>
+  </form>
 </section>
 <section id="detail" aria-label="Task detail" tabindex="-1" hidden>
   <div class="detail-head">
