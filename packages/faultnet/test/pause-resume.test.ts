@@ -2,7 +2,8 @@
  * Evidence `pause_resume` (docs/contract.md#pause-and-resume), with real worker processes: three
  * workers (two polling every 50 ms, one hybrid) run a stream of tasks of the default queue; the queue
  * is paused mid-run. From the database clock: no claim (`claimedAt`, the claim statement's `now()`)
- * later than one poll interval after the pause's statement; the tasks running at the pause finish
+ * later than one poll interval after the pause committed (bounded by the store's now read once
+ * `pause()` returned; `lastStartAfterPauseMs` reports the last start against the pause statement's own now()); the tasks running at the pause finish
  * (CLAIMED drains to 0); the waiting ones stay SCHEDULED with no attempt used. Then the queue is
  * resumed: every task DONE, none lost, none claimed twice, no attempt above 1.
  */
@@ -59,7 +60,8 @@ describe('evidence: pause and resume a queue', () => {
       const beforeResume = claims.filter((c) => c.claimedAtMs < resumedAt);
       const afterResume = claims.filter((c) => c.claimedAtMs >= resumedAt);
       const lastStartBeforeResume = Math.max(...beforeResume.map((c) => c.claimedAtMs));
-      const startsAfterPauseWindow = beforeResume.filter((c) => c.claimedAtMs > pausedAt + poll.pollIntervalMs).length;
+      // The pause committed between its statement's now() (pausedAt) and the store's now read after it returned (afterPause).
+      const startsAfterPauseWindow = beforeResume.filter((c) => c.claimedAtMs > afterPause + poll.pollIntervalMs).length;
       const firstStartAfterResume = Math.min(...afterResume.map((c) => c.claimedAtMs));
       const done = await ctx.db.countIn(['DONE'], ids);
       const attempts = [...new Set(claims.map((c) => c.attempt))].sort();
@@ -80,7 +82,7 @@ describe('evidence: pause and resume a queue', () => {
         .set('claims', claims.length)
         .set('done', done);
       v.equal('no claim later than one poll interval after the pause (database clock)', startsAfterPauseWindow, 0);
-      v.atMost('last start after the pause statement (ms)', lastStartBeforeResume - pausedAt, poll.pollIntervalMs);
+      v.atMost('last start after the pause committed (ms, database clock)', lastStartBeforeResume - afterPause, poll.pollIntervalMs);
       v.atLeast('tasks running at the pause', runningAtPause, 1);
       v.equal('CLAIMED while paused (the running ones finished)', claimedWhilePaused, 0);
       v.atLeast('tasks due and waiting while paused', waiting[0]?.due ?? 0, 1);
