@@ -443,6 +443,12 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
      * last, would hand two concurrent claimers the same first rows, and the second would come back
      * short while due rows wait further along the index (its SKIP LOCKED could skip only within the
      * candidates).
+     *
+     * Paused queues and kinds (migration 14, docs/contract.md#pause-and-resume): `pausedLevels` keeps
+     * the levels of a paused kind, or every level of a paused queue, out of the walk, so their tasks
+     * are not read, locked or claimed. The statement's snapshot decides: a pause committed before the
+     * claim started holds. Built without it (`statements(schema, { pause: false })`) for a schema
+     * before migration 14.
      */
     taskClaim: `${levelsCte(task, '$5', '$6', pause)}, picked as materialized (
   select c.id
