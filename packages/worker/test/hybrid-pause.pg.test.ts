@@ -49,8 +49,8 @@ describe.each([
     const claimsAtPause = counted.calls.claim;
     // Scheduled during the pause, due 60 ms apart (each timer would be a claim of its own): their notices
     // are not placed (the selection is paused).
-    const during = await h.store.scheduleMany(Array.from({ length: DURING }, (_, i) => ({ kind: 'job', delayMs: 100 + i * 60 })));
     const noticesBefore = worker.discovery.notices;
+    const during = await h.store.scheduleMany(Array.from({ length: DURING }, (_, i) => ({ kind: 'job', delayMs: 100 + i * 60 })));
     await until(() => worker.discovery.notices >= noticesBefore + DURING, 'the notices of the tasks scheduled during the pause', 10_000);
     // Wait until every task has been due for a while (the database's clock).
     const lastDue = Math.max(...[...before, ...during].map((t) => t.dueAt.getTime()));
