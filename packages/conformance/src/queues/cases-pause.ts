@@ -6,7 +6,7 @@
  * and writes nothing.
  */
 import { MAX_PAUSE_TEXT, TaskState, type Store } from '@postpone/core';
-import { expectValidationError, LEASE_MS, mustGetTask } from '../kit/helpers.js';
+import { expectPostponeError, expectValidationError, LEASE_MS, mustGetTask } from '../kit/helpers.js';
 import type { HarnessRef } from '../kit/harness.js';
 import { describe, expect, it } from 'vitest';
 
@@ -93,6 +93,14 @@ export function pauseCases(h: HarnessRef): void {
       expect(await store.resume({ kind: 'b' })).toBe(false);
       expect(await store.resume({ queue: 'never' })).toBe(false);
       expect((await store.listPaused()).map((p) => `${p.scope}:${p.name}`)).toEqual(['queue:a', 'queue:z', 'kind:a']);
+    });
+
+    it('after close pause, resume and listPaused throw StoreClosedError', async () => {
+      const { store } = h();
+      await store.close();
+      for (const call of [() => store.pause({ queue: 'q' }), () => store.resume({ queue: 'q' }), () => store.listPaused()]) {
+        await expectPostponeError(call, 'STORE_CLOSED');
+      }
     });
 
     it('bad input is a typed ValidationError and writes nothing', async () => {
