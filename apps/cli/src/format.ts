@@ -2,11 +2,7 @@
  * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
  * text (no terminal control characters pass through: they are shown escaped).
  */
-<<<<<<< HEAD
-import type { Effect, PausedEntry, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
-=======
-import type { Completion, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
->>>>>>> main
+import type { Completion, PausedEntry, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
 import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */

@@ -1,28 +1,15 @@
 /**
  * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
-<<<<<<< HEAD
- * `getTaskRecord`, `getEffect`, `listPaused`): the live counts, the tasks due in the next hour, and the lateness of
+ * `getTaskRecord`, `getCompletion`, `listPaused`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Effect, PausedEntry, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
+import type { Completion, PausedEntry, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
 import { MAX_LIST_LIMIT, SchemaVersionError } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel' | 'listPaused' | 'pause' | 'resume'>;
-=======
- * `getTaskRecord`, `getCompletion`): the live counts, the tasks due in the next hour, and the lateness of
- * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
- * process's.
- */
-import type { Completion, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
-import { MAX_LIST_LIMIT } from '@postpone/core';
-import type { PostgresStore } from '@postpone/postgres';
-
-/** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel'>;
->>>>>>> main
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'listPaused' | 'pause' | 'resume'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;

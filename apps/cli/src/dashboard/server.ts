@@ -5,14 +5,9 @@
  * Routes: `GET /` the page; `GET /assets/…` its script, style sheet and Chart.js (served from the
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
-<<<<<<< HEAD
- * `GET /api/tasks/:id` one task with its effect; `POST /api/tasks/:id/retry` and
+ * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
  * `POST /api/tasks/:id/cancel`, `POST /api/pause` and `POST /api/resume` (a JSON body `{ queue }` or
  * `{ kind }`, pause also `reason`; docs/contract.md#pause-and-resume) the writing actions.
-=======
- * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
- * `POST /api/tasks/:id/cancel` the two writing actions.
->>>>>>> main
  *
  * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,
  * the cookie set by opening `/?token=…` once, or `?token=`), else 401; without one (loopback only),
