@@ -1,6 +1,7 @@
 /**
  * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
- * show, list, stats, retry, reschedule, delete (cancel, retry, reschedule and delete also in bulk, by filter: ./bulk.ts), prune (by cut-off or by retention per state), and serve a web dashboard (`dashboard`, see ./dashboard/).
+ * show, list, stats, retry, reschedule, delete (cancel, retry, reschedule and delete also in bulk, by filter: ./bulk.ts), prune (by cut-off or by retention per state), pause / resume a queue or a
+ * kind and list what is paused, and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
@@ -10,6 +11,7 @@
  */
 import {
   type Json,
+  type PauseTarget,
   parseTaskId,
   PostponeError,
   type RetryResult,
@@ -28,7 +30,8 @@ import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
-import { healthText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
+import { pausedOrNone } from './dashboard/data.js';
+import { healthText, pausedText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -113,6 +116,12 @@ async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<Pg
   } finally {
     await store.close();
   }
+}
+
+/** The target of `pause` / `resume`: exactly one of `--queue` and `--kind`. @throws UsageError INVALID_OPTION */
+function pauseTarget(opts: { queue?: string; kind?: string }): PauseTarget {
+  if ((opts.queue === undefined) === (opts.kind === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --queue and --kind');
+  return opts.queue !== undefined ? { queue: opts.queue } : { kind: opts.kind as string };
 }
 
 function plural(n: number, one: string, many = `${one}s`): string {
@@ -324,8 +333,47 @@ export function buildProgram(out: Out, json = false): Command {
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
       const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
-      const [stats, unclaimed] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs })] as const);
-      print(out, g, { ...stats, unclaimed }, () => `${statsText(stats)}\n\n${unclaimedText(unclaimed)}`);
+      const [stats, unclaimed, paused] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs }), await pausedOrNone(store)] as const);
+      const pausedKinds = new Set(paused.filter((p) => p.scope === 'kind').map((p) => p.name));
+      print(out, g, { ...stats, paused, unclaimed }, () => `${statsText(stats, pausedKinds)}\n\n${pausedText(paused)}\n\n${unclaimedText(unclaimed)}`);
+    });
+
+  program
+    .command('pause')
+    .description('pause a queue (--queue) or a kind in every queue (--kind) for every worker: no new claims from the next claim on; running tasks finish; waiting tasks keep their due time and attempts')
+    .option('--queue <name>', 'the queue to pause')
+    .option('--kind <kind>', 'the kind to pause, in every queue')
+    .option('--reason <text>', 'why, shown by `postpone paused`, `stats` and the dashboard')
+    .option('--by <who>', 'who paused it')
+    .action(async (opts: { queue?: string; kind?: string; reason?: string; by?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const target = pauseTarget(opts);
+      const options = { ...(opts.reason !== undefined ? { reason: opts.reason } : {}), ...(opts.by !== undefined ? { by: opts.by } : {}) };
+      const changed = await withStore(g, (store) => store.pause(target, options));
+      const [scope, name] = target.queue !== undefined ? ['queue', target.queue] : ['kind', target.kind as string];
+      print(out, g, { scope, name, paused: true, changed }, () => (changed ? `paused ${scope} ${name}` : `${scope} ${name} was already paused`));
+    });
+
+  program
+    .command('resume')
+    .description('resume a paused queue (--queue) or kind (--kind): its due tasks are claimed from the next claim on')
+    .option('--queue <name>', 'the queue to resume')
+    .option('--kind <kind>', 'the kind to resume')
+    .action(async (opts: { queue?: string; kind?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const target = pauseTarget(opts);
+      const changed = await withStore(g, (store) => store.resume(target));
+      const [scope, name] = target.queue !== undefined ? ['queue', target.queue] : ['kind', target.kind as string];
+      print(out, g, { scope, name, paused: false, changed }, () => (changed ? `resumed ${scope} ${name}` : `${scope} ${name} was not paused`));
+    });
+
+  program
+    .command('paused')
+    .description('list the paused queues and kinds: since when, by whom, why')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const paused = await withStore(g, (store) => store.listPaused());
+      print(out, g, { paused }, () => pausedText(paused));
     });
 
   program
@@ -457,10 +505,14 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   all: '--all',
   filter: 'the filter',
   dueAt: '--run-at',
+  'options.reason': '--reason',
+  'options.by': '--by',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */
 function asOptionText(error: ValidationError): string {
+  const whole = OPTION_OF[error.field];
+  if (whole !== undefined && error.field.includes('.')) return `${whole}${error.message.slice(error.field.length)}`;
   const root = /^\w+/.exec(error.field)?.[0] ?? '';
   const option = OPTION_OF[root];
   const message = option === undefined ? error.message : `${option}${error.message.slice(root.length)}`;

@@ -74,7 +74,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['dashboard']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
@@ -500,5 +500,56 @@ describe('postpone stats / health: kinds due with nobody claiming', () => {
     expect(await run(['stats', '--unclaimed-after', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --unclaimed-after: expected a duration/) });
     // Past the 100-year cap the store's refusal names the flag, not its own field (found by a new user).
     expect(await run(['stats', '--unclaimed-after', '99999999999d'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --unclaimed-after: must be/) });
+  });
+});
+
+describe('postpone pause / resume / paused (docs/contract.md#pause-and-resume)', () => {
+  const own = uniqueSchemaName('cli_pause');
+  afterAll(async () => {
+    await dropSchema(url, own);
+  });
+
+  it('pauses and resumes a queue and a kind (idempotent, --json), lists them, marks them in stats; a paused task is not claimed', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect((await run(['migrate'])).code).toBe(0);
+    expect(await run(['pause', '--queue', 'mail', '--reason', 'provider down', '--by', 'ops'])).toEqual({ code: 0, stdout: 'paused queue mail\n', stderr: '' });
+    expect(await run(['pause', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'queue mail was already paused\n', stderr: '' });
+    expect(JSON.parse((await run(['--json', 'pause', '--kind', 'send-sms'])).stdout)).toEqual({ scope: 'kind', name: 'send-sms', paused: true, changed: true });
+    expect((await run(['schedule', 'send-sms'])).code).toBe(0);
+
+    const listed = await run(['paused']);
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    expect(listed.stdout).toMatch(/^paused \(no new claims; running tasks finish\):\nSCOPE\s+NAME\s+SINCE\s+BY\s+REASON\nqueue\s+mail\s+\S+Z\s+ops\s+provider down\nkind\s+send-sms\s+\S+Z\s*\n$/);
+    const json = JSON.parse((await run(['--json', 'paused'])).stdout) as { paused: { scope: string; name: string; pausedBy: string | null; reason: string | null }[] };
+    expect(json.paused.map((p) => [p.scope, p.name, p.pausedBy, p.reason])).toEqual([
+      ['queue', 'mail', 'ops', 'provider down'],
+      ['kind', 'send-sms', null, null],
+    ]);
+
+    const stats = await run(['stats']);
+    expect(stats.stdout).toMatch(/\nsend-sms \(paused\)\s+1\s+1\s+0\s+0\n/);
+    expect(stats.stdout).toMatch(/\n\npaused \(no new claims; running tasks finish\):\n/);
+    const statsJson = JSON.parse((await run(['--json', 'stats'])).stdout) as { paused: { name: string }[] };
+    expect(statsJson.paused.map((p) => p.name)).toEqual(['mail', 'send-sms']);
+    const store = createPgStore({ connectionString: url, schema: own });
+    try {
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 10_000 })).toEqual([]);
+      expect(await run(['resume', '--kind', 'send-sms'])).toEqual({ code: 0, stdout: 'resumed kind send-sms\n', stderr: '' });
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 10_000 })).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    expect(JSON.parse((await run(['--json', 'resume', '--kind', 'send-sms'])).stdout)).toEqual({ scope: 'kind', name: 'send-sms', paused: false, changed: false });
+    expect(await run(['resume', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'resumed queue mail\n', stderr: '' });
+    expect(await run(['paused'])).toEqual({ code: 0, stdout: 'paused: none\n', stderr: '' });
+  });
+
+  it('bad usage is exit 2 with the typed code, naming the option; nothing is paused', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect(await run(['pause'])).toMatchObject({ code: 2, stderr: 'postpone: error INVALID_OPTION: give exactly one of --queue and --kind\n' });
+    expect(await run(['pause', '--queue', 'q', '--kind', 'k'])).toMatchObject({ code: 2, stderr: 'postpone: error INVALID_OPTION: give exactly one of --queue and --kind\n' });
+    expect(await run(['resume', '--queue', ' '])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_QUEUE: --queue: must be a string/) });
+    expect(await run(['pause', '--kind', 'k', '--reason', 'x'.repeat(501)])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --reason: must be a string of 1\.\.500 characters/) });
+    expect(await run(['--json', 'paused'])).toEqual({ code: 0, stdout: `${JSON.stringify({ paused: [] }, null, 2)}\n`, stderr: '' });
   });
 });

@@ -33,6 +33,7 @@ describe('conformance suite', () => {
       'bulkCases',
       'queueCases',
       'kindLimitCases',
+      'pauseCases',
       'historyCases',
       'retentionCases',
       'cronCases',

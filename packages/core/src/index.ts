@@ -26,6 +26,7 @@ export * from './store.js';
 export * from './admin.js';
 export * from './bulk.js';
 export * from './unclaimed.js';
+export * from './pause.js';
 export * from './params.js';
 export * from './complete-many.js';
 export * from './extend-many.js';

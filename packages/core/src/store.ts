@@ -15,6 +15,7 @@ import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Completion, Task } from './task.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from './pause.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {
@@ -157,6 +158,12 @@ export interface PeekResult {
   /** The store's now at the query: place timers by `dueAt - now`, never by the local wall clock. */
   readonly now: Date;
   readonly tasks: readonly { readonly id: TaskId; readonly dueAt: Date }[];
+  /**
+   * True when nothing of the selection can be claimed because it is paused: its queue is paused, or
+   * `kinds` were given and every one of them is paused (docs/contract.md#pause-and-resume); absent
+   * otherwise. Paused tasks are never listed; a timing wheel may ignore `scheduled` notices while this holds.
+   */
+  readonly paused?: boolean;
 }
 
 export type StateCounts = Readonly<Record<TaskState, number>>;
@@ -357,6 +364,27 @@ export interface Store<Tx = unknown> {
    * @throws ValidationError (see `validateUnclaimedKindsParams`), StoreClosedError, ConnectionLostError, StoreError
    */
   unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds>;
+
+  /**
+   * Pauses a queue (`{ queue }`) or a kind in every queue (`{ kind }`) for every claimer: from the
+   * commit on, no claim takes its tasks (they stay SCHEDULED, due time and attempts unchanged) and
+   * `peekDue` does not list them; tasks already CLAIMED finish normally. Durable (a row); idempotent.
+   * The PostgreSQL store also notifies listening workers (docs/contract.md#pause-and-resume).
+   * @returns true when this call paused it, false when it was paused already (the first pause's row is kept)
+   * @throws ValidationError (core `validatePauseTarget`, `validatePauseOptions`; nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  pause(target: PauseTarget, options?: PauseOptions): Promise<boolean>;
+
+  /**
+   * Resumes a paused queue or kind: its due tasks are claimed again from the next claim on (a
+   * listening hybrid worker is notified and re-reads at once). Idempotent.
+   * @returns true when it was paused, false when it was not
+   * @throws ValidationError (core `validatePauseTarget`; nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  resume(target: PauseTarget): Promise<boolean>;
+
+  /** Every paused queue and kind: queues first, then kinds, each by name. */
+  listPaused(): Promise<PausedEntry[]>;
 
   /** The store's clock. */
   now(): Promise<Date>;

@@ -72,6 +72,8 @@ import { MemoryAdmin } from './admin.js';
 import { MemoryBulk } from './bulk.js';
 import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, RescheduleManyOptions, RescheduleManyResult, RetryManyOptions, RetryManyResult } from '@postpone/core';
 import { MemoryCron } from './cron.js';
+import { MemoryPause } from './pause.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -118,6 +120,12 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       assertOpen: () => this.#assertOpen(),
     });
   }
+
+  /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
+  readonly #pause = new MemoryPause({ nowMs: () => this.#clock.now(), assertOpen: () => this.#assertOpen() });
+  pause = (target: PauseTarget, options?: PauseOptions): Promise<boolean> => this.#pause.pause(target, options);
+  resume = (target: PauseTarget): Promise<boolean> => this.#pause.resume(target);
+  listPaused = (): Promise<PausedEntry[]> => this.#pause.list();
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
   readonly #cron: MemoryCron;
@@ -180,7 +188,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     // The partial index `task_claim_idx` of docs/contract.md#data-model (SCHEDULED rows of the queue and kinds),
     // in (priority desc, dueAt, id) order; transition() decides which rows are due. Rows locked by a running command are skipped.
     const caps = validateKindLimits(params.kindLimits);
-    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter(selected);
+    // Paused queues and kinds are left out, as the PostgreSQL claim's levels (docs/contract.md#pause-and-resume).
+    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter((t) => selected(t) && !this.#pause.holds(t.queue, t.kind));
     // Per-kind caps (docs/contract.md#kind-concurrency): the room of a capped kind is its cap less the
     // committed CLAIMED tasks of that kind in any queue; this method runs without awaiting, so no other
     // claim interleaves (the PostgreSQL store's per-kind advisory lock).
@@ -338,10 +347,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const nowMs = this.#clock.now();
     const selected = selection(params);
     const tasks = this.#byState(TaskState.SCHEDULED, (t) => t.dueAt.getTime())
-      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs && selected(t))
+      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs && selected(t) && !this.#pause.holds(t.queue, t.kind))
       .slice(0, limit)
       .map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
-    return { now: new Date(nowMs), tasks };
+    const { queue, kinds } = validateSelection(params);
+    return { now: new Date(nowMs), tasks, ...(this.#pause.holdsAll(queue, kinds) ? { paused: true } : {}) };
   }
 
   async getTask(id: TaskId): Promise<Task | null> {

@@ -97,6 +97,18 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   </div>
   <p><button id="first-page" type="button" disabled>first page</button> <button id="next-page" type="button" disabled>next page</button> <span id="list-info"></span></p>
 </section>
+<section id="paused-section" aria-label="Paused queues and kinds">
+  <h2>Paused</h2>
+  <p class="note">Paused queues and kinds: no worker claims their tasks (they keep their due time and attempts); running tasks finish.</p>
+  <table id="paused"><thead><tr><th>scope</th><th>name</th><th>since</th><th>by</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
+  <form id="pause-form">
+    <label>pause <select id="pause-scope"><option value="queue">queue</option><option value="kind">kind</option></select></label>
+    <input id="pause-name" type="text" maxlength="200" placeholder="name" autocomplete="off" required>
+    <input id="pause-reason" type="text" maxlength="500" placeholder="reason (optional)" autocomplete="off">
+    <button type="submit">pause</button>
+    <span id="pause-message" role="status"></span>
+  </form>
+</section>
 <section id="detail" aria-label="Task detail" tabindex="-1" hidden>
   <div class="detail-head">
     <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>

@@ -8,6 +8,7 @@
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
+ * - `pauseStatements(schema)`: paused queues and kinds (`./pause-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
@@ -22,10 +23,13 @@ export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type His
 export { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './migrations.js';
+export { PAUSE_MIGRATION_VERSION, type PauseRow, type PauseStatements, pauseMigrationSql, pauseStatements } from './pause-sql.js';
 export {
   defaultNotifyChannel,
   MAX_IDENTIFIER_LENGTH,
   MAX_TASKS_PER_NOTICE,
+  type PauseNotice,
+  parsePauseNotice,
   parseScheduledMany,
   parseTaskNotice,
   parseWorkerNotice,

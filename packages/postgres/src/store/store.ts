@@ -89,7 +89,18 @@ import {
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
-import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
+import {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  type PauseNotice,
+  parsePauseNotice,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  type TaskNotice,
+  type WorkerNotice,
+  workerNoticePayload,
+} from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
@@ -99,6 +110,9 @@ import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
+import { PostgresPause } from './pause.js';
+import { PAUSE_MIGRATION_VERSION } from '../sql/pause-sql.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -239,6 +253,13 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
 /** `scheduleNotices` `'near'` (default) and `'coalesced'`: a schedule call announces its tasks only when one is due within this many ms. */
 export const NEAR_NOTICE_MS = 30_000;
 
+/**
+ * On a schema before migration 15 (no `pause` table) the store claims without the pause check and
+ * reads the schema's version again at most this often (ms, at a claim), so a `migrate()` applied under
+ * a running process makes its claims honour pauses within this long (docs/contract.md#pause-and-resume).
+ */
+export const PAUSE_SCHEMA_RECHECK_MS = 5_000;
+
 /** `$1` channel, `$2` payload: the probe `listen` sends itself. */
 const NOTIFY_PROBE = 'select pg_notify($1, $2)';
 
@@ -320,6 +341,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private closing: Promise<void> | undefined;
   /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
   private schemaChecked: Promise<unknown> | undefined;
+  /** Whether the last schema check found the `pause` table (migration 15): claims and peeks then leave paused work out. */
+  private pauseTable = false;
+  /** The schema's version at the last check that passed (0 before one). */
+  private schemaVersionSeen = 0;
+  /** `performance.now()` after which a schema without the `pause` table is checked again. */
+  private pauseRecheckAt = 0;
+  /** The claim and peek statements without the pause check, for a schema before migration 15; built on first use. */
+  private beforePauseSql: Statements | undefined;
   private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
   /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
   readonly notices: NoticeCoalescer;
@@ -359,6 +388,26 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.bulk = new PostgresBulk({ ...context, toTask });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
+    this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
+  }
+
+  /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
+  private readonly pauses: PostgresPause;
+  /**
+   * Pauses a queue or a kind for every claimer of the schema (core `Store.pause`): one statement that
+   * inserts the `pause` row (`on conflict do nothing`) and notifies listening workers at its commit.
+   * @throws ValidationError (nothing sent), SchemaVersionError `SCHEMA_BEHIND` on a schema before migration 15, ConnectionLostError, StoreClosedError, StoreError
+   */
+  pause(target: PauseTarget, options?: PauseOptions): Promise<boolean> {
+    return this.pauses.pause(target, options);
+  }
+  /** Resumes a paused queue or kind (core `Store.resume`): one statement that deletes the row and notifies listening workers. Errors as {@link pause}. */
+  resume(target: PauseTarget): Promise<boolean> {
+    return this.pauses.resume(target);
+  }
+  /** Every paused queue and kind (core `Store.listPaused`). Errors as {@link pause}. */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.pauses.list();
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -491,16 +540,41 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return undefined;
   }
 
-  /** {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next time. */
+  /**
+   * {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next
+   * time, and a passed one on a schema without the `pause` table after {@link PAUSE_SCHEMA_RECHECK_MS}.
+   */
   private schemaReady(): Promise<unknown> {
+    if (this.schemaChecked !== undefined && !this.pauseTable && performance.now() >= this.pauseRecheckAt) this.schemaChecked = undefined;
     if (this.schemaChecked === undefined) {
-      const check = this.checkSchema();
+      const check = this.checkSchema().then((found) => {
+        this.schemaVersionSeen = found.schemaVersion;
+        this.pauseTable = found.schemaVersion >= PAUSE_MIGRATION_VERSION;
+        this.pauseRecheckAt = performance.now() + PAUSE_SCHEMA_RECHECK_MS;
+        return found;
+      });
       this.schemaChecked = check;
       check.catch(() => {
         if (this.schemaChecked === check) this.schemaChecked = undefined;
       });
     }
     return this.schemaChecked;
+  }
+
+  /** The claim and peek statements for the schema as last checked: with the pause check from migration 15 on. */
+  private claimSql(): Statements {
+    if (this.pauseTable) return this.sql;
+    this.beforePauseSql ??= statements(this.schema, { pause: false });
+    return this.beforePauseSql;
+  }
+
+  /** Resolves when the schema has the `pause` table (checked afresh when the last check found none). */
+  private async pauseReady(): Promise<void> {
+    if (!this.pauseTable) this.schemaChecked = undefined;
+    await this.schemaReady();
+    if (!this.pauseTable) {
+      throw new SchemaVersionError('SCHEMA_BEHIND', { schema: this.schema, schemaVersion: this.schemaVersionSeen, codeVersion: PAUSE_MIGRATION_VERSION, minReader: null });
+    }
   }
 
   /**
@@ -746,12 +820,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
     const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
     await this.schemaReady();
+    const sql = this.claimSql();
     const rows = await this.call(() =>
       capped.length === 0
-        ? this.driver.query(this.sql.taskClaim, claimParams)
+        ? this.driver.query(sql.taskClaim, claimParams)
         : this.driver.transaction(async (query) => {
-            await query(this.sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
-            return await query(this.sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+            await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            return await query(sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
           }),
     );
     return rows
@@ -997,10 +1072,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
     const { queue, kinds } = validateSelection(params);
     const kindsJson = kinds === null ? null : JSON.stringify(kinds);
-    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    await this.schemaReady();
+    const sql = this.claimSql();
+    const rows = await this.call(() => this.driver.query(sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
     const now = date(rows[0]?.nowms);
     const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
-    return { now, tasks };
+    return { now, tasks, ...(rows[0]?.paused === true ? { paused: true } : {}) };
   }
 
   /** @throws ValidationError INVALID_TASK_ID for a malformed id */
@@ -1045,7 +1122,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
-   * listens again after a lost connection, then calls `options.onReconnect`).
+   * listens again after a lost connection, then calls `options.onReconnect`). Worker presence notices
+   * go to `options.onWorker`, pause and resume notices (docs/contract.md#pause-and-resume) to `options.onPause`.
    *
    * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
    * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
@@ -1057,7 +1135,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    *   and no direct connection was given; StoreError when the probe never arrived;
    *   ConnectionLostError / ConnectionError when the connection failed
    */
-  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void }): Promise<Unlisten> {
+  async listen(
+    onNotice: (notice: TaskNotice) => void,
+    options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void; readonly onPause?: (notice: PauseNotice) => void },
+  ): Promise<Unlisten> {
     this.assertOpen();
     if (this.pooler === 'transaction' && !this.driver.directListen) {
       throw new ValidationError(
@@ -1083,9 +1164,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           if (notice) onNotice(notice);
           else if (payload.startsWith('{"op":"scheduledMany"')) {
             for (const each of parseScheduledMany(payload) ?? []) onNotice(each);
-          } else if (options?.onWorker) {
-            const worker = parseWorkerNotice(payload);
-            if (worker) options.onWorker(worker);
+          } else {
+            const pause = options?.onPause ? parsePauseNotice(payload) : null;
+            if (pause) options?.onPause?.(pause);
+            else if (options?.onWorker) {
+              const worker = parseWorkerNotice(payload);
+              if (worker) options.onWorker(worker);
+            }
           }
         },
         options,
