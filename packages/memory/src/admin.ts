@@ -134,7 +134,15 @@ export class MemoryAdmin {
       if (batch.length < p.batchSize) break;
       await Promise.resolve(); // let other calls run between batches, as separate transactions do
     }
-    return { deleted, effectsDeleted, batches };
+    // Throttle rows whose window has reopened (docs/contract.md#dedup-keys), as the PostgreSQL store's prune.
+    let throttleRowsDeleted = 0;
+    for (const [slot, row] of this.ctx.db.throttle) {
+      if (row.closedUntilMs <= nowMs) {
+        this.ctx.db.throttle.delete(slot);
+        throttleRowsDeleted += 1;
+      }
+    }
+    return { deleted, effectsDeleted, batches, ...(throttleRowsDeleted > 0 ? { throttleRowsDeleted } : {}) };
   }
 
   async stats(): Promise<StoreStats> {

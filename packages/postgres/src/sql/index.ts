@@ -9,6 +9,7 @@
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
+ * - `dedupStatements(schema)`: the throttle gate and the debounce key hand-over (`./dedup-sql.ts`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
@@ -18,6 +19,7 @@ export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, admin
 export { HEALTH_STATEMENTS, type HealthStatements, type OldestSnapshot, type TableVacuumHealth, type VacuumHealth, vacuumHealthFrom } from './health-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type HistoryPartitionRow, type HistoryStatements, historyMigrationSql, historyStatements, historyStateTable, historyInsert, TASK_COLUMN_NAMES } from './history-sql.js';
+export { DEDUP_MODES_MIGRATION_VERSION, type DedupStatements, dedupModesMigrationSql, dedupStatements } from './dedup-sql.js';
 export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './migrations.js';
 export {

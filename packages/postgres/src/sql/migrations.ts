@@ -9,6 +9,7 @@ import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -135,6 +136,12 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 15 — dedup key modes (docs/contract.md#dedup-keys): the table `dedup_throttle`, one row
+ * per (kind, key) that `onConflict: 'throttle'` created a task for, with the time until which the
+ * key's window stays closed; it outlives the task, so the period holds after the task finished. A new
+ * table: additive, no `minReader` (older code never reads it). See `./dedup-sql.ts`. Re-runnable
+ * (`create table if not exists`).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -223,6 +230,8 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 15 — dedup key modes (the throttle table): see ./dedup-sql.ts.
+    Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
   ]);
 }
 
