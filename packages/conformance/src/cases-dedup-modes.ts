@@ -46,6 +46,25 @@ export function dedupModeCases(h: HarnessRef): void {
       expect(await store.schedule(flush)).toMatchObject({ id: queued.id, created: false });
     });
 
+    it('queueBehind: a SCHEDULED holder is kept; a CLAIMED one gets exactly one task queued behind it', async () => {
+      const { store, clock } = h();
+      const opts = { onConflict: 'queueBehind' } as const;
+      const first = await store.schedule({ ...flush, payload: 1 }, opts);
+      expect(await store.schedule({ ...flush, payload: 2, delayMs: 9 }, opts)).toEqual({ id: first.id, dueAt: first.dueAt, created: false, replaced: false });
+      const claimed = await claimExactly(store, first.id);
+      const queued = await store.schedule({ ...flush, payload: 3, delayMs: 500 }, opts);
+      expect(queued).toEqual({ id: queued.id, dueAt: new Date(clock.now() + 500), created: true, replaced: false });
+      const more = await store.scheduleMany([{ ...flush, payload: 4 }, { kind: 'flush-cart', key: 'cart-8' }], opts);
+      expect(more[0]).toEqual({ id: queued.id, dueAt: queued.dueAt, created: false, replaced: false });
+      expect(more[1]).toMatchObject({ created: true });
+      expect(await mustGetTask(store, first.id)).toMatchObject({ state: TaskState.CLAIMED, key: null });
+      expect(await mustGetTask(store, queued.id)).toMatchObject({ state: TaskState.SCHEDULED, key: 'cart-7', payload: 3 });
+      expect(await store.fail({ id: first.id, attempt: claimed.attempt, error: 'x', backoffMs: 0 })).toMatchObject({ outcome: 'SCHEDULED' });
+      // The retried task no longer holds the key: the queued one stays the key's one holder.
+      expect(await mustGetTask(store, first.id)).toMatchObject({ state: TaskState.SCHEDULED, key: null });
+      expect(await store.schedule(flush, opts)).toMatchObject({ id: queued.id, created: false });
+    });
+
     it('throttle: one task per period, refused schedules return it (throttled), even after it is DONE; then a new one', async () => {
       const { store, clock } = h();
       const opts = { onConflict: 'throttle', throttleMs: 60_000 } as const;

@@ -40,7 +40,9 @@ export interface ScheduleOptions<Tx> {
    * with `created: false`), `'replace'` its payload and due time if still SCHEDULED, or `'fail'` with
    * `DuplicateKeyError` (nothing written). `'debounce'`: a SCHEDULED holder gets the new payload and
    * due time (`replaced: true`); a CLAIMED holder hands its key to a new task queued behind it
-   * (`created: true`; the running task's `key` reads null from then on). `'throttle'` (with
+   * (`created: true`; the running task's `key` reads null from then on). `'queueBehind'` (one
+   * running plus one queued): a SCHEDULED holder is kept, a CLAIMED one hands its key over as with
+   * `'debounce'`; it bounds the waiting tasks of a key to one, not the running ones. `'throttle'` (with
    * `throttleMs`): a new task only when none of the kind and key was created by a throttle schedule
    * in the last `throttleMs`, else `throttled: true`; a live holder past the period is kept as with
    * `'keep'`. Tasks without a key never conflict (docs/contract.md#dedup-keys).

@@ -18,6 +18,7 @@ import {
   type FailResult,
   type NormalizedSchedule,
   type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   type PeekParams,
   type PeekResult,
   type ReclaimedTask,
@@ -447,7 +448,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
    * Inserts the tasks in one write set, all or none. An input whose (kind, key) a SCHEDULED or CLAIMED
    * task holds (`task_key_idx`, docs/contract.md#dedup-keys) inserts nothing: `keep` returns that task,
    * `replace` (and `debounce`) runs `transition('replace')` on it, `fail` throws before anything is
-   * staged. `debounce` first takes the key off a CLAIMED holder (its `key` becomes null), so a new task
+   * staged. `debounce` and `queueBehind` first take the key off a CLAIMED holder (its `key` becomes null), so a new task
    * is queued behind it; `throttle` reads the key's throttle row and creates nothing while its window
    * is closed (`throttled: true`), else records the task it created. A caller transaction holds no row
    * lock here: a key taken by another transaction that commits first makes this one's commit fail with
@@ -477,7 +478,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
           return { id: row.taskId, dueAt: new Date(row.dueAtMs), created: false, replaced: false, throttled: true };
         }
       }
-      if (onConflict === 'debounce' && holder?.state === TaskState.CLAIMED) {
+      if (HANDS_OVER_KEY.includes(onConflict) && holder?.state === TaskState.CLAIMED) {
         ws.putTask({ ...holder, key: null });
         holder = undefined;
       }

@@ -504,11 +504,14 @@ export function rejectUnknownFields(value: object, known: readonly string[], pre
  * What a schedule does with its dedup key (docs/contract.md#dedup-keys): `'keep'`, `'replace'` and
  * `'fail'` decide what happens when a SCHEDULED or CLAIMED task holds (kind, key); `'debounce'`
  * replaces a SCHEDULED holder's payload and due time (the due time pushed to the new schedule's) and
- * queues a new task behind a CLAIMED one; `'throttle'` creates at most one task per key per
- * `throttleMs`, counted from the last task it created, even after that task finished.
+ * queues a new task behind a CLAIMED one; `'queueBehind'` keeps a SCHEDULED holder and queues a new
+ * task behind a CLAIMED one; `'throttle'` creates at most one task per key per `throttleMs`, counted
+ * from the last task it created, even after that task finished.
  */
-export type OnConflict = 'keep' | 'replace' | 'fail' | 'debounce' | 'throttle';
-export const ON_CONFLICT: readonly OnConflict[] = Object.freeze(['keep', 'replace', 'fail', 'debounce', 'throttle']);
+export type OnConflict = 'keep' | 'replace' | 'fail' | 'debounce' | 'queueBehind' | 'throttle';
+export const ON_CONFLICT: readonly OnConflict[] = Object.freeze(['keep', 'replace', 'fail', 'debounce', 'queueBehind', 'throttle']);
+/** The modes in which a CLAIMED holder hands its key to a new task queued behind it. */
+export const HANDS_OVER_KEY: readonly OnConflict[] = Object.freeze(['debounce', 'queueBehind']);
 
 /** The validated options of schedule / scheduleMany. */
 export interface NormalizedScheduleOptions {

@@ -401,6 +401,7 @@ describe('options objects', () => {
     expectCode(() => validateScheduleOptions({ onConflict: 'throttle', throttleMs: MAX_DELAY_MS + 1 }), 'INVALID_OPTION', 'options.throttleMs');
     expectCode(() => validateScheduleOptions({ onConflict: 'keep', throttleMs: 10 }), 'INVALID_OPTION', 'options.throttleMs');
     expectCode(() => validateScheduleOptions({ throttleMs: 10 }), 'INVALID_OPTION', 'options.throttleMs');
+    expect(validateScheduleOptions({ onConflict: 'queueBehind' })).toEqual({ onConflict: 'queueBehind', throttleMs: null });
     expectCode(() => validateScheduleOptions({ onConflict: 'ignore' }), 'INVALID_OPTION', 'options.onConflict');
     expectCode(() => validateScheduleOptions({ onConflict: null }), 'INVALID_OPTION', 'options.onConflict');
     expect(() => validateScheduleOptions({ txn: 1 })).toThrow(/options\.txn: is not an option/);

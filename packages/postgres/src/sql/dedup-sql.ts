@@ -1,5 +1,5 @@
 /**
- * Dedup key modes `'debounce'` and `'throttle'` (docs/contract.md#dedup-keys): the migration of the
+ * Dedup key modes `'debounce'`, `'queueBehind'` and `'throttle'` (docs/contract.md#dedup-keys): the migration of the
  * throttle table and the statements that run, in one transaction, beside `taskInsertMany`.
  */
 import { TaskState } from '@postpone/core';
@@ -70,7 +70,7 @@ returning d.kind, d.key, d.closed_until > ${NOW} as throttled, d.task_id::text a
     /**
      * `$1` keys as JSON text `[{kind, key}]` → the ids of the CLAIMED tasks that gave up their key.
      *
-     * Before a `'debounce'` insert, in its transaction: a CLAIMED task holding one of the keys hands
+     * Before a `'debounce'` or `'queueBehind'` insert, in its transaction: a CLAIMED task holding one of the keys hands
      * it over (`key` becomes null) so the insert that follows queues a new task behind it. The holders
      * are locked first in id order (the lock order of `completeMany` and `extendMany`); the update
      * re-checks `state` and `key` on the newest row version (§13.2.1), so a holder that finished or

@@ -28,6 +28,7 @@ import {
   type Json,
   type NormalizedSchedule,
   type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   DuplicateKeyError,
   type OnConflict,
   type PeekParams,
@@ -625,7 +626,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * The schedule of `tasks` (docs/contract.md#dedup-keys). `keep`, `replace` and unkeyed batches are
    * the one statement `taskInsertMany`; `fail` runs it in a transaction (a savepoint inside the
-   * caller's); `debounce` and `throttle` with a keyed input run their statements of `./dedup-sql.ts`
+   * caller's); `debounce`, `queueBehind` and `throttle` with a keyed input run their statements of `./dedup-sql.ts`
    * around it in one transaction (the caller's, or their own).
    */
   private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, options: NormalizedScheduleOptions): Promise<ScheduledTask[]> {
@@ -638,7 +639,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const keyed = tasks.some((t) => t.key !== null);
-    const ownTx = onConflict === 'fail' || (keyed && (onConflict === 'debounce' || onConflict === 'throttle'));
+    const ownTx = onConflict === 'fail' || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
     const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
     const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
@@ -668,7 +669,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * The statements of one schedule on `query` (inside a transaction whenever there is more than one):
-   * `debounce` first hands the keys of CLAIMED holders over (`releaseKeys`); `throttle` locks each
+   * `debounce` and `queueBehind` first hand the keys of CLAIMED holders over (`releaseKeys`); `throttle` locks each
    * key's throttle row (`throttleGate`), leaves the refused inputs out of the insert and records the
    * tasks it created (`throttleRecord`). Results in input order.
    */
@@ -677,7 +678,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const slot = (t: { kind: string; key: string | null }) => JSON.stringify([t.kind, t.key]);
     const keys = JSON.stringify(tasks.filter((t) => t.key !== null).map((t) => ({ kind: t.kind, key: t.key })));
     const hasKeys = keys !== '[]';
-    if (onConflict === 'debounce' && hasKeys) await query(this.dedup.releaseKeys, [keys]);
+    if (HANDS_OVER_KEY.includes(onConflict) && hasKeys) await query(this.dedup.releaseKeys, [keys]);
     const refused = new Map<string, ScheduledTask>();
     if (onConflict === 'throttle' && hasKeys) {
       for (const row of await query(this.dedup.throttleGate, [this.nowParam(), keys])) {
