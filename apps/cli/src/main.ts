@@ -380,7 +380,8 @@ export function buildProgram(out: Out, json = false): Command {
       };
       const result = await withStore(g, (store) => store.prune(params));
       const dropped = result.partitionsDropped === undefined ? '' : `, ${plural(result.partitionsDropped, 'partition')} dropped`;
-      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
+      const throttle = result.throttleRowsDeleted === undefined ? '' : `, ${plural(result.throttleRowsDeleted, 'reopened throttle window')} deleted`;
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}${dropped}${throttle}`);
     });
 
   registerDashboard(program, async (options, cmd) => {
