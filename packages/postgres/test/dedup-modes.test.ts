@@ -7,7 +7,10 @@
  * queueing a second one.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreError } from '@postpone/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { migrations } from '../src/index.js';
+import { DEDUP_MODES_MIGRATION_VERSION } from '../src/sql/dedup-sql.js';
 import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
 const admin = migratedSchema('dedup_modes');
@@ -78,5 +81,31 @@ describe.each(DRIVERS)('dedup key modes under forced interleavings (%s)', (drive
       { id: holder.id, state: 'CLAIMED', key: null },
       { id: queued?.id, state: 'SCHEDULED', key },
     ]);
+  });
+});
+
+describe('a schema before the dedup modes migration', () => {
+  it('a throttle schedule fails with StoreError 42P01 and writes nothing; prune and the other modes run', async () => {
+    const schema = `${admin.schema}_before`;
+    const q = `"${schema}"`;
+    await admin.query(`create schema ${q}`);
+    await admin.query(`create table ${q}.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())`);
+    for (const m of migrations(schema).filter((m) => m.version < DEDUP_MODES_MIGRATION_VERSION)) {
+      await admin.query(m.sql);
+      await admin.query(`insert into ${q}.migration (version, name) values ($1, $2)`, [m.version, m.name]);
+    }
+    const kit = makeKit('pg');
+    const store = kit.store({ schema });
+    try {
+      const error = await store.schedule({ kind: 'digest', key: 'u' }, { onConflict: 'throttle', throttleMs: 1_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).sqlState).toBe('42P01');
+      expect(await admin.query(`select id from ${q}.task`)).toEqual([]);
+      expect(await store.prune({ olderThanMs: 1_000 })).toEqual({ deleted: 0, effectsDeleted: 0, batches: 1 });
+      expect(await store.schedule({ kind: 'digest', key: 'u' }, { onConflict: 'debounce' })).toMatchObject({ created: true });
+    } finally {
+      await kit.close();
+      await admin.query(`drop schema ${q} cascade`);
+    }
   });
 });
