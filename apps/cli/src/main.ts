@@ -11,6 +11,7 @@
  */
 import {
   type Json,
+  type OnConflict,
   type PauseTarget,
   parseTaskId,
   PostponeError,
@@ -204,11 +205,32 @@ export function buildProgram(out: Out, json = false): Command {
     .option('--queue <name>', "named queue (default 'default')")
     .option('--priority <n>', 'integer -32768..32767; higher is claimed first (default 0)')
     .option('--key <key>', 'dedup key: at most one SCHEDULED or CLAIMED task per kind and key')
-    .addOption(new Option('--on-conflict <mode>', 'when the key is held: keep (default), replace, fail').choices(['keep', 'replace', 'fail']))
+    .addOption(
+      new Option('--on-conflict <mode>', 'dedup mode of the key: keep (default), replace, fail, debounce, queueBehind, throttle (with --throttle)').choices([
+        'keep',
+        'replace',
+        'fail',
+        'debounce',
+        'queueBehind',
+        'throttle',
+      ]),
+    )
+    .option('--throttle <duration>', 'with --on-conflict throttle: at most one task per kind and key per this period (e.g. 60s)')
     .action(
       async (
         kind: string,
-        opts: { payload?: string; payloadFile?: string; delay?: string; runAt?: string; maxAttempts?: string; queue?: string; priority?: string; key?: string; onConflict?: 'keep' | 'replace' | 'fail' },
+        opts: {
+          payload?: string;
+          payloadFile?: string;
+          delay?: string;
+          runAt?: string;
+          maxAttempts?: string;
+          queue?: string;
+          priority?: string;
+          key?: string;
+          onConflict?: OnConflict;
+          throttle?: string;
+        },
         cmd: Command,
       ) => {
         const g = globals(cmd);
@@ -223,7 +245,12 @@ export function buildProgram(out: Out, json = false): Command {
           ...(opts.priority !== undefined ? { priority: (/^-?\d+$/.test(opts.priority) ? Number(opts.priority) : opts.priority) as number } : {}),
           ...(opts.key !== undefined ? { key: opts.key } : {}),
         };
-        const scheduled = await withStore(g, (store) => store.schedule(input, opts.onConflict === undefined ? {} : { onConflict: opts.onConflict })).catch(
+        // --throttle without --on-conflict throttle is passed on, so the store refuses it (INVALID_OPTION options.throttleMs).
+        const options = {
+          ...(opts.onConflict === undefined ? {} : { onConflict: opts.onConflict }),
+          ...(opts.throttle === undefined ? {} : { throttleMs: parseDuration(opts.throttle, '--throttle') }),
+        };
+        const scheduled = await withStore(g, (store) => store.schedule(input, options)).catch(
           (error: unknown) => {
             throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
           },
@@ -231,7 +258,9 @@ export function buildProgram(out: Out, json = false): Command {
         print(out, g, scheduled, () =>
           scheduled.created
             ? `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`
-            : `task ${scheduled.id} (${kind}) already holds key ${opts.key}: ${scheduled.replaced ? 'replaced its payload and due time' : 'kept'}, due ${scheduled.dueAt.toISOString()}`,
+            : scheduled.throttled === true
+              ? `throttled: task ${scheduled.id} (${kind}) was made with key ${opts.key} less than ${opts.throttle} ago; nothing scheduled`
+              : `task ${scheduled.id} (${kind}) already holds key ${opts.key}: ${scheduled.replaced ? 'replaced its payload and due time' : 'kept'}, due ${scheduled.dueAt.toISOString()}`,
         );
       },
     );
@@ -441,7 +470,8 @@ export function buildProgram(out: Out, json = false): Command {
       const dropped = result.partitionsDropped === undefined ? '' : `, ${plural(result.partitionsDropped, 'partition')} dropped`;
       // Effect rows exist only where code before migration 13 wrote them: named only when some were deleted.
       const effects = result.effectsDeleted === 0 ? '' : ` and ${plural(result.effectsDeleted, 'legacy effect row')}`;
-      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')}${effects} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
+      const throttle = result.throttleRowsDeleted === undefined ? '' : `, ${plural(result.throttleRowsDeleted, 'reopened throttle window')} deleted`;
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')}${effects} in ${plural(result.batches, 'batch', 'batches')}${dropped}${throttle}`);
     });
 
   registerDashboard(program, async (options, cmd) => {

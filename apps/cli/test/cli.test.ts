@@ -208,6 +208,20 @@ describe('postpone', () => {
     expect(await postpone(['cancel', first.id])).toMatchObject({ code: 0, stdout: `CANCELLED task ${first.id}\n` });
   });
 
+  it('schedules with the dedup modes debounce and throttle (--throttle); --throttle alone is refused', async () => {
+    const first = await json<{ id: string; created: boolean }>(['schedule', 'flush-cart', '--key', 'c-1', '--delay', '5s', '--on-conflict', 'debounce']);
+    expect(first.created).toBe(true);
+    const pushed = await json<{ id: string; created: boolean; replaced: boolean }>(['schedule', 'flush-cart', '--key', 'c-1', '--delay', '10s', '--on-conflict', 'debounce']);
+    expect(pushed).toMatchObject({ id: first.id, created: false, replaced: true });
+    const made = await json<{ id: string; created: boolean }>(['schedule', 'digest', '--key', 'u-1', '--on-conflict', 'throttle', '--throttle', '1h']);
+    expect(made.created).toBe(true);
+    const throttled = await postpone(['schedule', 'digest', '--key', 'u-1', '--on-conflict', 'throttle', '--throttle', '1h']);
+    expect(throttled).toMatchObject({ code: 0, stdout: `throttled: task ${made.id} (digest) was made with key u-1 less than 1h ago; nothing scheduled\n` });
+    const alone = await postpone(['schedule', 'digest', '--key', 'u-1', '--throttle', '1h']);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toMatch(/INVALID_OPTION.*options\.throttleMs/);
+  });
+
   it('list and show say attempt (claims) apart from failures of the allowed, with queue, priority and key; list --queue (issue 27 item 6)', async () => {
     // Claimed three times, handed back twice, failed once: attempt 3, failures 1 of 2 (the old table said 3/2).
     const store = createPgStore({ connectionString: url, schema });

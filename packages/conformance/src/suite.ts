@@ -17,6 +17,7 @@ import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
+import { dedupModeCases } from './cases-dedup-modes.js';
 import { failCases } from './cases-fail.js';
 import { failuresCases } from './cases-failures.js';
 import { leaseCases } from './cases-lease.js';
@@ -30,6 +31,7 @@ import { validationCases } from './cases-validation.js';
 export const CONFORMANCE_CASES = [
   scheduleCases,
   dedupCases,
+  dedupModeCases,
   claimCases,
   leaseCases,
   completeCases,

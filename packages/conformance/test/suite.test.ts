@@ -9,6 +9,7 @@ describe('conformance suite', () => {
     expect(CONFORMANCE_CASES.map((f) => f.name)).toEqual([
       'scheduleCases',
       'dedupCases',
+      'dedupModeCases',
       'claimCases',
       'leaseCases',
       'completeCases',

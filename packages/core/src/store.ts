@@ -24,8 +24,14 @@ export interface ScheduledTask {
   readonly dueAt: Date;
   /** True for a new task; false when a task of the same kind and key was kept or replaced. */
   readonly created: boolean;
-  /** True when `onConflict: 'replace'` rewrote the payload and due time of a SCHEDULED task; false otherwise (a CLAIMED one is kept). */
+  /** True when `onConflict: 'replace'` or `'debounce'` rewrote the payload and due time of a SCHEDULED task; false otherwise (a CLAIMED one is kept). */
   readonly replaced: boolean;
+  /**
+   * Present (true) only when `onConflict: 'throttle'` refused the schedule: a task of this kind and
+   * key was created less than its `throttleMs` ago. Nothing was written; `id` and `dueAt` are that
+   * last task's (its due time as created), whatever its state now (docs/contract.md#dedup-keys).
+   */
+  readonly throttled?: true;
 }
 
 export interface ScheduleOptions<Tx> {
@@ -34,9 +40,22 @@ export interface ScheduleOptions<Tx> {
   /**
    * When a SCHEDULED or CLAIMED task of the same kind and `key` exists: `'keep'` it (default; returned
    * with `created: false`), `'replace'` its payload and due time if still SCHEDULED, or `'fail'` with
-   * `DuplicateKeyError` (nothing written). Tasks without a key never conflict.
+   * `DuplicateKeyError` (nothing written). `'debounce'`: a SCHEDULED holder gets the new payload and
+   * due time (`replaced: true`); a CLAIMED holder hands its key to a new task queued behind it
+   * (`created: true`; the running task's `key` reads null from then on). `'queueBehind'` (one
+   * running plus one queued): a SCHEDULED holder is kept, a CLAIMED one hands its key over as with
+   * `'debounce'`; it bounds the waiting tasks of a key to one, not the running ones. `'throttle'` (with
+   * `throttleMs`): a new task only when none of the kind and key was created by a throttle schedule
+   * in the last `throttleMs`, else `throttled: true`; a live holder past the period is kept as with
+   * `'keep'`. Tasks without a key never conflict (docs/contract.md#dedup-keys).
    */
   readonly onConflict?: OnConflict;
+  /**
+   * With `onConflict: 'throttle'` only, and then required: the period in whole ms,
+   * 1..`MAX_DELAY_MS`, counted on the store's clock from the creation of the last task the throttle
+   * let through. Else ValidationError INVALID_OPTION `options.throttleMs`.
+   */
+  readonly throttleMs?: number;
 }
 
 /** Options of `cancel` (docs/contract.md#transactions). */

@@ -17,6 +17,8 @@ import {
   type FailParams,
   type FailResult,
   type NormalizedSchedule,
+  type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   type PeekParams,
   type PeekResult,
   type ReclaimedTask,
@@ -44,7 +46,6 @@ import {
   transition,
   DEFAULT_MAX_PAYLOAD_BYTES,
   DuplicateKeyError,
-  type OnConflict,
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
@@ -84,6 +85,9 @@ export interface MemoryStoreOptions {
   readonly maxPayloadBytes?: number;
 }
 
+
+/** The options of an internal insert (retry, cron): `keep`, no throttle. */
+const KEEP: NormalizedScheduleOptions = Object.freeze({ onConflict: 'keep', throttleMs: null });
 /** The columns a raw task UPDATE may set (see {@link MemoryStore.rawUpdateTask}). */
 export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 
@@ -101,7 +105,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     db: this.#db,
     locks: this.#locks,
     nowMs: () => this.#clock.now(),
-    insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
+    insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
     assertOpen: () => this.#assertOpen(),
   });
 
@@ -116,7 +120,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     this.#cron = new MemoryCron({
       nowMs: () => this.#clock.now(),
       maxPayloadBytes: this.#maxPayloadBytes,
-      insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
+      insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
       assertOpen: () => this.#assertOpen(),
     });
   }
@@ -141,15 +145,15 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
     this.#assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
-    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() })], tx as MemoryTx | undefined, onConflict);
+    const opts = validateScheduleOptions(options);
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() })], opts.tx as MemoryTx | undefined, opts);
     return scheduled as ScheduledTask;
   }
 
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask[]> {
     this.#assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
-    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() }), tx as MemoryTx | undefined, onConflict);
+    const opts = validateScheduleOptions(options);
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() }), opts.tx as MemoryTx | undefined, opts);
   }
 
   /**
@@ -473,12 +477,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   /**
    * Inserts the tasks in one write set, all or none. An input whose (kind, key) a SCHEDULED or CLAIMED
    * task holds (`task_key_idx`, docs/contract.md#dedup-keys) inserts nothing: `keep` returns that task,
-   * `replace` runs `transition('replace')` on it, `fail` throws before anything is staged. A caller
-   * transaction holds no row lock here: a key taken by another transaction that commits first makes
-   * this one's commit fail with 23505, where PostgreSQL would wait and then decide.
+   * `replace` (and `debounce`) runs `transition('replace')` on it, `fail` throws before anything is
+   * staged. `debounce` and `queueBehind` first take the key off a CLAIMED holder (its `key` becomes null), so a new task
+   * is queued behind it; `throttle` reads the key's throttle row and creates nothing while its window
+   * is closed (`throttled: true`), else records the task it created. A caller transaction holds no row
+   * lock here: a key taken by another transaction that commits first makes this one's commit fail with
+   * 23505 (a throttle row written first: 40001), where PostgreSQL would wait and then decide.
    * @throws DuplicateKeyError (`fail`)
    */
-  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined, onConflict: OnConflict): ScheduledTask[] {
+  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined, options: NormalizedScheduleOptions): ScheduledTask[] {
+    const { onConflict, throttleMs } = options;
     const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
     ws.assertOpen();
     const now = new Date(this.#clock.now());
@@ -493,9 +501,20 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     }
     const scheduled = inputs.map((input, i): ScheduledTask => {
       const dueAt = input.runAt ?? new Date(now.getTime() + input.delayMs);
-      const holder = holders[i];
+      let holder = holders[i];
+      if (onConflict === 'throttle' && input.key !== null) {
+        const row = ws.getThrottle(input.kind, input.key);
+        if (row !== undefined && row.closedUntilMs > now.getTime()) {
+          return { id: row.taskId, dueAt: new Date(row.dueAtMs), created: false, replaced: false, throttled: true };
+        }
+      }
+      if (HANDS_OVER_KEY.includes(onConflict) && holder?.state === TaskState.CLAIMED) {
+        ws.putTask({ ...holder, key: null });
+        holder = undefined;
+      }
       if (holder !== undefined) {
-        const step = onConflict === 'replace' ? transition(holder, { type: 'replace', payload: JSON.parse(input.payloadText), dueAt }, now.getTime()) : null;
+        const replacing = onConflict === 'replace' || onConflict === 'debounce';
+        const step = replacing ? transition(holder, { type: 'replace', payload: JSON.parse(input.payloadText), dueAt }, now.getTime()) : null;
         const replaced = step !== null && resultOf(step, 'replace').replaced;
         if (replaced) ws.putTask(step?.task as Task);
         return { id: holder.id, dueAt: new Date(replaced ? dueAt : holder.dueAt), created: false, replaced };
@@ -523,6 +542,9 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
         ...(input.retry === null ? {} : { retry: { ...input.retry } }),
       };
       ws.putTask(task);
+      if (onConflict === 'throttle' && input.key !== null) {
+        ws.putThrottle(input.kind, input.key, { closedUntilMs: now.getTime() + (throttleMs as number), taskId: task.id, dueAtMs: dueAt.getTime() });
+      }
       return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
     });
     if (tx === undefined) this.#db.commit(ws);

@@ -4,6 +4,7 @@
  * Every outcome and the final rows (every column, completions of DONE tasks, counts) must be identical. Tasks have
  * three kinds, two queues and priorities −2..2; claims and peeks select by kinds and queue, and
  * claims may cap kinds (`kindLimits`).
+ * Schedules use every dedup mode (`onConflict` keep, replace, fail, debounce, queueBehind, throttle).
  * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
  * that then commits or rolls back. `cancelMany` and `rescheduleMany` act by filter (kinds, queue) in batches.
  */
@@ -16,6 +17,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
 const admin = migratedSchema('differential');
+/** The `throttleMs` of every `onConflict: 'throttle'` schedule (docs/contract.md#dedup-keys). */
+const THROTTLE_MS = 1_500;
 
 /** A task is named by its position among the tasks scheduled so far (mod count); `missing` names one past the end. */
 type Ref = { readonly index: number; readonly missing: boolean };
@@ -117,7 +120,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
         }),
         { minLength: 1, maxLength: 3 },
       ),
-      onConflict: fc.constantFrom<OnConflict>('keep', 'replace', 'fail'),
+      onConflict: fc.constantFrom<OnConflict>('keep', 'replace', 'fail', 'debounce', 'queueBehind', 'throttle'),
     }),
   },
   {
@@ -259,7 +262,9 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
           ? { kind, delayMs, ...attempts, payload: p, key: keyOf, retry, ...extra }
           : { kind, runAt: new Date(clock.now() + runAtOffsetMs), ...attempts, payload: p, key: keyOf, retry, ...extra };
       });
-      return await store.scheduleMany(inputs, { onConflict: cmd.onConflict }).catch((error: unknown) => {
+      // A throttle period of 1.5 s: the ticks (up to a few s) both open and leave closed windows.
+      const options = cmd.onConflict === 'throttle' ? { onConflict: cmd.onConflict, throttleMs: THROTTLE_MS } : { onConflict: cmd.onConflict };
+      return await store.scheduleMany(inputs, options).catch((error: unknown) => {
         if (!PostponeError.isInstance(error) || error.code !== 'DUPLICATE_KEY') throw error;
         return { error: error.code, taskId: (error as DuplicateKeyError).taskId };
       });

@@ -54,6 +54,7 @@ export const CASE_ORDER: readonly string[] = [
   'cron_dst',
   'soak_short',
   'dedup_key_race',
+  'debounce_throttle',
   'history_split_outcomes',
   'large_ids',
   'notify_queue_full',

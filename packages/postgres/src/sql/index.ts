@@ -10,6 +10,7 @@
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
  * - `pauseStatements(schema)`: paused queues and kinds (`./pause-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
+ * - `dedupStatements(schema)`: the throttle gate and the debounce key hand-over (`./dedup-sql.ts`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
  * - `migrations(schema)`: the numbered, frozen schema migrations (`./migrations.ts`);
  * - the NOTIFY payload the statements send, and its parser (`./notice.ts`);
@@ -20,6 +21,7 @@ export { HEALTH_STATEMENTS, type HealthStatements, type OldestSnapshot, type Tab
 export { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type HistoryPartitionRow, type HistoryStatements, historyMigrationSql, historyStatements, historyStateTable, historyInsert, TASK_COLUMN_NAMES } from './history-sql.js';
+export { DEDUP_MODES_MIGRATION_VERSION, type DedupStatements, dedupModesMigrationSql, dedupStatements } from './dedup-sql.js';
 export { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './migrations.js';

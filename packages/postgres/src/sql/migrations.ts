@@ -12,6 +12,7 @@ import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js
 import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
 import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
+import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -161,6 +162,12 @@ export interface Migration {
  * too (it claims without the pause check until the schema has it), so `MIN_SCHEMA_VERSION` does not need 15.
  * Re-runnable (`create table if not exists`).
  *
+ * Version 16 — dedup key modes (docs/contract.md#dedup-keys): the table `dedup_throttle`, one row
+ * per (kind, key) that `onConflict: 'throttle'` created a task for, with the time until which the
+ * key's window stays closed; it outlives the task, so the period holds after the task finished. A new
+ * table: additive, no `minReader` (older code never reads it). See `./dedup-sql.ts`. Re-runnable
+ * (`create table if not exists`).
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -255,6 +262,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
     // Version 15 — paused queues and kinds: see ./pause-sql.ts.
     Object.freeze({ version: PAUSE_MIGRATION_VERSION, name: 'paused queues and kinds', sql: pauseMigrationSql(schema) }),
+    // Version 16 — dedup key modes (the throttle table): see ./dedup-sql.ts.
+    Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
   ]);
 }
 

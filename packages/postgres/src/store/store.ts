@@ -35,6 +35,8 @@ import {
   type FailResult,
   type Json,
   type NormalizedSchedule,
+  type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   DuplicateKeyError,
   type OnConflict,
   type PeekParams,
@@ -87,7 +89,7 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
@@ -104,6 +106,7 @@ import {
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
+import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -332,6 +335,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   readonly schema: string;
   readonly notifyChannel: string;
   readonly sql: Statements;
+  /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
+  readonly dedup: DedupStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
   private readonly driver: Driver<Tx>;
   private readonly clock: Clock | undefined;
@@ -377,6 +382,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
+    this.dedup = dedupStatements(this.schema);
     const context = {
       driver: driver as Driver<unknown>,
       schema: this.schema,
@@ -646,9 +652,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
-    const [scheduled] = await this.insert([task], tx, onConflict);
+    const [scheduled] = await this.insert([task], opts.tx, opts);
     return scheduled as ScheduledTask;
   }
 
@@ -667,10 +673,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
     if (tasks.length === 0) return [];
-    return await this.insert(tasks, tx, onConflict);
+    return await this.insert(tasks, opts.tx, opts);
   }
 
   /**
@@ -715,38 +721,32 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     }
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
+  /**
+   * The schedule of `tasks` (docs/contract.md#dedup-keys). `keep`, `replace` and unkeyed batches are
+   * the one statement `taskInsertMany`; `fail` runs it in a transaction (a savepoint inside the
+   * caller's); `debounce`, `queueBehind` and `throttle` with a keyed input run their statements of `./dedup-sql.ts`
+   * around it in one transaction (the caller's, or their own).
+   */
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, options: NormalizedScheduleOptions): Promise<ScheduledTask[]> {
+    const { onConflict } = options;
     const inTx = tx === undefined ? undefined : this.queryInTx(tx);
-    const json = `[${tasks
-      .map(
-        (t) =>
-          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
-          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
-      )
-      .join(',')}]`;
     // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
     const after = inTx === undefined && this.scheduleNotices === 'coalesced';
     const now = this.clock?.now() ?? Date.now();
     const near = tasks.map((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) <= NEAR_NOTICE_MS);
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
-    const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
-    const run = async (query: QueryFn) => {
-      const rows = await query(this.sql.taskInsertMany, params);
-      if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
-      const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
-      const input = tasks[taken];
-      if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
-      return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
-    };
+    const keyed = tasks.some((t) => t.key !== null);
+    const ownTx = onConflict === 'fail' || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
+    const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
-      const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
+      const scheduled = await this.call(autocommit);
       this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
       return scheduled;
     }
     return await this.call(async () => {
-      if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      if (inTx === undefined) return await autocommit();
       const { query, checked } = inTx;
       if (onConflict !== 'fail') {
         if (!checked) await this.inTransaction(query, this.sql.txCheck);
@@ -763,6 +763,59 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         throw error;
       }
     });
+  }
+
+  /**
+   * The statements of one schedule on `query` (inside a transaction whenever there is more than one):
+   * `debounce` and `queueBehind` first hand the keys of CLAIMED holders over (`releaseKeys`); `throttle` locks each
+   * key's throttle row (`throttleGate`), leaves the refused inputs out of the insert and records the
+   * tasks it created (`throttleRecord`). Results in input order.
+   */
+  private async insertIn(query: QueryFn, tasks: readonly NormalizedSchedule[], options: NormalizedScheduleOptions, channel: string | null): Promise<ScheduledTask[]> {
+    const { onConflict, throttleMs } = options;
+    const slot = (t: { kind: string; key: string | null }) => JSON.stringify([t.kind, t.key]);
+    const keys = JSON.stringify(tasks.filter((t) => t.key !== null).map((t) => ({ kind: t.kind, key: t.key })));
+    const hasKeys = keys !== '[]';
+    if (HANDS_OVER_KEY.includes(onConflict) && hasKeys) await query(this.dedup.releaseKeys, [keys]);
+    const refused = new Map<string, ScheduledTask>();
+    if (onConflict === 'throttle' && hasKeys) {
+      for (const row of await query(this.dedup.throttleGate, [this.nowParam(), keys])) {
+        if (row.throttled === true) {
+          refused.set(slot({ kind: String(row.kind), key: String(row.key) }), { id: String(row.taskid), dueAt: date(row.dueatms), created: false, replaced: false, throttled: true });
+        }
+      }
+    }
+    const open = refused.size === 0 ? tasks : tasks.filter((t) => t.key === null || !refused.has(slot(t)));
+    const inserted = open.length === 0 ? [] : await this.insertRows(query, open, onConflict, channel);
+    if (onConflict === 'throttle' && hasKeys) {
+      const made = open.flatMap((t, i) => {
+        const s = inserted[i] as ScheduledTask;
+        return t.key !== null && s.created ? [{ kind: t.kind, key: t.key, id: s.id, dueAt: s.dueAt.toISOString(), throttleMs }] : [];
+      });
+      if (made.length > 0) await query(this.dedup.throttleRecord, [this.nowParam(), JSON.stringify(made)]);
+    }
+    if (refused.size === 0) return inserted;
+    let next = 0;
+    return tasks.map((t) => (t.key !== null && refused.has(slot(t)) ? (refused.get(slot(t)) as ScheduledTask) : (inserted[next++] as ScheduledTask)));
+  }
+
+  /** `taskInsertMany` for `tasks`: `replace` for `replace` and `debounce`, `keep` otherwise; `fail` throws DuplicateKeyError on the first input it did not create. */
+  private async insertRows(query: QueryFn, tasks: readonly NormalizedSchedule[], onConflict: OnConflict, channel: string | null): Promise<ScheduledTask[]> {
+    const json = `[${tasks
+      .map(
+        (t) =>
+          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
+          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
+      )
+      .join(',')}]`;
+    const mode = onConflict === 'replace' || onConflict === 'debounce' ? 'replace' : 'keep';
+    const rows = await query(this.sql.taskInsertMany, [this.nowParam(), json, channel, mode]);
+    if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
+    const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
+    const input = tasks[taken];
+    if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+    return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
   }
 
   /**
