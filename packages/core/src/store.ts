@@ -13,6 +13,7 @@ import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, Releas
 import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Effect, Task } from './task.js';
+import type { RateLimited } from './rate-limit.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
@@ -62,6 +63,14 @@ export interface ClaimParams {
    * pass a kind's cap ignore it, so every claimer of a capped kind must pass the same caps.
    */
   readonly kindLimits?: Readonly<Record<string, number>>;
+  /**
+   * Called (before the claim resolves) when rate limits held back everything this claim may take:
+   * its queue's limit has no room, or it names `kinds` and every one of them is at its limit
+   * (docs/contract.md#rate-limits). `reopensInMs` is how long until a claim may take one again, so a
+   * worker sleeps that long instead of polling. Not called when some task was held back by one limit
+   * while others could still be taken.
+   */
+  readonly onRateLimited?: (limited: RateLimited) => void;
 }
 
 export interface ExtendParams {

@@ -371,7 +371,8 @@ commit`);
         const [untouched] = (await admin.query(`select count(*) filter (where state = 'SCHEDULED' and attempt = 0)::int as n from ${q}.task`)).rows;
         check(untouched.n === 5, `${driver}_behindTasksUntouched`, untouched.n);
         const migrated = await store.migrate();
-        expect(migrated.applied).toEqual(Array.from({ length: SCHEMA_VERSION - MIN_SCHEMA_VERSION + 1 }, (_, i) => MIN_SCHEMA_VERSION + i));
+        // Every version from MIN_SCHEMA_VERSION on (numbers may skip while branches of one release merge).
+        expect(migrated.applied).toEqual(migrations(schema).filter((m) => m.version >= MIN_SCHEMA_VERSION).map((m) => m.version));
         const claimed = await store.claim({ owner: 'new', limit: 10, leaseMs: 30_000 });
         check(claimed.length === 5, `${driver}_claimedAfterMigrate`, claimed.length);
         const [row] = (await admin.query(`select min_reader from ${q}.migration where version = $1`, [SCHEMA_VERSION])).rows;

@@ -9,6 +9,7 @@ import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -135,6 +136,11 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 16 — rate limits (docs/contract.md#rate-limits): the table `rate_limit`, one row per
+ * declared limit of a kind or a queue with its sliding log of claim times; see `./rate-limit-sql.ts`.
+ * A new table only (no `minReader`): code that does not know it applies no limit. Re-runnable.
+ * (13–15 and 17 are other work of the same release; the number lives in `RATE_LIMIT_MIGRATION_VERSION`.)
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -223,6 +229,8 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 16 — rate limits: see ./rate-limit-sql.ts. Additive (a new table), no minReader.
+    Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
   ]);
 }
 
