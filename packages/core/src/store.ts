@@ -64,11 +64,12 @@ export interface ClaimParams {
    */
   readonly kindLimits?: Readonly<Record<string, number>>;
   /**
-   * Called (before the claim resolves) when rate limits held back everything this claim may take:
+   * Called (before the claim resolves) when rate limits hold back everything this claim may take —
    * its queue's limit has no room, or it names `kinds` and every one of them is at its limit
-   * (docs/contract.md#rate-limits). `reopensInMs` is how long until a claim may take one again, so a
-   * worker sleeps that long instead of polling. Not called when some task was held back by one limit
-   * while others could still be taken.
+   * (docs/contract.md#rate-limits) — either before it took anything, or because its own claims,
+   * fewer than `limit`, used up the room. `reopensInMs` is how long until a claim may take one
+   * again, so a worker sleeps that long instead of polling. Not called while a claim could still
+   * take something. What the callback throws is dropped.
    */
   readonly onRateLimited?: (limited: RateLimited) => void;
 }

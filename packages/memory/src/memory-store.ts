@@ -218,6 +218,9 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
     const byKind = new Map<string, number>();
     for (const task of changed) byKind.set(task.kind, (byKind.get(task.kind) ?? 0) + 1);
     this.#rateLimits.log(chosen.queue, byKind, nowMs);
+    // Short: did this claim use up the room? (as the PostgreSQL store's `rateLimitRooms` read)
+    const after = changed.length < limit && onRateLimited !== undefined ? this.#rateLimits.rooms(chosen.queue, chosen.kinds, 1, nowMs).held : null;
+    if (after !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, after);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }
 

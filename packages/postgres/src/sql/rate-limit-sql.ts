@@ -56,6 +56,12 @@ export function rateLimitStatements(schema: string) {
   const rate = `${q}.rate_limit`;
   const task = `${q}.task`;
   const C = literal(TaskState.CLAIMED);
+  const rooms = `select r.scope, r.name,
+       greatest(0, r.max_starts - ${USED})::int as room,
+       greatest(0, ${ms(REOPENS)} - ${ms(CLOCK)})::float8 as reopeninms
+  from ${rate} r
+ where (r.scope, r.name) in (select x ->> 0, x ->> 1 from jsonb_array_elements($2::text::jsonb) x)
+ order by r.scope, r.name`;
   const columns = `r.scope, r.name, r.max_starts as maxstarts, r.window_ms as windowms, ${USED} as used, ${ms(REOPENS)} as reopensatms`;
 
   return Object.freeze({
@@ -83,13 +89,15 @@ returning ${columns}`,
      * READ COMMITTED), so two claimers never share a window's room. `reopeninms` is from the actual
      * time (`clock_timestamp()`), so a worker sleeps from when it got the answer.
      */
-    rateLimitLock: `select r.scope, r.name,
-       greatest(0, r.max_starts - ${USED})::int as room,
-       greatest(0, ${ms(REOPENS)} - ${ms(CLOCK)})::float8 as reopeninms
-  from ${rate} r
- where (r.scope, r.name) in (select x ->> 0, x ->> 1 from jsonb_array_elements($2::text::jsonb) x)
- order by r.scope, r.name
+    rateLimitLock: `${rooms}
    for update of r`,
+
+    /**
+     * {@link rateLimitLock} without the lock: the rooms after a limited claim that came back short,
+     * read in its transaction (so it sees the claim's own log), to tell whether everything the claim
+     * may take is now held back.
+     */
+    rateLimitRooms: rooms,
 
     /**
      * `$1`..`$6` as `taskClaim` (`$4` already cut to the queue limit's room), `$7` per-kind caps

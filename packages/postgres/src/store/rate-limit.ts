@@ -88,26 +88,16 @@ export class PostgresRateLimits {
    * claim names its kinds and every one has a limit without room.
    */
   async plan(query: QueryFn, nowParam: string | null, keys: readonly RateLimitKey[], queue: string, kinds: readonly string[] | null, limit: number): Promise<LimitedClaimPlan> {
-    const rows = await query(this.sql.rateLimitLock, [nowParam, JSON.stringify(keys.map((k) => [k.scope, k.name]))]);
-    const kindRooms: Record<string, number> = {};
-    const kindReopens: number[] = [];
-    let queueRow: Row | undefined;
-    for (const row of rows) {
-      if (row.scope === 'queue') queueRow = row;
-      else {
-        kindRooms[String(row.name)] = Number(row.room);
-        if (Number(row.room) === 0) kindReopens.push(Number(row.reopeninms));
-      }
-    }
-    const queueRoom = queueRow === undefined ? limit : Number(queueRow.room);
-    const allKindsHeld = kinds?.every((kind) => kindRooms[kind] === 0) === true;
-    const waits = [...(queueRoom === 0 ? [Number(queueRow?.reopeninms)] : []), ...(allKindsHeld ? [Math.min(...kindReopens)] : [])];
-    return {
-      limit: Math.min(limit, queueRoom),
-      kindRooms,
-      queueLimited: queueRow === undefined ? null : queue,
-      held: waits.length === 0 ? null : { reopensInMs: Math.max(...waits) },
-    };
+    return decide(await query(this.sql.rateLimitLock, [nowParam, JSON.stringify(keys.map((k) => [k.scope, k.name]))]), queue, kinds, limit);
+  }
+
+  /**
+   * After a limited claim that came back short, in its transaction (`rateLimitRooms`, no lock: the
+   * rows are already locked by {@link plan}): whether the claim used up the room so that everything
+   * it may take is now held back, and until when.
+   */
+  async heldAfter(query: QueryFn, nowParam: string | null, keys: readonly RateLimitKey[], queue: string, kinds: readonly string[] | null): Promise<RateLimited | null> {
+    return decide(await query(this.sql.rateLimitRooms, [nowParam, JSON.stringify(keys.map((k) => [k.scope, k.name]))]), queue, kinds, 1).held;
   }
 
   private async load(nowMs: number): Promise<readonly RateLimitKey[]> {
@@ -123,6 +113,33 @@ export class PostgresRateLimits {
     this.cache = { atMs: nowMs, keys };
     return keys;
   }
+}
+
+/**
+ * A limited claim's plan from the rooms of its limits (`rateLimitLock` / `rateLimitRooms` rows):
+ * held back when the queue's limit has no room, or when the claim names its kinds and every one has
+ * a limit without room.
+ */
+function decide(rows: readonly Row[], queue: string, kinds: readonly string[] | null, limit: number): LimitedClaimPlan {
+  const kindRooms: Record<string, number> = {};
+  const kindReopens: number[] = [];
+  let queueRow: Row | undefined;
+  for (const row of rows) {
+    if (row.scope === 'queue') queueRow = row;
+    else {
+      kindRooms[String(row.name)] = Number(row.room);
+      if (Number(row.room) === 0) kindReopens.push(Number(row.reopeninms));
+    }
+  }
+  const queueRoom = queueRow === undefined ? limit : Number(queueRow.room);
+  const allKindsHeld = kinds?.every((kind) => kindRooms[kind] === 0) === true;
+  const waits = [...(queueRoom === 0 ? [Number(queueRow?.reopeninms)] : []), ...(allKindsHeld ? [Math.min(...kindReopens)] : [])];
+  return {
+    limit: Math.min(limit, queueRoom),
+    kindRooms,
+    queueLimited: queueRow === undefined ? null : queue,
+    held: waits.length === 0 ? null : { reopensInMs: Math.max(...waits) },
+  };
 }
 
 function toRecord(r: Row): RateLimitRecord {

@@ -730,7 +730,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
    * the single statement as before. With a rate limit on its queue or on a kind it may take
    * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
    * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
-   * or nothing more when everything is held back (then `onRateLimited` is called).
+   * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
+   * whether everything is held back now. Either way `onRateLimited` is then called.
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -761,7 +762,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
             held = plan.held;
             if (held !== null || plan.limit === 0) return [];
             const args = [this.nowParam(), owner, leaseMs, plan.limit, queue, kindsJson, capped.length > 0 ? capsJson() : '{}', JSON.stringify(plan.kindRooms), plan.queueLimited];
-            return await query(this.rateLimits.sql.taskClaimLimited, args);
+            const claimed = await query(this.rateLimits.sql.taskClaimLimited, args);
+            // Short: did this claim use up the room? Then the caller may sleep until it reopens.
+            if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            return claimed;
           }),
     );
     if (held !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, held);
