@@ -19,6 +19,7 @@ export const CASE_ORDER: readonly string[] = [
   'claim_only_known_kinds',
   'priority_order',
   'kind_concurrency_cap',
+  'rate_limit_exact',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',
