@@ -1,15 +1,15 @@
 /**
- * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
+ * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listRateLimits`, `listTasks`,
  * `getTaskRecord`, `getEffect`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Effect, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
+import type { Effect, RateLimitRecord, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
 import { MAX_LIST_LIMIT } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel' | 'listRateLimits'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;
@@ -55,6 +55,8 @@ export interface Overview {
   readonly stats: StoreStats;
   /** Kinds due with nobody claiming (`store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })`). */
   readonly unclaimed: UnclaimedKinds;
+  /** Rate limits of kinds and queues with their use now (`store.listRateLimits()`, docs/contract.md#rate-limits). */
+  readonly rateLimits: readonly RateLimitRecord[];
   readonly due: DueHistogram;
   readonly lateness: readonly LatenessPoint[];
 }
@@ -104,8 +106,13 @@ export async function recentLateness(store: DashboardStore): Promise<LatenessPoi
 
 export async function overview(store: DashboardStore): Promise<Overview> {
   const stats = await store.stats();
-  const [due, lateness, unclaimed] = await Promise.all([dueHistogram(store, stats.now), recentLateness(store), store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })]);
-  return { stats, unclaimed, due, lateness };
+  const [due, lateness, unclaimed, rateLimits] = await Promise.all([
+    dueHistogram(store, stats.now),
+    recentLateness(store),
+    store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS }),
+    store.listRateLimits(),
+  ]);
+  return { stats, unclaimed, rateLimits, due, lateness };
 }
 
 /** A task with its effect row, or null when there is no such task. */
