@@ -64,6 +64,9 @@ describe('evidence: rate limits', () => {
         .set('claimCalls', calls.length)
         .set('emptyClaimCalls', emptyCalls)
         .set('failedClaimCalls', failedCalls)
+        // Each claim call is one transaction: BEGIN, rateLimitLock, COMMIT when held back before claiming;
+        // BEGIN, rateLimitLock, taskClaimLimited, (rateLimitRooms when short), COMMIT otherwise: at most 5 statements.
+        .set('claimStatementsAtMost', 5 * calls.length)
         .set('claimCallsPerStart', Math.round((calls.length / Math.max(1, starts.length)) * 100) / 100)
         .set('startsByWorker', workers.map((w) => claims.filter((c) => c.worker === w.name).length))
         .set('attemptsAbove1', attemptsAbove1)
