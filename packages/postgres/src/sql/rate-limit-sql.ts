@@ -106,7 +106,10 @@ returning ${columns}`,
      * `taskClaim`. Walks the levels as `taskClaimCapped`, a kind's room the least of its cap room and
      * its rate room; then, in the same statement, appends `now` once per claimed task to the log of
      * each limited kind and of the queue, trimmed to its `max_starts` most recent (a data-modifying
-     * CTE runs whether or not the outer query reads it, PostgreSQL 17 §7.8.4).
+     * CTE runs whether or not the outer query reads it, PostgreSQL 17 §7.8.4). Only the rows
+     * {@link rateLimitLock} locked are written (the kinds of `$8`, the queue of `$9`): a limit created
+     * since this process read the list is left alone (it applies once the process knows it), so this
+     * statement never waits for a row lock in another order than the sorted one.
      */
     taskClaimLimited: `${levelsCte(task, '$5', '$6')}, room as materialized (
   select k.kind, min(k.room)::int as room
@@ -131,7 +134,7 @@ returning ${columns}`,
 ), claimed as (
 ${claimUpdate(task)}
 ), counted as (
-  select 'kind'::text as scope, k.kind as name, count(*)::int as n from claimed k group by k.kind
+  select 'kind'::text as scope, k.kind as name, count(*)::int as n from claimed k where $8::text::jsonb ? k.kind group by k.kind
   union all
   select 'queue'::text, $9::text, count(*)::int from claimed having $9::text is not null and count(*) > 0
 ), logged as (
