@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueSchemaName, dropSchema } from '@postpone/embedded';
-import { migrations, statements } from '@postpone/postgres';
+import { MIN_SCHEMA_VERSION, migrations, statements } from '@postpone/postgres';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { describe, it } from 'vitest';
 import { allReady, type HarnessChild, runCase, runVariant, withCaseContext } from '../src/index.js';
@@ -42,8 +42,15 @@ describe('evidence: concurrent migrations', () => {
       }
 
       // Part 2: workers claim on a schema whose last migration is not recorded; migrate() applies it meanwhile.
+      // Only a migration this code does not need can be left out under its workers (they refuse a schema
+      // below MIN_SCHEMA_VERSION): when the newest one is needed (migration 13: the complete writes
+      // task_history.finished_by), there is none, and the line says so.
       const all = migrations('x');
       const last = all.at(-1)!;
+      if (last.version <= MIN_SCHEMA_VERSION) {
+        v.set('appliedWhileClaiming', `none:v${last.version}_needed_by_this_code`);
+        return;
+      }
       v.set('appliedWhileClaiming', `v${last.version}:${last.name}`);
       await withCaseContext(
         testDatabaseUrl(),
