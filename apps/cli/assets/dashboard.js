@@ -125,6 +125,16 @@ function renderOverview(o) {
         return tr;
       }),
     );
+  $('rate-limits').hidden = o.rateLimits.length === 0;
+  $('rate-limit-rows')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...o.rateLimits.map((l) => {
+        const tr = document.createElement('tr');
+        tr.append(cell(l.scope), cell(l.name), cell(String(l.limit)), cell(ms(l.windowMs)), cell(String(l.used)), cell(l.used < l.limit ? 'open' : iso(l.reopensAt)));
+        return tr;
+      }),
+    );
   dueChart.data.datasets[0].data = o.due.counts;
   dueChart.update('none');
   $('due-total').textContent = String(o.due.total);

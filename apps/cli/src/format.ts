@@ -2,7 +2,7 @@
  * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
  * text (no terminal control characters pass through: they are shown escaped).
  */
-import type { Completion, PausedEntry, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
+import type { Completion, PausedEntry, RateLimitRecord, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
 import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
@@ -144,4 +144,13 @@ export function unclaimedText(unclaimed: UnclaimedKinds): string {
 export function unclaimedRow(unclaimed: UnclaimedKinds): string {
   const list = unclaimed.kinds.map((k) => `${k.queue}/${k.kind} (${k.due >= 1_000 ? `${k.due}+` : k.due} due, ${k.overdueMs} ms)`);
   return `unclaimed kinds     ${printable(unclaimed.kinds.length === 0 ? `none due ${unclaimed.dueForMs} ms or more without a claim` : `${unclaimed.kinds.length}: ${list.join(', ')}`)}`;
+}
+
+/** `postpone limits`: one row per rate limit (docs/contract.md#rate-limits) with its use in the window ending now, or one line when there is none. */
+export function rateLimitsText(limits: readonly RateLimitRecord[]): string {
+  if (limits.length === 0) return 'no rate limits';
+  return table(
+    ['SCOPE', 'NAME', 'LIMIT', 'WINDOW MS', 'USED NOW', 'REOPENS AT'],
+    limits.map((l) => [l.scope, l.name, String(l.limit), String(l.windowMs), String(l.used), l.used < l.limit ? 'open' : iso(l.reopensAt)]),
+  );
 }

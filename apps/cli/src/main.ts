@@ -32,7 +32,7 @@ import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError }
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { pausedOrNone } from './dashboard/data.js';
-import { healthText, pausedText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
+import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -123,6 +123,12 @@ async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<Pg
 function pauseTarget(opts: { queue?: string; kind?: string }): PauseTarget {
   if ((opts.queue === undefined) === (opts.kind === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --queue and --kind');
   return opts.queue !== undefined ? { queue: opts.queue } : { kind: opts.kind as string };
+}
+
+/** `--kind` or `--queue` of `limits set` / `limits delete`, exactly one. @throws UsageError INVALID_OPTION */
+function rateLimitScope(opts: { kind?: string; queue?: string }): { kind: string } | { queue: string } {
+  if ((opts.kind === undefined) === (opts.queue === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --kind and --queue');
+  return opts.kind !== undefined ? { kind: opts.kind } : { queue: opts.queue as string };
 }
 
 function plural(n: number, one: string, many = `${one}s`): string {
@@ -403,6 +409,43 @@ export function buildProgram(out: Out, json = false): Command {
       const g = globals(cmd);
       const paused = await withStore(g, (store) => store.listPaused());
       print(out, g, { paused }, () => pausedText(paused));
+    });
+
+  // Rate limits (docs/contract.md#rate-limits): list them with their use now, set one, delete one.
+  const limits = program
+    .command('limits')
+    .description('rate limits of kinds and queues (claims per window, for every process) with their use now; `limits set` and `limits delete` change them')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const rows = await withStore(g, (store) => store.listRateLimits());
+      print(out, g, rows, () => rateLimitsText(rows));
+    });
+  limits
+    .command('set')
+    .description('set the rate limit of one kind or one queue: at most --limit claims in any --window (sliding, database clock)')
+    .option('--kind <kind>', 'limit this kind (in every queue)')
+    .option('--queue <name>', 'limit this queue (every kind)')
+    .requiredOption('--limit <n>', 'claims per window, 1..10000')
+    .requiredOption('--window <duration>', 'the window: 1s, 500ms, 1m… up to 1d')
+    .action(async (opts: { kind?: string; queue?: string; limit: string; window: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const scope = rateLimitScope(opts);
+      const input = { ...scope, limit: parseInteger(opts.limit, '--limit'), windowMs: parseDuration(opts.window, '--window') };
+      const row = await withStore(g, (store) => store.setRateLimit(input));
+      print(out, g, row, () => rateLimitsText([row]));
+    });
+  limits
+    .command('delete')
+    .description('remove the rate limit of one kind or one queue')
+    .option('--kind <kind>', 'the kind')
+    .option('--queue <name>', 'the queue')
+    .action(async (opts: { kind?: string; queue?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const scope = rateLimitScope(opts);
+      const deleted = await withStore(g, (store) => store.deleteRateLimit(scope));
+      const what = 'kind' in scope ? `kind ${scope.kind}` : `queue ${scope.queue}`;
+      print(out, g, { deleted }, () => (deleted ? `rate limit of ${what} deleted` : `no rate limit of ${what}`));
+      if (!deleted) throw new OutcomeError('NOT_FOUND', `no rate limit of ${what}`);
     });
 
   program

@@ -74,7 +74,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['limits'], ['limits', 'set'], ['limits', 'delete'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
@@ -565,5 +565,36 @@ describe('postpone pause / resume / paused (docs/contract.md#pause-and-resume)',
     expect(await run(['resume', '--queue', ' '])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_QUEUE: --queue: must be a string/) });
     expect(await run(['pause', '--kind', 'k', '--reason', 'x'.repeat(501)])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --reason: must be a string of 1\.\.500 characters/) });
     expect(await run(['--json', 'paused'])).toEqual({ code: 0, stdout: `${JSON.stringify({ paused: [] }, null, 2)}\n`, stderr: '' });
+  });
+});
+
+describe('postpone limits: rate limits (docs/contract.md#rate-limits)', () => {
+  it('sets, lists (with the use now) and deletes the rate limit of a kind and of a queue; bad usage exits 2, a missing limit 1', async () => {
+    expect(await postpone(['limits'])).toEqual({ code: 0, stdout: 'no rate limits\n', stderr: '' });
+    const set = await postpone(['limits', 'set', '--kind', 'send-email', '--limit', '20', '--window', '1s']);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/^SCOPE +NAME +LIMIT +WINDOW MS +USED NOW +REOPENS AT\nkind +send-email +20 +1000 +0 +open\n$/);
+    expect(await json(['limits', 'set', '--queue', 'mail', '--limit', '2', '--window', '1m'])).toMatchObject({ scope: 'queue', name: 'mail', limit: 2, windowMs: 60_000, used: 0 });
+    // Two claims of the queue fill its window: the row shows 2 used and when it reopens.
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      await store.scheduleMany([{ kind: 'a', queue: 'mail' }, { kind: 'a', queue: 'mail' }, { kind: 'a', queue: 'mail' }]);
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 60_000, queue: 'mail' })).toHaveLength(2);
+    } finally {
+      await store.close();
+    }
+    const listed = await json<{ scope: string; name: string; used: number; reopensAt: string }[]>(['limits']);
+    expect(listed.map((l) => [l.scope, l.name, l.used])).toEqual([
+      ['kind', 'send-email', 0],
+      ['queue', 'mail', 2],
+    ]);
+    expect(Date.parse(listed[1]!.reopensAt)).toBeGreaterThan(Date.now() + 50_000);
+    expect((await postpone(['limits'])).stdout).toMatch(/\nqueue +mail +2 +60000 +2 +\d{4}-\d\d-\d\dT/);
+    expect(await postpone(['limits', 'delete', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'rate limit of queue mail deleted\n', stderr: '' });
+    expect(await postpone(['limits', 'delete', '--queue', 'mail'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^postpone: error NOT_FOUND: no rate limit of queue mail/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--queue', 'q', '--limit', '1', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: give exactly one of --kind and --queue/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '0', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --limit: must be an integer 1\.\.10000, got 0/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '5', '--window', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --window: expected a duration/) });
+    expect((await json<unknown[]>(['limits'])).length).toBe(1);
   });
 });

@@ -194,6 +194,7 @@ describe('postpone dashboard', () => {
     expect(byKind).toEqual(stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]));
     // Nothing has waited a minute with nobody claiming: the section stays hidden.
     expect(await page.isHidden('#unclaimed')).toBe(true);
+    expect(await page.isHidden('#rate-limits')).toBe(true);
     // The charts hold the store's data: 6 tasks due within the hour; one CLAIMED and one DONE claim.
     const charts = await page.evaluate(() => {
       const C = (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { data: unknown[] }[] } } } }).Chart;
@@ -463,6 +464,25 @@ describe('postpone dashboard', () => {
     } finally {
       await store.resume({ queue: 'mail' });
       await store.resume({ kind: 'remind' });
+    }
+  });
+
+  it('the stats view lists the rate limits with their use now (store.listRateLimits)', async () => {
+    await store.setRateLimit({ kind: 'send-email', limit: 20, windowMs: 1_000 });
+    try {
+      const { child, url: base } = await startDashboard();
+      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { rateLimits: unknown[] };
+      expect(overview.rateLimits).toMatchObject([{ scope: 'kind', name: 'send-email', limit: 20, windowMs: 1_000, used: 0 }]);
+      const page = await browser!.newPage();
+      await page.goto(base);
+      await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+      expect(await page.isVisible('#rate-limits')).toBe(true);
+      const rows = await page.$$eval('#rate-limit-rows tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+      expect(rows).toEqual([['kind', 'send-email', '20', '1.0 s', '0', 'open']]);
+      await page.close();
+      expect(await stopChild(child)).toBe(0);
+    } finally {
+      expect(await store.deleteRateLimit({ kind: 'send-email' })).toBe(true);
     }
   });
 

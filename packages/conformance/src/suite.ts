@@ -6,6 +6,7 @@
  */
 import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';
+import { rateLimitCases } from './cases-rate-limit.js';
 import { HISTORY_CASES } from './history/index.js';
 import { OPERATIONS_CASES } from './ops/index.js';
 import { QUEUE_CASES } from './queues/index.js';
@@ -49,6 +50,7 @@ export const CONFORMANCE_CASES = [
   ...QUEUE_CASES,
   ...HISTORY_CASES,
   cronCases,
+  rateLimitCases,
 ] as const;
 
 /**

@@ -14,6 +14,7 @@ import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, Releas
 import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Completion, Task } from './task.js';
+import type { RateLimited } from './rate-limit.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from './pause.js';
 
@@ -83,6 +84,15 @@ export interface ClaimParams {
    * pass a kind's cap ignore it, so every claimer of a capped kind must pass the same caps.
    */
   readonly kindLimits?: Readonly<Record<string, number>>;
+  /**
+   * Called (before the claim resolves) when rate limits hold back everything this claim may take —
+   * its queue's limit has no room, or it names `kinds` and every one of them is at its limit
+   * (docs/contract.md#rate-limits) — either before it took anything, or because its own claims,
+   * fewer than `limit`, used up the room. `reopensInMs` is how long until a claim may take one
+   * again, so a worker sleeps that long instead of polling. Not called while a claim could still
+   * take something. What the callback throws is dropped.
+   */
+  readonly onRateLimited?: (limited: RateLimited) => void;
 }
 
 export interface ExtendParams {

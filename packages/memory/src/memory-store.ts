@@ -75,6 +75,8 @@ import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, Resch
 import { MemoryCron } from './cron.js';
 import { MemoryPause } from './pause.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
+import { MemoryRateLimits } from './rate-limit.js';
+import { notifyRateLimited, type RateLimitInput, type RateLimitRecord, type RateLimitScope, type RateLimitStore, validateOnRateLimited } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -94,7 +96,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -130,6 +132,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   pause = (target: PauseTarget, options?: PauseOptions): Promise<boolean> => this.#pause.pause(target, options);
   resume = (target: PauseTarget): Promise<boolean> => this.#pause.resume(target);
   listPaused = (): Promise<PausedEntry[]> => this.#pause.list();
+  /** Rate limits (`RateLimitStore`, docs/contract.md#rate-limits): see `./rate-limit.ts`. */
+  readonly #rateLimits = new MemoryRateLimits({ nowMs: () => this.#clock.now(), assertOpen: () => this.#assertOpen() });
+  setRateLimit = (input: RateLimitInput): Promise<RateLimitRecord> => this.#rateLimits.set(input);
+  deleteRateLimit = (scope: RateLimitScope): Promise<boolean> => this.#rateLimits.delete(scope);
+  listRateLimits = (): Promise<RateLimitRecord[]> => this.#rateLimits.list();
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
   readonly #cron: MemoryCron;
@@ -205,14 +212,29 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
         if (left !== undefined) room.set(t.kind, left - 1);
       }
     }
+    // Rate limits (docs/contract.md#rate-limits): a limited kind's room is the least of its cap room and its rate room.
+    const onRateLimited = validateOnRateLimited(params.onRateLimited);
+    const chosen = validateSelection(params);
+    const rated = this.#rateLimits.rooms(chosen.queue, chosen.kinds, limit, nowMs);
+    if (rated.held !== null) {
+      if (onRateLimited !== undefined) notifyRateLimited(onRateLimited, rated.held);
+      return [];
+    }
+    for (const [kind, rateRoom] of rated.kindRooms) room.set(kind, Math.min(rateRoom, room.get(kind) ?? rateRoom));
     const admit = (t: Task): boolean => (room.get(t.kind) ?? 1) > 0;
-    const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => {
+    const { changed } = this.#applyBatch(candidates, command, nowMs, rated.limit, (r) => {
       if (!resultOf(r, 'claim').claimed) return false;
       const kind = (r.task as Task).kind;
       const left = room.get(kind);
       if (left !== undefined) room.set(kind, left - 1);
       return true;
     }, admit);
+    const byKind = new Map<string, number>();
+    for (const task of changed) byKind.set(task.kind, (byKind.get(task.kind) ?? 0) + 1);
+    this.#rateLimits.log(chosen.queue, byKind, nowMs);
+    // Short: did this claim use up the room? (as the PostgreSQL store's `rateLimitRooms` read)
+    const after = changed.length < limit && onRateLimited !== undefined ? this.#rateLimits.rooms(chosen.queue, chosen.kinds, 1, nowMs).held : null;
+    if (after !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, after);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }
 

@@ -20,6 +20,7 @@ export const CASE_ORDER: readonly string[] = [
   'priority_order',
   'kind_concurrency_cap',
   'pause_resume',
+  'rate_limit_exact',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',

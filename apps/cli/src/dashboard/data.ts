@@ -1,15 +1,15 @@
 /**
- * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
+ * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listRateLimits`, `listTasks`,
  * `getTaskRecord`, `getCompletion`, `listPaused`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Completion, PausedEntry, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
+import type { Completion, PausedEntry, RateLimitRecord, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
 import { MAX_LIST_LIMIT, SchemaVersionError } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany' | 'listPaused' | 'pause' | 'resume'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany' | 'listPaused' | 'pause' | 'resume' | 'listRateLimits'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;
@@ -57,6 +57,8 @@ export interface Overview {
   readonly unclaimed: UnclaimedKinds;
   /** The paused queues and kinds (`store.listPaused`, docs/contract.md#pause-and-resume); none on a schema before migration 15. */
   readonly paused: readonly PausedEntry[];
+  /** Rate limits of kinds and queues with their use now (`store.listRateLimits()`, docs/contract.md#rate-limits). */
+  readonly rateLimits: readonly RateLimitRecord[];
   readonly due: DueHistogram;
   readonly lateness: readonly LatenessPoint[];
 }
@@ -107,13 +109,14 @@ export async function recentLateness(store: DashboardStore): Promise<LatenessPoi
 
 export async function overview(store: DashboardStore): Promise<Overview> {
   const stats = await store.stats();
-  const [due, lateness, unclaimed, paused] = await Promise.all([
+  const [due, lateness, unclaimed, paused, rateLimits] = await Promise.all([
     dueHistogram(store, stats.now),
     recentLateness(store),
     store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS }),
     pausedOrNone(store),
+    store.listRateLimits(),
   ]);
-  return { stats, unclaimed, paused, due, lateness };
+  return { stats, unclaimed, paused, rateLimits, due, lateness };
 }
 
 /**

@@ -55,6 +55,11 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     (no worker handles it — a missing handler or a typo at the call site — or every worker is down or busy).</p>
     <table id="unclaimed-kinds"><thead><tr><th>queue</th><th>kind</th><th>due</th><th>oldest due</th><th>waiting</th></tr></thead><tbody></tbody></table>
   </div>
+  <div id="rate-limits" hidden>
+    <p class="note"><b>Rate limits</b>: at most <i>limit</i> claims of the kind or queue in any window, for every worker
+    (<code>postpone limits</code>); tasks held back stay SCHEDULED.</p>
+    <table id="rate-limit-rows"><thead><tr><th>scope</th><th>name</th><th>limit</th><th>window</th><th>used now</th><th>reopens</th></tr></thead><tbody></tbody></table>
+  </div>
 </section>
 <section class="charts">
   <figure>

@@ -5,7 +5,7 @@
  * resume are idempotent and say whether they changed anything; bad input is a typed ValidationError
  * and writes nothing.
  */
-import { MAX_PAUSE_TEXT, TaskState, type Store } from '@postpone/core';
+import { isRateLimitStore, MAX_PAUSE_TEXT, TaskState, type Store } from '@postpone/core';
 import { expectPostponeError, expectValidationError, LEASE_MS, mustGetTask } from '../kit/helpers.js';
 import type { HarnessRef } from '../kit/harness.js';
 import { describe, expect, it } from 'vitest';
@@ -53,6 +53,32 @@ export function pauseCases(h: HarnessRef): void {
       expect(await store.resume({ kind: 'api' })).toBe(true);
       expect(await claimIds(store, { kindLimits: { api: 5 } })).toEqual([a!.id]);
       expect(await claimIds(store, { queue: 'other' })).toEqual([b!.id]);
+    });
+
+    it('a rate-limited claim leaves paused work out too: a paused kind or queue with a rate limit is not claimed and uses none of its room', async () => {
+      const { store, clock } = h();
+      if (!isRateLimitStore(store)) throw new Error('the store does not implement RateLimitStore');
+      await store.setRateLimit({ kind: 'api', limit: 5, windowMs: 60_000 });
+      await store.setRateLimit({ queue: 'mail', limit: 5, windowMs: 60_000 });
+      const [a1, a2] = await store.scheduleMany([{ kind: 'api' }, { kind: 'api' }]);
+      const [m1] = await store.scheduleMany([{ kind: 'send', queue: 'mail' }]);
+      expect(await store.pause({ kind: 'api' })).toBe(true);
+      expect(await store.pause({ queue: 'mail' })).toBe(true);
+      clock.tick(1);
+      expect(await claimIds(store)).toEqual([]);
+      expect(await claimIds(store, { queue: 'mail' })).toEqual([]);
+      expect(await claimIds(store, { kindLimits: { api: 1 } })).toEqual([]);
+      const limits = await store.listRateLimits();
+      expect(limits.map((l) => [l.scope, l.name, l.used])).toEqual([
+        ['kind', 'api', 0],
+        ['queue', 'mail', 0],
+      ]);
+      expect(await mustGetTask(store, a1!.id)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 0 });
+      expect(await store.resume({ kind: 'api' })).toBe(true);
+      expect(await store.resume({ queue: 'mail' })).toBe(true);
+      expect(await claimIds(store)).toEqual([a1!.id, a2!.id]);
+      expect(await claimIds(store, { queue: 'mail' })).toEqual([m1!.id]);
+      expect((await store.listRateLimits()).map((l) => l.used)).toEqual([2, 1]);
     });
 
     it('a task CLAIMED before the pause renews, completes and fails normally; a failed one waits SCHEDULED until resume', async () => {

@@ -9,6 +9,7 @@
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
  * - `pauseStatements(schema)`: paused queues and kinds (`./pause-sql.ts`);
+ * - `rateLimitStatements(schema)`: rate limits and the limited claim (`./rate-limit-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
  * - `dedupStatements(schema)`: the throttle gate and the debounce key hand-over (`./dedup-sql.ts`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
@@ -41,6 +42,7 @@ export {
   type WorkerNotice,
   workerNoticePayload,
 } from './notice.js';
+export { RATE_LIMIT_MIGRATION_VERSION, type RateLimitRow, type RateLimitStatements, rateLimitMigrationSql, rateLimitStatements } from './rate-limit-sql.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

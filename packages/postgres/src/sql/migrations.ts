@@ -13,6 +13,7 @@ import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-inde
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
 import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
 import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
+import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -168,6 +169,10 @@ export interface Migration {
  * table: additive, no `minReader` (older code never reads it). See `./dedup-sql.ts`. Re-runnable
  * (`create table if not exists`).
  *
+ * Version 17 — rate limits (docs/contract.md#rate-limits): the table `rate_limit`, one row per
+ * declared limit of a kind or a queue with its sliding log of claim times; see `./rate-limit-sql.ts`.
+ * A new table only (no `minReader`): code that does not know it applies no limit. Re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -264,6 +269,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: PAUSE_MIGRATION_VERSION, name: 'paused queues and kinds', sql: pauseMigrationSql(schema) }),
     // Version 16 — dedup key modes (the throttle table): see ./dedup-sql.ts.
     Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
+    // Version 17 — rate limits: see ./rate-limit-sql.ts. Additive (a new table), no minReader.
+    Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
   ]);
 }
 

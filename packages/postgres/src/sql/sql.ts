@@ -35,7 +35,7 @@ export function millis(param: string): string {
 
 /** `$1` (the store's clock, or null) else the transaction's `now()`. */
 export const NOW = 'coalesce($1::timestamptz, now())';
-const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
+export const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
 
 const S = literal(TaskState.SCHEDULED);
 const C = literal(TaskState.CLAIMED);
@@ -106,7 +106,7 @@ export function notice(op: TaskNoticeOp, channel: string, t: string): string {
  * (PostgreSQL 17 §7.8.2 recursive queries; §9.21 on `max` using an index) — so the walk costs one descent per level and
  * never reads a row of history, another queue or another kind.
  */
-function levelsCte(task: string, queue: string, kindsJson: string, pause: string | null): string {
+export function levelsCte(task: string, queue: string, kindsJson: string, pause: string | null): string {
   const live = `s.state = ${S} and s.queue = ${queue}::text`;
   // `order by s.queue, s.kind` rather than `min(kind)`: only task_claim_idx yields that order, so the
   // step is one descent of it, never a walk of another index filtering on queue.
@@ -156,7 +156,7 @@ function selectionPaused(pause: string | null, queue: string, kindsJson: string)
  * the range of `task_claim_idx` that both claims walk per level (`taskClaim`, `taskClaimCapped`).
  * `pad` indents the continuation lines to where the caller places it.
  */
-function levelDueRows(task: string, limit: string, pad: string): string {
+export function levelDueRows(task: string, limit: string, pad: string): string {
   return [
     'select s.id, s.priority, s.due_at',
     `  from ${task} s`,
@@ -185,7 +185,7 @@ export function batchFence(t: string, pad: string): string {
 }
 
 /** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
-function claimUpdate(task: string): string {
+export function claimUpdate(task: string): string {
   return `update ${task} t
    set state = ${C},
        attempt = t.attempt + 1,

@@ -73,6 +73,13 @@ import {
   validateCompleteMany,
   validateExtendMany,
   type ExtendManyParams,
+  type RateLimited,
+  type RateLimitInput,
+  type RateLimitRecord,
+  type RateLimitScope,
+  type RateLimitStore,
+  notifyRateLimited,
+  validateOnRateLimited,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -89,6 +96,7 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
+import { PostgresRateLimits } from './rate-limit.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
 import {
@@ -330,7 +338,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -395,6 +403,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.bulk = new PostgresBulk({ ...context, toTask });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
     this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
+    this.rateLimits = new PostgresRateLimits(context);
   }
 
   /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
@@ -414,6 +423,18 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /** Every paused queue and kind (core `Store.listPaused`). Errors as {@link pause}. */
   listPaused(): Promise<PausedEntry[]> {
     return this.pauses.list();
+  }
+
+  /** Rate limits (`RateLimitStore`, docs/contract.md#rate-limits): see `./rate-limit.ts`. */
+  private readonly rateLimits: PostgresRateLimits;
+  setRateLimit(input: RateLimitInput): Promise<RateLimitRecord> {
+    return this.rateLimits.set(input);
+  }
+  deleteRateLimit(scope: RateLimitScope): Promise<boolean> {
+    return this.rateLimits.delete(scope);
+  }
+  listRateLimits(): Promise<RateLimitRecord[]> {
+    return this.rateLimits.list();
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -857,7 +878,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
    * With `kindLimits` naming a kind it may take, ONE transaction instead: `kindCapLock` (advisory
    * locks per capped kind, sorted), then `taskClaimCapped` (docs/contract.md#kind-concurrency); without,
-   * the single statement as before.
+   * the single statement as before. With a rate limit on its queue or on a kind it may take
+   * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
+   * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
+   * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
+   * whether everything is held back now. Either way `onRateLimited` is then called.
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -872,16 +897,30 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
     // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
     const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    const onRateLimited = validateOnRateLimited(params.onRateLimited);
     await this.schemaReady();
+    // Rate limits (docs/contract.md#rate-limits) that apply to this claim: from a cache read at most once a second.
+    const limited = await this.rateLimits.applicable(queue, kinds, performance.now());
+    const capsJson = () => JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])));
+    let held: RateLimited | null = null;
     const sql = this.claimSql();
     const rows = await this.call(() =>
-      capped.length === 0
+      capped.length === 0 && limited.length === 0
         ? this.driver.query(sql.taskClaim, claimParams)
         : this.driver.transaction(async (query) => {
-            await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
-            return await query(sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+            if (capped.length > 0) await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            if (limited.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
+            const plan = await this.rateLimits.plan(query, this.nowParam(), limited, queue, kinds, limit);
+            held = plan.held;
+            if (held !== null || plan.limit === 0) return [];
+            const args = [this.nowParam(), owner, leaseMs, plan.limit, queue, kindsJson, capped.length > 0 ? capsJson() : '{}', JSON.stringify(plan.kindRooms), plan.queueLimited];
+            const claimed = await query(this.rateLimits.sql.taskClaimLimited, args);
+            // Short: did this claim use up the room? Then the caller may sleep until it reopens.
+            if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            return claimed;
           }),
     );
+    if (held !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, held);
     return rows
       .map((r) => ({
         id: String(r.id),
