@@ -14,6 +14,7 @@ describe('conformance suite', () => {
       'completeCases',
       'completeManyCases',
       'keepDoneCases',
+      'progressWaitCases',
       'failCases',
       'releaseCases',
       'failuresCases',

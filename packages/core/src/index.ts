@@ -30,3 +30,4 @@ export * from './complete-many.js';
 export * from './extend-many.js';
 export * from './override-store.js';
 export * from './cron-store.js';
+export * from './progress-wait.js';

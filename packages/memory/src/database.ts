@@ -129,6 +129,8 @@ export class MemoryDatabase {
   readonly liveKeys = new Map<string, TaskId>();
   readonly effects = new Map<TaskId, Effect>();
   readonly tables = new Map<string, Map<string, unknown>>();
+  /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
+  onCommit: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
   #lastId = 0n;
 
@@ -194,6 +196,7 @@ export class MemoryDatabase {
       for (const [key, row] of rows) committed.set(key, row.value);
     }
     ws.end('committed');
+    this.onCommit?.(ws);
   }
 
   rollback(ws: WriteSet): void {

@@ -9,6 +9,7 @@ import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -135,6 +136,11 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 17 — progress and finish notices (docs/contract.md#progress, #awaiting-a-result): a
+ * nullable `progress jsonb` on `task` and `task_history` (in no index: progress writes are HOT
+ * updates), and the statement-level trigger `task_finished_notice` that announces every task leaving
+ * the live table on the schema's finish channel; see `./progress-wait-sql.ts`. Additive, re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -223,6 +229,8 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 17 — progress and finish notices: see ./progress-wait-sql.ts.
+    Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
   ]);
 }
 
@@ -231,10 +239,10 @@ export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 
 
 /**
  * The oldest schema this code runs on: the newest migration whose objects its statements use
- * (migration 11, the `task_history` table; migration 12 only constrains the live table to live
- * states). `checkSchema()` of `PostgresStore` refuses an older schema with `SchemaVersionError`
+ * (migration 17, the `progress` column every move to `task_history` names; before it migration 11,
+ * the `task_history` table; migration 12 only constrains the live table to live states). `checkSchema()` of `PostgresStore` refuses an older schema with `SchemaVersionError`
  * `SCHEMA_BEHIND`; on a schema between it and {@link SCHEMA_VERSION} the code works, so a rolling
  * deploy may apply migration 12 under workers of this code (evidence `migrate_concurrently`). Raise it
  * when a statement starts to need a newer migration.
  */
-export const MIN_SCHEMA_VERSION = 11;
+export const MIN_SCHEMA_VERSION = PROGRESS_MIGRATION_VERSION;
