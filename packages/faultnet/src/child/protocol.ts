@@ -32,6 +32,11 @@ export interface HandlerPlan {
   /** Throw on attempts `<= failAttempts` (use a large number to always fail). */
   readonly failAttempts?: number;
   /**
+   * Report progress `{ half: <task id> }` through `ctx.progress` before the work, and return the
+   * task's payload as JSON text in the result's `echo` (evidence `await_result`; default off).
+   */
+  readonly echoWithProgress?: boolean;
+  /**
    * Write one `<schema>.history_effect` row (no unique key) in the completing transaction
    * (`onCompleteTx`), so the history checker sees every effect that committed, duplicates included.
    * The table must exist (`createHistoryEffectTable`).
