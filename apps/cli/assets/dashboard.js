@@ -185,6 +185,7 @@ function showDetail(d) {
   $('detail-error').textContent = t.lastError ?? '–';
   $('detail-payload').textContent = JSON.stringify(t.payload, null, 2);
   $('detail-result').textContent = t.result === null ? '–' : JSON.stringify(t.result, null, 2);
+  $('detail-progress').textContent = t.progress === undefined ? '–' : JSON.stringify(t.progress, null, 2);
   $('detail-effect').textContent = d.effect === null ? '–' : `attempt ${d.effect.attempt} by ${d.effect.worker} at ${iso(d.effect.createdAt)}`;
   $('retry-button').disabled = !(t.state === 'DEAD' || t.state === 'CANCELLED');
   $('cancel-button').disabled = !(t.state === 'SCHEDULED' || (t.state === 'CLAIMED' && !t.cancelRequested));

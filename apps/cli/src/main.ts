@@ -237,8 +237,37 @@ export function buildProgram(out: Out, json = false): Command {
     });
 
   program
+    .command('reschedule <id>')
+    .description('move a SCHEDULED task to a new due time (and payload); prints RESCHEDULED with the due time, NOT_SCHEDULED with the state, or NOT_FOUND')
+    .option('--at <time>', 'new due time, ISO 8601')
+    .option('--in <duration>', 'new due time from now: 500, 30s, 15m, 2h, 7d (instead of --at)')
+    .option('--payload <json>', 'replace the payload with this JSON')
+    .option('--payload-file <path>', 'replace the payload with the JSON of a file, - for standard input')
+    .action(async (id: string, opts: { at?: string; in?: string; payload?: string; payloadFile?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      if ((opts.at === undefined) === (opts.in === undefined)) throw new UsageError('INVALID_OPTION', 'give one of --at and --in');
+      const params = {
+        ...(opts.at !== undefined ? { dueAt: parseDate(opts.at, '--at') } : {}),
+        ...(opts.in !== undefined ? { delayMs: parseDuration(opts.in, '--in') } : {}),
+        ...(opts.payload !== undefined || opts.payloadFile !== undefined ? { payload: readPayload(opts) } : {}),
+      };
+      const result = await withStore(g, (store) => store.reschedule(id, params)).catch((error: unknown) => {
+        throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
+      });
+      print(out, g, { id, ...result }, () =>
+        result.outcome === 'RESCHEDULED'
+          ? `RESCHEDULED task ${id}, due ${result.dueAt.toISOString()}`
+          : result.outcome === 'NOT_SCHEDULED'
+            ? `NOT_SCHEDULED task ${id}: it is ${result.state}`
+            : `NOT_FOUND task ${id}`,
+      );
+      if (result.outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+      if (result.outcome === 'NOT_SCHEDULED') throw new OutcomeError('NOT_SCHEDULED', `task ${id} is ${result.state}, not SCHEDULED: nothing changed`);
+    });
+
+  program
     .command('show <id>')
-    .description('show one task: queue, priority, key, attempts and failures, payload, last error, retry links, effect')
+    .description('show one task: queue, priority, key, attempts and failures, payload, result, progress, last error, retry links, effect')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
