@@ -112,7 +112,7 @@ export const DEFAULT_SCHEMA = 'postpone';
 export interface SchemaCheck {
   /** The newest migration applied to the schema (at least `codeVersion`). */
   readonly schemaVersion: number;
-  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (11) on. */
+  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (17) on. */
   readonly codeVersion: number;
   /** The highest `minReader` the schema's migrations declare (at most `codeVersion`), or null. */
   readonly minReader: number | null;
