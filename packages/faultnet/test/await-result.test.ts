@@ -4,7 +4,8 @@
  * task (DONE, its result echoing its payload, its handler's progress). What the waiting costs is
  * counted at the waiting store's own pool — every statement checks a connection out of it (the `pg`
  * driver), the LISTEN connection once — and by the store's own counters (batched reads, fallback
- * re-reads, finish notices heard): a few dozen statements, not one per caller per interval.
+ * re-reads, finish notices heard, presence writes to `task_waiter`): about a hundred statements for
+ * the thousand callers, not one per caller per interval.
  */
 import { createPgStore } from '@postpone/postgres/pg';
 import pg from 'pg';
@@ -67,14 +68,17 @@ describe('evidence: awaiting a result', () => {
           .set('fallbackReads', stats.fallbackReads)
           .set('finishNotices', stats.notices)
           .set('listens', stats.listens)
+          .set('presenceWrites', stats.presenceWrites)
           .set('statementsPerCaller', Number((statements / TASKS).toFixed(3)))
           .set('elapsedMs', Math.round(elapsedMs))
           .set('lastResolvedMs', Math.round(resolvedAt.at(-1) ?? 0));
         v.equal('callers rejected', rejected.slice(0, 3), []);
         v.equal('callers resolved with their own task, DONE, result and progress', own, TASKS);
         v.equal('LISTEN subscriptions (one shared connection)', stats.listens, 1);
-        // One checkout per batched read plus the LISTEN connection: nothing else is sent.
-        v.atMost('statements of the waiting store (checkouts)', statements, stats.reads + stats.listens);
+        // One checkout per batched read, the LISTEN connection, and the presence record (task_waiter:
+        // the first caller, one refresh per fallback interval): nothing else is sent.
+        v.atMost('statements of the waiting store (checkouts)', statements, stats.reads + stats.listens + stats.presenceWrites);
+        v.atMost('presence writes (first caller + one per fallback interval)', stats.presenceWrites, 1 + Math.ceil(elapsedMs / FALLBACK_MS));
         // Each read is the first batched read, or follows finish notices or a fallback interval.
         v.atMost('batched reads (first read + notice-driven + fallback)', stats.reads, 1 + stats.notices + stats.fallbackReads);
         v.atMost('statements per caller (per-caller polling would be ≥ 1 per interval)', statements / TASKS, 0.5);

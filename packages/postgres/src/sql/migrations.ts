@@ -138,8 +138,9 @@ export interface Migration {
  *
  * Version 17 — progress and finish notices (docs/contract.md#progress, #awaiting-a-result): a
  * nullable `progress jsonb` on `task` and `task_history` (in no index: progress writes are HOT
- * updates), and the statement-level trigger `task_finished_notice` that announces every task leaving
- * the live table on the schema's finish channel; see `./progress-wait-sql.ts`. Additive, re-runnable.
+ * updates), the statement-level trigger `task_finished_notice` that announces every task leaving
+ * the live table on the schema's finish channel while a store has `waitFor` callers, and the table
+ * `task_waiter` recording those stores; see `./progress-wait-sql.ts`. Additive, re-runnable.
  *
  * @param schema unquoted schema name
  */

@@ -54,17 +54,29 @@ export function parseFinishNotice(payload: string): string[] | null {
  *   {@link finishChannel}, from the transition table of the deleted rows (§39.1, CREATE TRIGGER
  *   "REFERENCING"), delivered at commit (a rolled-back finish is never announced), and nothing while
  *   the NOTIFY queue is at least {@link FINISH_NOTICE_QUEUE_LIMIT} full (`notify_queue_full`).
+ * - the table `task_waiter (waiter, until)`: one row per store with `waitFor` callers, kept fresh
+ *   while they wait ({@link progressWaitStatements} `waiterPresent`). The trigger sends nothing unless
+ *   a row's `until` is ahead of `now()`: a completion nobody waits for pays one look at this tiny
+ *   table, not a NOTIFY (whose commit takes PostgreSQL's NOTIFY lock, serialising notifying commits,
+ *   PostgreSQL 17 NOTIFY). A crashed waiter's row stops counting at its `until`.
  * Additive (code older than 17 keeps working, and its finishes are announced too). Re-runnable.
  */
 export function progressMigrationSql(schema: string): string {
   const q = quoteIdent(schema);
   return `alter table ${q}.task add column if not exists progress jsonb;
 alter table ${q}.task_history add column if not exists progress jsonb;
+create table if not exists ${q}.task_waiter (
+  waiter text primary key,
+  until timestamptz not null
+);
 create or replace function ${q}.notify_task_finished() returns trigger
 language plpgsql as $fn$
 declare
   payload text;
 begin
+  if not exists (select 1 from ${q}.task_waiter w where w.until > now()) then
+    return null;
+  end if;
   if pg_notification_queue_usage() >= ${FINISH_NOTICE_QUEUE_LIMIT} then
     return null;
   end if;
@@ -125,6 +137,20 @@ select ${ms('h.due_at')} as dueatms,
        case when $7::text is not null and (select pg_notification_queue_usage()) < ${FINISH_NOTICE_QUEUE_LIMIT}
             then pg_notify($7::text, json_build_object('op', 'scheduled', 'id', h.id::text, 'dueAtMs', ${ms('h.due_at')})::text) is null end as notified
   from hit h`,
+
+    /**
+     * `$1` waiter id, `$2` ms → nothing: this store has `waitFor` callers until `now() + $2` (database
+     * clock), so the finish trigger notifies (migration 17, `task_waiter`). Refreshed every fallback
+     * interval while callers wait; rows of crashed waiters past their `until` by an hour are removed.
+     */
+    waiterPresent: `with gone as (
+  delete from ${q}.task_waiter where until < now() - interval '1 hour' and waiter <> $1::text
+)
+insert into ${q}.task_waiter (waiter, until) values ($1::text, now() + ${millis('$2')})
+on conflict (waiter) do update set until = excluded.until`,
+
+    /** `$1` waiter id: this store has no caller left, the finish trigger may stop notifying for it. */
+    waiterAbsent: `delete from ${q}.task_waiter where waiter = $1::text`,
 
     /** `$1` id → `{ state }` from the live table or history: what reschedule reports when its UPDATE hit nothing. */
     taskStateOf: `select state from ${task} where id = $1::bigint

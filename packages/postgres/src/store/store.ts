@@ -91,6 +91,8 @@ import { PostgresAdmin } from './admin.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
 import { DEFAULT_WAIT_FALLBACK_MS, PgWaitFor, type WaitForStats } from './wait-for.js';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { finishChannel, type ProgressWaitStatements, progressWaitStatements } from '../sql/progress-wait-sql.js';
 import { millis, ms as msOf, taskColumns } from '../sql/sql.js';
 import {
@@ -369,9 +371,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.progressSql = progressWaitStatements(this.schema, taskColumns, msOf, millis);
     const fallbackMs = options.waitFallbackMs === undefined ? DEFAULT_WAIT_FALLBACK_MS : validatePositiveMs(options.waitFallbackMs, 'waitFallbackMs');
+    const waiterId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     this.waiting = new PgWaitFor({
       fallbackMs,
       listen: (onNotify, listenOptions) => this.call(() => this.driver.listen(finishChannel(this.schema), onNotify, listenOptions)),
+      present: async (untilMs) => {
+        await this.call(() => this.driver.query(this.progressSql.waiterPresent, [waiterId, untilMs]));
+      },
+      absent: async () => {
+        await this.call(() => this.driver.query(this.progressSql.waiterAbsent, [waiterId]));
+      },
       readMany: async (ids) => {
         const rows = await this.call(() => this.driver.query(this.progressSql.taskGetMany, [JSON.stringify(ids)]));
         return rows.map(toTask);

@@ -25,6 +25,10 @@ export const DEFAULT_WAIT_FALLBACK_MS = 2_000;
 export interface WaitForDeps {
   /** LISTEN on the finish channel (the driver's shared connection); rejects when it cannot. */
   readonly listen: (onNotify: (payload: string) => void, options: ListenOptions) => Promise<Unlisten>;
+  /** Records that this store has callers until now + `untilMs` (one statement), so finishes are announced. */
+  readonly present: (untilMs: number) => Promise<void>;
+  /** Removes that record (no caller left). */
+  readonly absent: () => Promise<void>;
   /** Reads the tasks of `ids` that exist (one statement). */
   readonly readMany: (ids: readonly TaskId[]) => Promise<Task[]>;
   readonly fallbackMs: number;
@@ -40,6 +44,8 @@ export interface WaitForStats {
   readonly notices: number;
   /** LISTEN subscriptions made (1 while callers keep waiting; again after an idle stop). */
   readonly listens: number;
+  /** Statements recording this store's presence in `task_waiter` (first caller, then one per fallback interval, and the removal). */
+  readonly presenceWrites: number;
 }
 
 export class PgWaitFor {
@@ -53,7 +59,9 @@ export class PgWaitFor {
   #closed = false;
   /** Callers between `wait` and their registration: the idle stop leaves the LISTEN to them. */
   #joining = 0;
-  #stats = { reads: 0, fallbackReads: 0, notices: 0, listens: 0 };
+  #stats = { reads: 0, fallbackReads: 0, notices: 0, listens: 0, presenceWrites: 0 };
+  /** The presence record of this store while callers wait (see {@link WaitForDeps.present}). */
+  #presence: Promise<void> | undefined;
 
   constructor(deps: WaitForDeps) {
     this.#deps = deps;
@@ -70,6 +78,7 @@ export class PgWaitFor {
     let waiting: Promise<Task>;
     try {
       await this.#listen();
+      await this.#present();
       waiting = this.#waiters.add(id, timeoutMs, signal);
     } finally {
       this.#joining -= 1;
@@ -87,6 +96,10 @@ export class PgWaitFor {
     const unlisten = await this.#listening?.catch(() => null);
     this.#listening = undefined;
     await unlisten?.().catch(() => undefined);
+    if (this.#presence !== undefined) {
+      this.#presence = undefined;
+      await this.#write(() => this.#deps.absent());
+    }
   }
 
   #listen(): Promise<Unlisten | null> {
@@ -106,6 +119,30 @@ export class PgWaitFor {
         },
       );
     return this.#listening;
+  }
+
+  /** How long a presence record lasts without a refresh: five fallback intervals, at least 10 s. */
+  get #presenceMs(): number {
+    return Math.max(10_000, 5 * this.#deps.fallbackMs);
+  }
+
+  /** Records this store's presence once for the callers arriving now; a failure leaves them to the fallback re-read. */
+  #present(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#presence ??= this.#write(() => this.#deps.present(this.#presenceMs)).then((ok) => {
+      if (!ok) this.#presence = undefined;
+    });
+    return this.#presence;
+  }
+
+  async #write(op: () => Promise<void>): Promise<boolean> {
+    this.#stats.presenceWrites += 1;
+    try {
+      await op();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   #onNotice(payload: string): void {
@@ -154,6 +191,7 @@ export class PgWaitFor {
     this.#idleTimer = undefined;
     if (this.#fallbackTimer !== undefined) return;
     this.#fallbackTimer = setInterval(() => {
+      if (this.#waiters.size > 0) void this.#write(() => this.#deps.present(this.#presenceMs));
       if (this.#reading || this.#waiters.size === 0) return;
       for (const id of this.#waiters.ids()) this.#toRead.add(id);
       void this.#drain(true);
@@ -171,6 +209,10 @@ export class PgWaitFor {
       if (this.#waiters.size > 0 || this.#joining > 0) return;
       const listening = this.#listening;
       this.#listening = undefined;
+      if (this.#presence !== undefined) {
+        this.#presence = undefined;
+        void this.#write(() => this.#deps.absent());
+      }
       void listening?.then((unlisten) => unlisten?.()).catch(() => undefined);
     }, this.#deps.fallbackMs);
     this.#idleTimer.unref?.();
