@@ -909,8 +909,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       });
     }
     let workFailure: { error: unknown } | undefined;
-    try {
-      return await this.driver.transaction<CompleteOutcome>(async (query, tx) => {
+    const run = () =>
+      this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
         const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
@@ -927,6 +927,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         }
         return await this.missedCompleteOutcome(query, now, id, attempt, keep);
       });
+    try {
+      try {
+        return await run();
+      } catch (error) {
+        // The finish notice (migration 17, sent while a store has waitFor callers) met a NOTIFY queue
+        // that filled between the trigger's look at it and the commit: 54000 is raised at commit, so
+        // the transaction rolled back whole (`work` included); once more, the trigger now sends nothing.
+        if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
+        return await run();
+      }
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw await this.translate(error);
