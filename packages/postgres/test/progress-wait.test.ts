@@ -175,6 +175,29 @@ describe('progress, waitFor and reschedule (PostgreSQL)', () => {
     }
   });
 
+  it('a caller still waiting when the listening connection is terminated resolves after the reconnect (re-read), without the fallback', async () => {
+    const store = kit.store({ schema: admin.schema, waitFallbackMs: 600_000 });
+    const worker = kit.store({ schema: admin.schema });
+    const [task] = await claimAll(worker, 1);
+    const waiting = store.waitFor(task!.id, { timeoutMs: 60_000 });
+    const channel = finishChannel(admin.schema);
+    const pids = async () =>
+      (await admin.query<{ pid: number }>("select pid from pg_stat_activity where query ilike 'listen %' and query like $1", [`%${channel}%`])).map((r) => r.pid);
+    let pid: number | undefined;
+    for (let i = 0; i < 100 && pid === undefined; i++) {
+      [pid] = await pids();
+      if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(pid).toBeDefined();
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    // Finished while nobody listens: the notice is lost; the re-read after the reconnect finds it.
+    expect(await worker.complete({ id: task!.id, attempt: task!.attempt, owner: 'w', result: 'after the cut' })).toBe('DONE');
+    expect(await waiting).toMatchObject({ state: 'DONE', result: 'after the cut' });
+    expect(store.waitStats.fallbackReads).toBe(0);
+    await store.close();
+    await worker.close();
+  });
+
   it('reschedule sends the scheduled notice with the new due time; none with scheduleNotices off', async () => {
     const store = kit.store({ schema: admin.schema });
     const notices: { op: string; id: string; dueAt: Date }[] = [];
