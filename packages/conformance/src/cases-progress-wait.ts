@@ -106,6 +106,15 @@ export function progressWaitCases(h: HarnessRef): void {
       await expectValidationError(() => store.waitFor('x'), 'INVALID_TASK_ID');
     });
 
+    it('close() rejects the callers still waiting with StoreClosedError', async () => {
+      const { store } = h();
+      const { id } = await store.schedule({ kind: 'job', delayMs: 60_000 });
+      const waiting = store.waitFor(id, { timeoutMs: 20_000 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await store.close();
+      expect(await captureError(() => waiting)).toMatchObject({ code: 'STORE_CLOSED' });
+    });
+
     it('a task completed with keep: false rejects its waiter with TaskNotFoundError vanished', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);

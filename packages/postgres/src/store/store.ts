@@ -374,7 +374,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const waiterId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     this.waiting = new PgWaitFor({
       fallbackMs,
-      listen: (onNotify, listenOptions) => this.call(() => this.driver.listen(finishChannel(this.schema), onNotify, listenOptions)),
+      listen: async (onNotify, listenOptions) => {
+        // Through a transaction pooler LISTEN needs a direct connection (`listenConnectionString`); without one, the fallback re-read alone.
+        if (this.pooler === 'transaction' && !this.driver.directListen) throw new StoreError('LISTEN needs listenConnectionString behind a transaction pooler', undefined);
+        return await this.call(() => this.driver.listen(finishChannel(this.schema), onNotify, listenOptions));
+      },
       present: async (untilMs) => {
         await this.call(() => this.driver.query(this.progressSql.waiterPresent, [waiterId, untilMs]));
       },

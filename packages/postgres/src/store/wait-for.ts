@@ -12,7 +12,7 @@
  * Nothing here throws into the caller except through its own promise; a failed read is tried again
  * by the next fallback re-read.
  */
-import { type Task, type TaskId, TaskWaiters } from '@postpone/core';
+import { StoreClosedError, type Task, type TaskId, TaskWaiters } from '@postpone/core';
 import { parseFinishNotice } from '../sql/progress-wait-sql.js';
 import type { ListenOptions, Unlisten } from './driver.js';
 
@@ -62,6 +62,8 @@ export class PgWaitFor {
   #stats = { reads: 0, fallbackReads: 0, notices: 0, listens: 0, presenceWrites: 0 };
   /** The presence record of this store while callers wait (see {@link WaitForDeps.present}). */
   #presence: Promise<void> | undefined;
+  /** After a failed LISTEN, no new attempt before this time (`Date.now()`): callers then cost no attempt each. */
+  #listenRetryAt = 0;
 
   constructor(deps: WaitForDeps) {
     this.#deps = deps;
@@ -79,6 +81,7 @@ export class PgWaitFor {
     try {
       await this.#listen();
       await this.#present();
+      if (this.#closed) throw new StoreClosedError();
       waiting = this.#waiters.add(id, timeoutMs, signal);
     } finally {
       this.#joining -= 1;
@@ -103,7 +106,7 @@ export class PgWaitFor {
   }
 
   #listen(): Promise<Unlisten | null> {
-    if (this.#closed) return Promise.resolve(null);
+    if (this.#closed || (this.#listening === undefined && Date.now() < this.#listenRetryAt)) return Promise.resolve(null);
     this.#listening ??= this.#deps
       .listen((payload) => this.#onNotice(payload), { onReconnect: () => this.#request(this.#waiters.ids()) })
       .then(
@@ -113,8 +116,9 @@ export class PgWaitFor {
         },
         () => {
           // No LISTEN (a transaction pooler without a direct connection, the database away): the
-          // fallback re-read still finds every finish; the next caller tries to listen again.
+          // fallback re-read still finds every finish; LISTEN is tried again one interval later.
           this.#listening = undefined;
+          this.#listenRetryAt = Date.now() + this.#deps.fallbackMs;
           return null;
         },
       );
@@ -191,7 +195,10 @@ export class PgWaitFor {
     this.#idleTimer = undefined;
     if (this.#fallbackTimer !== undefined) return;
     this.#fallbackTimer = setInterval(() => {
-      if (this.#waiters.size > 0) void this.#write(() => this.#deps.present(this.#presenceMs));
+      if (this.#waiters.size > 0) {
+        void this.#write(() => this.#deps.present(this.#presenceMs));
+        void this.#listen();
+      }
       if (this.#reading || this.#waiters.size === 0) return;
       for (const id of this.#waiters.ids()) this.#toRead.add(id);
       void this.#drain(true);
