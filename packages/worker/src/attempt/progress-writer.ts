@@ -28,6 +28,7 @@ export class ProgressWriter {
   #timer: AbortController | null = null;
   #flushing = false;
   #refused = false;
+  #warnedLate = false;
   /** Writes sent to the store (tests read it). */
   writes = 0;
 
@@ -39,7 +40,8 @@ export class ProgressWriter {
   report(value: unknown): void {
     const { value: json } = validateProgress(value);
     if (this.#flushing) {
-      this.#deps.logger().warn('ctx.progress called after the handler settled; the value is ignored');
+      if (!this.#warnedLate) this.#deps.logger().warn('ctx.progress called after the handler settled (or was abandoned); later values are ignored');
+      this.#warnedLate = true;
       return;
     }
     if (this.#refused) return;

@@ -157,10 +157,10 @@ export class TaskRun<Tx> {
     this.currentPhase = 'finishing';
     this.freeSlot();
     this.halt.abort(HALTED);
-    // The last progress value is written before the end is reported (docs/contract.md#progress).
-    await this.progressWriter?.flush();
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
+    // The last progress value is written before the end is reported (docs/contract.md#progress).
+    await this.progressWriter?.flush();
     if (reason === 'cancel-requested' && (outcome === TIMED_OUT || (!outcome.ok && retryIntent(outcome.error).type !== 'snooze'))) {
       // Cancelled while running: the handler's throw (usually its aborted signal's reason) is not a
       // failure of the task. A fenced release ends it CANCELLED with no failure counted and nothing
