@@ -186,7 +186,7 @@ function showDetail(d) {
   $('detail-payload').textContent = JSON.stringify(t.payload, null, 2);
   $('detail-result').textContent = t.result === null ? '–' : JSON.stringify(t.result, null, 2);
   $('detail-progress').textContent = t.progress === undefined ? '–' : JSON.stringify(t.progress, null, 2);
-  $('detail-effect').textContent = d.effect === null ? '–' : `attempt ${d.effect.attempt} by ${d.effect.worker} at ${iso(d.effect.createdAt)}`;
+  $('detail-completion').textContent = d.completion === null ? '–' : `attempt ${d.completion.attempt} by ${d.completion.worker ?? '(unknown)'} at ${iso(d.completion.finishedAt)}`;
   $('retry-button').disabled = !(t.state === 'DEAD' || t.state === 'CANCELLED');
   $('cancel-button').disabled = !(t.state === 'SCHEDULED' || (t.state === 'CLAIMED' && !t.cancelRequested));
   for (const tr of $('tasks').querySelectorAll('tbody tr')) tr.classList.toggle('open', tr.dataset.id === t.id);

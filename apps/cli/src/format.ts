@@ -2,7 +2,7 @@
  * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
  * text (no terminal control characters pass through: they are shown escaped).
  */
-import type { Effect, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
+import type { Completion, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
 import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
@@ -52,7 +52,7 @@ export function taskTable(tasks: readonly TaskRecord[]): string {
   );
 }
 
-export function taskDetail(task: TaskRecord, effect: Effect | null): string {
+export function taskDetail(task: TaskRecord, completion: Completion | null): string {
   const rows: [string, string][] = [
     ['id', task.id],
     ['kind', task.kind],
@@ -69,7 +69,7 @@ export function taskDetail(task: TaskRecord, effect: Effect | null): string {
     ['last error', task.lastError ?? '-'],
     ['retry of', task.retryOf ?? '-'],
     ['retried as', task.retriedAs ?? '-'],
-    ['effect', effect === null ? '-' : `attempt ${effect.attempt} by ${effect.worker} at ${iso(effect.createdAt)}`],
+    ['completed', completion === null ? '-' : `attempt ${completion.attempt} by ${completion.worker ?? '(unknown: before migration 13)'} at ${iso(completion.finishedAt)}`],
     ['created', iso(task.createdAt)],
     ['updated', iso(task.updatedAt)],
   ];

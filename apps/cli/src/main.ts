@@ -267,16 +267,16 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('show <id>')
-    .description('show one task: queue, priority, key, attempts and failures, payload, result, progress, last error, retry links, effect')
+    .description('show one task: queue, priority, key, attempts and failures, payload, result, progress, last error, retry links, completion (attempt and worker of a DONE)')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
       const found = await withStore(g, async (store) => {
         const task = await store.getTaskRecord(taskId);
-        return task === null ? null : { task, effect: await store.getEffect(taskId) };
+        return task === null ? null : { task, completion: await store.getCompletion(taskId) };
       });
       if (found === null) throw new OutcomeError('NOT_FOUND', `no task ${id}`);
-      print(out, g, found, () => taskDetail(found.task, found.effect));
+      print(out, g, found, () => taskDetail(found.task, found.completion));
     });
 
   program
@@ -329,7 +329,7 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('health')
-    .description('dead rows and autovacuum per table (task, effect, task_history summed over its partitions), the oldest transaction holding back their cleanup, the use of the NOTIFY queue, and the kinds due with nobody claiming')
+    .description('dead rows and autovacuum per table (task, effect — unused since migration 13 —, task_history summed over its partitions), the oldest transaction holding back their cleanup, the use of the NOTIFY queue, and the kinds due with nobody claiming')
     .option('--unclaimed-after <duration>', 'report kinds whose oldest task has been due this long with none CLAIMED', '1m')
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
@@ -359,7 +359,7 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('prune')
-    .description('delete DONE, CANCELLED and DEAD tasks (and their effects): finished before a cut-off, in batches; or past a retention per state, dropping whole history partitions')
+    .description('delete DONE, CANCELLED and DEAD tasks (and the legacy effect rows of code before migration 13): finished before a cut-off, in batches; or past a retention per state, dropping whole history partitions')
     .option('--older-than <duration>', 'finished more than this long ago, with a unit: 30s, 15m, 2h, 7d')
     .option('--before <time>', 'finished before this time, ISO 8601')
     .option('--retention <state=duration,...>', 'keep each terminal state this long after it finished: DONE=1d,DEAD=7d,CANCELLED=7d (any of the three; a state left out is kept)')
@@ -380,7 +380,9 @@ export function buildProgram(out: Out, json = false): Command {
       };
       const result = await withStore(g, (store) => store.prune(params));
       const dropped = result.partitionsDropped === undefined ? '' : `, ${plural(result.partitionsDropped, 'partition')} dropped`;
-      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')} and ${plural(result.effectsDeleted, 'effect')} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
+      // Effect rows exist only where code before migration 13 wrote them: named only when some were deleted.
+      const effects = result.effectsDeleted === 0 ? '' : ` and ${plural(result.effectsDeleted, 'legacy effect row')}`;
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')}${effects} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
     });
 
   registerDashboard(program, async (options, cmd) => {

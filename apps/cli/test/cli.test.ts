@@ -108,8 +108,8 @@ describe('postpone', () => {
     expect(shown.stdout).toMatch(/^state\s+DEAD$/m);
     expect(shown.stdout).toMatch(new RegExp(`^retried as\\s+${newId}$`, 'm'));
     expect(shown.stdout).toContain('{"to":"<script>alert(1)</script>"}');
-    const fresh = await json<{ task: { state: string; retryOf: string; payload: unknown; attempt: number }; effect: unknown }>(['show', newId as string]);
-    expect(fresh).toMatchObject({ task: { state: 'SCHEDULED', retryOf: dead, payload: { to: '<script>alert(1)</script>' }, attempt: 0 }, effect: null });
+    const fresh = await json<{ task: { state: string; retryOf: string; payload: unknown; attempt: number }; completion: unknown }>(['show', newId as string]);
+    expect(fresh).toMatchObject({ task: { state: 'SCHEDULED', retryOf: dead, payload: { to: '<script>alert(1)</script>' }, attempt: 0 }, completion: null });
 
     const stats = await json<{ scheduled: number; due: number; dead: number; byKind: unknown[]; oldestDueLatenessMs: number | null }>(['stats']);
     expect(stats).toMatchObject({ scheduled: 2, due: 1, claimed: 0, dead: 1 });
@@ -170,10 +170,10 @@ describe('postpone', () => {
     expect(await json(['prune', '--retention', 'DEAD=0,DONE=2d'])).toEqual({ deleted: 1, effectsDeleted: 0, batches: 3, partitionsDropped: 1, partitionsCreated: 0, partitionsSkipped: [] });
     expect((await postpone(['show', old.dead])).code).toBe(1);
     expect((await json<{ task: { state: string } }>(['show', deadNow])).task.state).toBe('DEAD');
-    expect((await json<{ task: { state: string }; effect: unknown }>(['show', old.done])).effect).not.toBeNull();
+    expect((await json<{ task: { state: string }; completion: unknown }>(['show', old.done])).completion).not.toBeNull();
 
-    // States in any case; the DONE row goes with its effect row.
-    expect(await postpone(['prune', '--retention', 'done=0'])).toEqual({ code: 0, stdout: 'pruned 1 task and 1 effect in 2 batches, 1 partition dropped\n', stderr: '' });
+    // States in any case; the DONE row goes (no effect row since migration 13: none named).
+    expect(await postpone(['prune', '--retention', 'done=0'])).toEqual({ code: 0, stdout: 'pruned 1 task in 2 batches, 1 partition dropped\n', stderr: '' });
     expect((await postpone(['show', old.done])).code).toBe(1);
     expect((await json<{ task: { state: string } }>(['show', old.cancelled])).task.state).toBe('CANCELLED');
     expect(await json(['prune', '--retention', 'DEAD=0,DONE=0'])).toEqual({ deleted: 0, effectsDeleted: 0, batches: 2, partitionsDropped: 0, partitionsCreated: 0, partitionsSkipped: [] });

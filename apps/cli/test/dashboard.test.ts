@@ -239,7 +239,7 @@ describe('postpone dashboard', () => {
     worker.start();
     try {
       await detailState(page, 'DONE');
-      await page.waitForFunction(() => document.getElementById('detail-effect')?.textContent?.includes('by dash-worker'), undefined, { timeout: UI_TIMEOUT_MS });
+      await page.waitForFunction(() => document.getElementById('detail-completion')?.textContent?.includes('by dash-worker'), undefined, { timeout: UI_TIMEOUT_MS });
     } finally {
       await worker.stop();
     }

@@ -244,7 +244,7 @@ async function apiSegment(boundary: bigint, driver: DriverName, c: Checks): Prom
     c.eq(`${tag} completeMany`, outcomes, ['DONE', 'DONE', 'DONE']);
     for (const t of claimed) {
       c.eq(`${tag} completeMany result ${t.id}`, (await store.getTask(t.id))?.result, { id: t.id });
-      c.eq(`${tag} effect ${t.id}`, (await store.getEffect(t.id))?.taskId, t.id);
+      c.eq(`${tag} completion ${t.id}`, (await store.getCompletion(t.id))?.taskId, t.id);
     }
 
     // a real worker: ok tasks DONE, flaky fails once and is retried by the worker, dead goes DEAD
@@ -273,7 +273,7 @@ async function apiSegment(boundary: bigint, driver: DriverName, c: Checks): Prom
       for (const id of [ok1, ok2, ok3, flaky]) {
         const task = await store.getTask(id);
         c.eq(`${tag} worker result ${id}`, (task?.result as { id?: string } | null)?.id, id);
-        c.eq(`${tag} worker effect ${id}`, (await store.getEffect(id))?.taskId, id);
+        c.eq(`${tag} worker completion ${id}`, (await store.getCompletion(id))?.taskId, id);
       }
       c.eq(`${tag} flaky retried by the worker`, [(await store.getTask(flaky))?.attempt, (await store.getTask(flaky))?.failures], [2, 1]);
       c.eq(`${tag} payload at claim`, seen.get(`${ok1}#1`), { mode: 'ok', ...EDGE_PAYLOAD });
@@ -317,7 +317,7 @@ async function apiSegment(boundary: bigint, driver: DriverName, c: Checks): Prom
       cursor = page.nextCursor;
     } while (cursor !== null);
     c.eq(`${tag} cli list`, cliIds, [...dbIds].reverse());
-    const shown = await cliJson<{ task: TaskRecord; effect: unknown }>(schema, ['show', retried1]);
+    const shown = await cliJson<{ task: TaskRecord; completion: unknown }>(schema, ['show', retried1]);
     c.eq(`${tag} cli show`, [shown.task.id, shown.task.retryOf, shown.task.payload], [retried1, dead1, { mode: 'dead', ...EDGE_PAYLOAD }]);
     const cliRetry = await cliJson<{ outcome: string; id: string }>(schema, ['retry', retried1]);
     c.eq(`${tag} cli retry outcome`, cliRetry.outcome, 'RETRIED');
@@ -344,9 +344,9 @@ async function apiSegment(boundary: bigint, driver: DriverName, c: Checks): Prom
       } while (dashCursor !== null);
       c.eq(`${tag} dashboard list`, dashIds, rows.map((r) => r.id).reverse());
       for (const id of [dead1, retried1, retried2, ok1, man3]) {
-        const detail = await getJson<{ task: TaskRecord; effect: { taskId: string } | null }>(`${dash.base}api/tasks/${id}`);
+        const detail = await getJson<{ task: TaskRecord; completion: { taskId: string } | null }>(`${dash.base}api/tasks/${id}`);
         c.eq(`${tag} dashboard detail ${id}`, [detail.task.id, detail.task.retryOf, detail.task.retriedAs], [id, link(id)?.retryof ?? null, link(id)?.retriedas ?? null]);
-        if (detail.effect !== null) c.eq(`${tag} dashboard effect ${id}`, detail.effect.taskId, id);
+        if (detail.completion !== null) c.eq(`${tag} dashboard completion ${id}`, detail.completion.taskId, id);
       }
       const detail = await getJson<{ task: TaskRecord }>(`${dash.base}api/tasks/${ok1}`);
       c.eq(`${tag} dashboard payload`, [detail.task.payload, (detail.task.result as { payload?: Json }).payload], [{ mode: 'ok', ...EDGE_PAYLOAD }, { mode: 'ok', ...EDGE_PAYLOAD }]);

@@ -45,6 +45,7 @@ export interface QueryCounts {
 
 export interface DatabaseFacts {
   readonly states: StateCounts;
+  /** Rows of the handler's `app_effect` table (one per task by its primary key). */
   readonly effects: number;
   readonly reservations: number;
   readonly reservationsExpired: number;
@@ -99,7 +100,8 @@ function unlogged(r: DemoReport): string {
 /** Reads every fact of the report from the demo schema. */
 export async function readDatabaseFacts(pool: pg.Pool, schema: string, states: StateCounts): Promise<DatabaseFacts> {
   const one = async (sql: string): Promise<Record<string, string>> => ((await pool.query(sql)).rows[0] ?? {}) as Record<string, string>;
-  const effects = await one(`select count(*) as n from ${schema}.effect`);
+  // The handler's own effect rows (app_effect, written with the expiry in the completing transaction).
+  const effects = await one(`select count(*) as n from ${schema}.app_effect`);
   const reservations = await one(
     `select count(*) as n, count(*) filter (where status = 'expired') as expired, count(*) filter (where expired_count > 1) as twice from ${schema}.reservation`,
   );

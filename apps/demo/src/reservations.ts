@@ -1,7 +1,12 @@
 /**
  * The demo's own tables, next to the store's in the demo schema:
  * - `reservation`: what the tasks expire. `expired_count` counts every expiry, so a task whose effect
- *   committed twice would show 2 (the unique `effect` row makes that impossible; the demo checks it).
+ *   committed twice would show 2 (the fenced complete and the unique `app_effect` row make that
+ *   impossible; the demo checks it).
+ * - `app_effect`: the handler's own record of its local effect, one row per task (primary key
+ *   `task_id`), written in the completing transaction with the expiry — the seed's effect table,
+ *   the application's since migration 13 of `@postpone/postgres` (the library writes none; its
+ *   legacy `effect` table sits unused beside it in the same schema).
  * - `attempt_log`: one row per handler start, committed on its own (not in the completing
  *   transaction), so attempts cut short by the SIGKILL stay recorded.
  */
@@ -16,6 +21,12 @@ export function reservationDdl(schema: string): string {
   expired_at timestamptz,
   task_id bigint,
   due_at timestamptz
+);
+create table ${schema}.app_effect (
+  task_id bigint primary key,
+  attempt integer not null,
+  worker text not null,
+  created_at timestamptz not null default now()
 );
 create table ${schema}.attempt_log (
   task_id bigint not null,
@@ -46,7 +57,11 @@ export async function logAttempt(pool: pg.Pool, schema: string, taskId: string, 
   await pool.query(`insert into ${schema}.attempt_log (task_id, attempt, worker) values ($1, $2, $3) on conflict do nothing`, [taskId, attempt, worker]);
 }
 
-/** The effect: runs inside the completing transaction (docs/contract.md#promise-4), so it commits with DONE or not at all. */
-export async function expireReservation(tx: PgTx, schema: string, reservationId: number): Promise<void> {
+/**
+ * The effect: runs inside the completing transaction (docs/contract.md#promise-4), so it commits with
+ * DONE or not at all — the expiry, and the task's `app_effect` row (its primary key refuses a second).
+ */
+export async function expireReservation(tx: PgTx, schema: string, reservationId: number, effect: { taskId: string; attempt: number; worker: string }): Promise<void> {
   await tx.query(`update ${schema}.reservation set status = 'expired', expired_count = expired_count + 1, expired_at = now() where id = $1`, [reservationId]);
+  await tx.query(`insert into ${schema}.app_effect (task_id, attempt, worker) values ($1::bigint, $2::int, $3::text)`, [effect.taskId, effect.attempt, effect.worker]);
 }

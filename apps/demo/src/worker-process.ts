@@ -60,7 +60,7 @@ const worker: Worker = createWorker({
       await logAttempt(pool, schema, task.id, ctx.attempt, ctx.workerId);
       const workMs = config.workMinMs + Math.floor(Math.random() * (config.workMaxMs - config.workMinMs + 1));
       await delay(workMs, undefined, { signal: ctx.signal });
-      ctx.onCompleteTx((tx) => expireReservation(tx, schema, task.payload.reservationId));
+      ctx.onCompleteTx((tx) => expireReservation(tx, schema, task.payload.reservationId, { taskId: task.id, attempt: ctx.attempt, worker: ctx.workerId }));
       return { reservationId: task.payload.reservationId, workMs };
     },
   },

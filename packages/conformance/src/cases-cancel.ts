@@ -18,10 +18,10 @@ export function cancelCases(h: HarnessRef): void {
       expect(await store.cancel(id)).toBe(CancelOutcome.ALREADY_CANCELLED);
       clock.tick(2_000);
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
-      expect(await store.getEffect(id)).toBeNull();
+      expect(await store.getCompletion(id)).toBeNull();
     });
 
-    it('REQUESTED while running -> extend false -> complete CANCELLED_BEFORE_COMMIT -> CANCELLED, 0 effects', async () => {
+    it('REQUESTED while running -> extend false -> complete CANCELLED_BEFORE_COMMIT -> CANCELLED, no completion', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
@@ -30,16 +30,16 @@ export function cancelCases(h: HarnessRef): void {
       expect(await store.extend({ id: c.id, attempt: c.attempt, leaseMs: LEASE_MS })).toBe(false);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: 'ignored' })).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, result: null, leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await store.cancel(c.id)).toBe(CancelOutcome.ALREADY_CANCELLED);
     });
 
-    it('TOO_LATE for DONE, with its effect kept', async () => {
+    it('TOO_LATE for DONE, with its completion kept', async () => {
       const { store } = h();
       const done = await makeTerminal(store, 'DONE');
       expect(await store.cancel(done.id)).toBe(CancelOutcome.TOO_LATE);
       expect(await mustGetTask(store, done.id)).toEqual(done);
-      expect(await store.getEffect(done.id)).toMatchObject({ taskId: done.id, attempt: 1 });
+      expect(await store.getCompletion(done.id)).toMatchObject({ taskId: done.id, attempt: 1 });
     });
 
     it('TOO_LATE for DEAD', async () => {

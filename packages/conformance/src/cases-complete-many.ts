@@ -1,5 +1,5 @@
 /**
- * completeMany: many fenced completes in one call, each with exactly the outcome and effect of
+ * completeMany: many fenced completes in one call, each with exactly the outcome and completion of
  * `complete` (docs/contract.md#promise-3, #transitions); a bad item refuses the whole batch and changes nothing (#input-errors).
  */
 import { CancelOutcome, CompleteOutcome, MAX_COMPLETE_MANY, TaskState } from '@postpone/core';
@@ -9,7 +9,7 @@ import type { HarnessRef } from './kit/harness.js';
 
 export function completeManyCases(h: HarnessRef): void {
   describe('completeMany', () => {
-    it('a mixed batch gets the outcome of complete per item, in input order, and one effect per DONE', async () => {
+    it('a mixed batch gets the outcome of complete per item, in input order, and one completion per DONE', async () => {
       const { store, clock } = h();
       const fresh = await scheduleAndClaim(store, { kind: 'fresh' }, 'w1');
       const stale = await scheduleAndClaim(store, { kind: 'stale' }, 'w1');
@@ -39,19 +39,19 @@ export function completeManyCases(h: HarnessRef): void {
       ]);
       expect(await mustGetTask(store, fresh2.id)).toMatchObject({ state: TaskState.DONE, result: { n: 2 }, leaseOwner: null, leaseUntil: null });
       expect(await mustGetTask(store, fresh.id)).toMatchObject({ state: TaskState.DONE, result: null });
-      for (const c of [fresh, fresh2]) expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: c.attempt, worker: 'w2' });
+      for (const c of [fresh, fresh2]) expect(await store.getCompletion(c.id)).toMatchObject({ taskId: c.id, attempt: c.attempt, worker: 'w2' });
       expect(await observe(store, stale.id)).toEqual(staleBefore);
       expect(await observe(store, already.id)).toEqual(alreadyBefore);
       expect(await mustGetTask(store, cancelled.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(cancelled.id)).toBeNull();
-      expect(await store.getEffect('987654321')).toBeNull();
-      // A retried batch (reply lost) answers the same without new effects.
+      expect(await store.getCompletion(cancelled.id)).toBeNull();
+      expect(await store.getCompletion('987654321')).toBeNull();
+      // A retried batch (reply lost) answers the same without new completions.
       const again = await store.completeMany([
         { id: fresh.id, attempt: fresh.attempt, owner: 'w3' },
         { id: cancelled.id, attempt: cancelled.attempt, owner: 'w3' },
       ]);
       expect(again).toEqual([CompleteOutcome.DONE, CompleteOutcome.CANCELLED_BEFORE_COMMIT]);
-      expect(await store.getEffect(fresh.id)).toMatchObject({ worker: 'w2' });
+      expect(await store.getCompletion(fresh.id)).toMatchObject({ worker: 'w2' });
     });
 
     it('an empty batch returns []', async () => {

@@ -1,5 +1,5 @@
 /**
- * complete: CLAIMED → DONE fenced by attempt, one effect row in the same transaction as DONE, the
+ * complete: CLAIMED → DONE fenced by attempt, its completion (the worker) kept in the history row, the handler's `work` in the same transaction as DONE, the
  * handler's `work(tx)` committed with it or not at all (docs/contract.md#promise-3, #promise-4, #transitions).
  */
 import { CancelOutcome, CompleteOutcome, type TaskId, TaskState } from '@postpone/core';
@@ -24,7 +24,7 @@ export function completeCases(h: HarnessRef): void {
   }
 
   describe('complete', () => {
-    it('moves the current attempt to DONE with its result and exactly one effect row', async () => {
+    it('moves the current attempt to DONE with its result and exactly one completion (attempt and worker)', async () => {
       const { store, clock } = h();
       const c = await scheduleAndClaim(store, { kind: 'k', payload: { n: 1 } }, 'worker-A');
       clock.tick(10);
@@ -37,9 +37,9 @@ export function completeCases(h: HarnessRef): void {
         leaseUntil: null,
         cancelRequested: false,
       });
-      const effect = await store.getEffect(c.id);
-      expect(effect).toMatchObject({ taskId: c.id, attempt: 1, worker: 'worker-A' });
-      expect(effect?.createdAt).toBeInstanceOf(Date);
+      const completion = await store.getCompletion(c.id);
+      expect(completion).toMatchObject({ taskId: c.id, attempt: 1, worker: 'worker-A' });
+      expect(completion?.finishedAt).toBeInstanceOf(Date);
     });
 
     it('stores a null result by default', async () => {
@@ -49,11 +49,11 @@ export function completeCases(h: HarnessRef): void {
       expect((await mustGetTask(store, c.id)).result).toBeNull();
     });
 
-    it('a retried complete of the attempt that committed returns DONE again, without a second effect or work', async () => {
+    it('a retried complete of the attempt that committed returns DONE again, without a second completion or work', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: 1 })).toBe(CompleteOutcome.DONE);
-      const after = { task: await store.getTask(c.id), effect: await store.getEffect(c.id) };
+      const after = { task: await store.getTask(c.id), completion: await store.getCompletion(c.id) };
       let workCalls = 0;
       const retry = await store.complete({
         id: c.id,
@@ -66,13 +66,13 @@ export function completeCases(h: HarnessRef): void {
       });
       expect(retry).toBe(CompleteOutcome.DONE);
       expect(workCalls).toBe(0);
-      expect({ task: await store.getTask(c.id), effect: await store.getEffect(c.id) }).toEqual(after);
+      expect({ task: await store.getTask(c.id), completion: await store.getCompletion(c.id) }).toEqual(after);
     });
 
     it('an unknown id is stale', async () => {
       const { store } = h();
       expect(await store.complete({ id: '987654321', attempt: 1, owner: 'w1' })).toBe(CompleteOutcome.REJECTED_STALE);
-      expect(await store.getEffect('987654321')).toBeNull();
+      expect(await store.getCompletion('987654321')).toBeNull();
     });
   });
 
@@ -85,7 +85,7 @@ export function completeCases(h: HarnessRef): void {
       expect(calls).toBe(1);
       expect(await h().readMarker(c.id)).toBe(true);
       expect((await mustGetTask(store, c.id)).state).toBe(TaskState.DONE);
-      expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
+      expect(await store.getCompletion(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
     });
 
     it('a stale complete never calls work', async () => {
@@ -96,10 +96,10 @@ export function completeCases(h: HarnessRef): void {
       expect(calls).toBe(0);
       expect(await h().readMarker(c.id)).toBe(false);
       expect((await mustGetTask(store, c.id)).state).toBe(TaskState.CLAIMED);
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
-    it('a cancel-requested complete never calls work and ends CANCELLED with no effect', async () => {
+    it('a cancel-requested complete never calls work and ends CANCELLED with no completion', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
@@ -108,7 +108,7 @@ export function completeCases(h: HarnessRef): void {
       expect(calls).toBe(0);
       expect(await h().readMarker(c.id)).toBe(false);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
     it('a work that throws rolls everything back and complete rethrows it', async () => {
@@ -129,11 +129,11 @@ export function completeCases(h: HarnessRef): void {
       );
       expect(error).toBe(boom);
       expect(await mustGetTask(store, c.id)).toEqual(before);
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await h().readMarker(c.id)).toBe(false);
       // The attempt is still current: a later complete succeeds.
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1' })).toBe(CompleteOutcome.DONE);
-      expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
+      expect(await store.getCompletion(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
     });
   });
 }

@@ -44,7 +44,7 @@ export function failCases(h: HarnessRef): void {
 
       expect(await store.fail({ id: c1.id, attempt: 3, error: 'boom 3', backoffMs: backoffMs(BASE_MS, 3) })).toEqual({ outcome: 'DEAD' });
       expect(await mustGetTask(store, c1.id)).toMatchObject({ state: TaskState.DEAD, attempt: 3, failures: 3, lastError: 'boom 3', leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(c1.id)).toBeNull();
+      expect(await store.getCompletion(c1.id)).toBeNull();
       clock.tick(3_600_000);
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
     });
@@ -69,7 +69,7 @@ export function failCases(h: HarnessRef): void {
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
       expect(await store.fail({ id: c.id, attempt: 1, error: 'x', backoffMs: 100 })).toEqual({ outcome: 'CANCELLED' });
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, failures: 1, leaseOwner: null, leaseUntil: null, cancelRequested: true });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
     it('records at most 2 000 characters of error text', async () => {

@@ -48,7 +48,7 @@ export function failuresCases(h: HarnessRef): void {
       expect(c).toMatchObject({ attempt: 6, failures: 0, maxAttempts: 1 });
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1' })).toBe(CompleteOutcome.DONE);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DONE, attempt: 6, failures: 0 });
-      expect(await store.getEffect(c.id)).toMatchObject({ attempt: 6 });
+      expect(await store.getCompletion(c.id)).toMatchObject({ attempt: 6 });
     });
 
     it('an expired lease reclaimed counts as a failure: maxAttempts 2, reclaim → release → reclaim is DEAD', async () => {

@@ -1,6 +1,6 @@
 /**
  * DONE not kept (docs/contract.md#done-not-kept): a complete with `keep: false` is the fenced delete
- * of the live row alone — no history row, no effect row. What is given up, exactly: a repeated
+ * of the live row alone — no history row, no completion. What is given up, exactly: a repeated
  * complete after the row is gone answers NOT_FOUND (not DONE), cancel answers NOT_FOUND (not
  * TOO_LATE), getTask returns null, and no read (list, counts, stats) shows the task. The fence is
  * unchanged (REJECTED_STALE while the row is live), and CANCELLED and DEAD are kept whatever the flag.
@@ -12,12 +12,12 @@ import type { HarnessRef } from './kit/harness.js';
 
 export function keepDoneCases(h: HarnessRef): void {
   describe('DONE not kept (keep: false)', () => {
-    it('complete → DONE and the task is gone: no history, no effect; again NOT_FOUND, cancel NOT_FOUND, getTask null, no read shows it', async () => {
+    it('complete → DONE and the task is gone: no history, no completion; again NOT_FOUND, cancel NOT_FOUND, getTask null, no read shows it', async () => {
       const { store, clock } = h();
       const c = await scheduleAndClaim(store, { kind: 'drop-me', key: 'k-1' });
       clock.tick(3);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: { ok: true }, keep: false })).toBe(CompleteOutcome.DONE);
-      expect(await observe(store, c.id)).toEqual({ task: null, effect: null });
+      expect(await observe(store, c.id)).toEqual({ task: null, completion: null });
       // The same attempt again (a retry after a lost reply): the row is gone.
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', keep: false })).toBe(CompleteOutcome.NOT_FOUND);
       expect(await store.completeMany([{ id: c.id, attempt: c.attempt, owner: 'w1', keep: false }])).toEqual([CompleteOutcome.NOT_FOUND]);
@@ -32,7 +32,7 @@ export function keepDoneCases(h: HarnessRef): void {
       expect((await store.schedule({ kind: 'drop-me', key: 'k-1' })).created).toBe(true);
     });
 
-    it('completeMany: keep false items are dropped, kept ones go to history with their effect, in one batch', async () => {
+    it('completeMany: keep false items are dropped, kept ones go to history with their completion, in one batch', async () => {
       const { store } = h();
       const kept = await scheduleAndClaim(store, { kind: 'a' }, 'w1');
       const dropped = await scheduleAndClaim(store, { kind: 'b' }, 'w1');
@@ -57,9 +57,9 @@ export function keepDoneCases(h: HarnessRef): void {
         CompleteOutcome.CANCELLED_BEFORE_COMMIT,
         CompleteOutcome.NOT_FOUND,
       ]);
-      expect(await observe(store, dropped.id)).toEqual({ task: null, effect: null });
+      expect(await observe(store, dropped.id)).toEqual({ task: null, completion: null });
       expect(await mustGetTask(store, kept.id)).toMatchObject({ state: TaskState.DONE, result: 2 });
-      expect(await store.getEffect(kept.id)).toMatchObject({ taskId: kept.id, attempt: kept.attempt, worker: 'w2' });
+      expect(await store.getCompletion(kept.id)).toMatchObject({ taskId: kept.id, attempt: kept.attempt, worker: 'w2' });
       expect(await mustGetTask(store, keptExplicit.id)).toMatchObject({ state: TaskState.DONE });
       expect(await observe(store, stale.id)).toEqual(staleBefore);
       // CANCELLED is kept whatever the flag.
@@ -72,7 +72,7 @@ export function keepDoneCases(h: HarnessRef): void {
         { id: cancelled.id, attempt: cancelled.attempt, owner: 'w3', keep: false },
       ]);
       expect(again).toEqual([CompleteOutcome.DONE, CompleteOutcome.NOT_FOUND, CompleteOutcome.CANCELLED_BEFORE_COMMIT]);
-      expect(await store.getEffect(kept.id)).toMatchObject({ worker: 'w2' });
+      expect(await store.getCompletion(kept.id)).toMatchObject({ worker: 'w2' });
     });
 
     it('the fence holds: a stale attempt of a live row is REJECTED_STALE and changes nothing', async () => {
@@ -92,13 +92,13 @@ export function keepDoneCases(h: HarnessRef): void {
       expect(await store.complete({ id: second.id, attempt: second.attempt, owner: 'w2', keep: false })).toBe(CompleteOutcome.NOT_FOUND);
     });
 
-    it('cancel requested while running: complete with keep false ends CANCELLED in history (kept), no effect', async () => {
+    it('cancel requested while running: complete with keep false ends CANCELLED in history (kept), no completion', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store);
       expect(await store.cancel(c.id)).toBe(CancelOutcome.REQUESTED);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', keep: false })).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', keep: false })).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
       expect(await store.cancel(c.id)).toBe(CancelOutcome.ALREADY_CANCELLED);
     });
@@ -136,7 +136,7 @@ export function keepDoneCases(h: HarnessRef): void {
       expect(await h().readMarker(c.id)).toBe(false);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', keep: false, work: (tx) => h().writeMarker(tx, c.id) })).toBe(CompleteOutcome.DONE);
       expect(await h().readMarker(c.id)).toBe(true);
-      expect(await observe(store, c.id)).toEqual({ task: null, effect: null });
+      expect(await observe(store, c.id)).toEqual({ task: null, completion: null });
     });
 
     it('keep must be a boolean', async () => {

@@ -70,7 +70,7 @@ export function leaseCases(h: HarnessRef): void {
       expect(await store.reclaimExpired()).toEqual([]);
       const again = await claimExactly(store, c.id, 'w2');
       expect(again).toMatchObject({ attempt: 2, failures: 1 });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
     it('an expired lease with attempts exhausted goes to DEAD', async () => {
@@ -89,7 +89,7 @@ export function leaseCases(h: HarnessRef): void {
       clock.tick(LEASE_MS + 1);
       expect(await store.reclaimExpired()).toEqual([{ id: c.id, attempt: 1, outcome: 'CANCELLED' }]);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
     it('honours its limit and leaves live leases alone', async () => {

@@ -25,7 +25,7 @@ export function releaseCases(h: HarnessRef): void {
         leaseUntil: null,
         lastError: null,
       });
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await claimExactly(store, c.id, 'w2')).toMatchObject({ attempt: 2, failures: 0 });
     });
 

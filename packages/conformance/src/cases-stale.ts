@@ -28,14 +28,14 @@ export function staleCases(h: HarnessRef): void {
       expect(await store.extend({ id: a.id, attempt: 1, leaseMs: LEASE_MS })).toBe(false);
       expect(workCalls).toBe(0);
       expect(await observe(store, a.id)).toEqual(before);
-      expect(before.effect).toBeNull();
+      expect(before.completion).toBeNull();
 
       expect(await store.complete({ id: a.id, attempt: 2, owner: 'worker-B', result: 'B' })).toBe(CompleteOutcome.DONE);
       const done = await observe(store, a.id);
       expect(done.task).toMatchObject({ state: TaskState.DONE, attempt: 2, result: 'B' });
-      expect(done.effect).toMatchObject({ taskId: a.id, attempt: 2, worker: 'worker-B' });
+      expect(done.completion).toMatchObject({ taskId: a.id, attempt: 2, worker: 'worker-B' });
 
-      // A late commit after B's DONE is still stale and leaves B's result and effect alone.
+      // A late commit after B's DONE is still stale and leaves B's result and completion alone.
       expect(await store.complete({ id: a.id, attempt: 1, owner: 'worker-A', result: 'A', work })).toBe(CompleteOutcome.REJECTED_STALE);
       expect(await store.fail({ id: a.id, attempt: 1, error: 'late', backoffMs: 0 })).toEqual({ outcome: 'REJECTED_STALE' });
       expect(workCalls).toBe(0);

@@ -1,6 +1,6 @@
 /**
  * Terminal states DONE, CANCELLED and DEAD never change again (docs/contract.md#promise-5): every command
- * afterwards leaves the row and the effect exactly as they were.
+ * afterwards leaves the row and its completion exactly as they were.
  */
 import { CancelOutcome, CompleteOutcome, type CompleteOutcome as CompleteOutcomeT, type CancelOutcome as CancelOutcomeT } from '@postpone/core';
 import { describe, expect, it } from 'vitest';

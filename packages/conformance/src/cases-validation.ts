@@ -112,7 +112,7 @@ export function validationCases(h: HarnessRef): void {
         'items[0].result.total',
       );
       expect(await mustGetTask(store, c.id)).toEqual(before);
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
     });
 
     it.each(MALFORMED_IDS)('refuses the malformed id %j in every call that takes one', async (badId) => {
@@ -120,7 +120,7 @@ export function validationCases(h: HarnessRef): void {
       const id = badId as TaskId;
       await expectValidationError(() => store.cancel(id), 'INVALID_TASK_ID');
       await expectValidationError(() => store.getTask(id), 'INVALID_TASK_ID');
-      await expectValidationError(() => store.getEffect(id), 'INVALID_TASK_ID');
+      await expectValidationError(() => store.getCompletion(id), 'INVALID_TASK_ID');
       await expectValidationError(() => store.extend({ id, attempt: 1, leaseMs: 1_000 }), 'INVALID_TASK_ID');
       await expectValidationError(() => store.complete({ id, attempt: 1, owner: 'w1' }), 'INVALID_TASK_ID');
       await expectValidationError(() => store.fail({ id, attempt: 1, error: 'x', backoffMs: 0 }), 'INVALID_TASK_ID');
@@ -146,7 +146,7 @@ export function validationCases(h: HarnessRef): void {
       await expectValidationError(() => store.release({ id: c.id, attempt: 0 }), 'INVALID_OPTION');
       await expectValidationError(() => store.peekDue({ withinMs: -1 }), 'INVALID_OPTION');
       expect(await mustGetTask(store, c.id)).toEqual(before);
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await store.countByState()).toEqual(counts);
     });
 
@@ -171,7 +171,7 @@ export function validationCases(h: HarnessRef): void {
         await expectValidationError(call, 'INVALID_OPTION', 'params');
       }
       expect(await mustGetTask(store, c.id)).toEqual(before);
-      expect(await store.getEffect(c.id)).toBeNull();
+      expect(await store.getCompletion(c.id)).toBeNull();
       expect(await store.countByState()).toEqual(counts);
     });
   });

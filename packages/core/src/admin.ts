@@ -7,7 +7,7 @@
  * - history: DONE, CANCELLED and DEAD tasks; they never change state again (docs/contract.md#promises, promise 5).
  * - retry (also called requeue): a NEW task with the kind and payload of a DEAD or CANCELLED one; the
  *   original keeps its state and records the new id (`retriedAs`), the new one points back (`retryOf`).
- * - prune: deleting history (and its effect rows) finished before a cut-off, in bounded batches, or
+ * - prune: deleting history finished before a cut-off, in bounded batches, or
  *   past a retention per terminal state (on PostgreSQL by dropping whole partitions, docs/contract.md#retention).
  */
 import { ValidationError } from './errors/errors.js';
@@ -122,7 +122,10 @@ export interface PruneParams {
 export interface PruneResult {
   /** Tasks deleted. */
   readonly deleted: number;
-  /** Effect rows deleted with them. */
+  /**
+   * Rows of the legacy `effect` table deleted with them: only code before migration 13 of
+   * `@postpone/postgres` wrote that table, so this is 0 once those rows are gone (always 0 on the memory store).
+   */
   readonly effectsDeleted: number;
   /** Batches run (the last one found fewer than `batchSize` rows). */
   readonly batches: number;

@@ -16,13 +16,13 @@ export interface CompleteManyItem {
   readonly id: TaskId;
   /** The fencing token received at claim. */
   readonly attempt: number;
-  /** Worker identity written to the effect row. */
+  /** Worker identity kept with the DONE in history (`Completion.worker`). */
   readonly owner: string;
   /** JSON result stored on the task (default null). */
   readonly result?: unknown;
   /**
    * Keep the task in history once DONE (default true). False: DONE is the fenced delete of the live
-   * row alone, no history row and no effect row (docs/contract.md#done-not-kept).
+   * row alone, no history row (docs/contract.md#done-not-kept).
    */
   readonly keep?: boolean;
 }
@@ -35,7 +35,7 @@ export interface NormalizedCompleteItem {
   readonly result: Json;
   /** The result as JSON text (what the PostgreSQL store sends). */
   readonly resultText: string;
-  /** False: DONE is not kept (no history row, no effect row). */
+  /** False: DONE is not kept (no history row). */
   readonly keep: boolean;
 }
 

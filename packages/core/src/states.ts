@@ -8,7 +8,7 @@ export const TaskState = Object.freeze({
   SCHEDULED: 'SCHEDULED',
   /** Held by one worker under a lease; `attempt` is its fencing token. Entered by claim. Left by complete, fail, or reclaim after lease expiry. */
   CLAIMED: 'CLAIMED',
-  /** Terminal. Completed by the holder of the current attempt; the effect row was written in the same transaction. */
+  /** Terminal. Completed by the holder of the current attempt; the handler's own writes (`work`) committed in the same transaction. */
   DONE: 'DONE',
   /** Terminal. Cancelled while waiting, or while running once the holder reported back (or its lease expired). */
   CANCELLED: 'CANCELLED',

@@ -12,7 +12,7 @@ import type { ExtendManyParams } from './extend-many.js';
 import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, ReleaseOutcome, SnoozeResult, TaskState } from './states.js';
 import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
-import type { ClaimedTask, Effect, Task } from './task.js';
+import type { ClaimedTask, Completion, Task } from './task.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
 import type { ProgressParams, RescheduleParams, RescheduleResult, WaitForOptions } from './progress-wait.js';
 
@@ -45,7 +45,7 @@ export interface CancelOptions<Tx> {
 }
 
 export interface ClaimParams {
-  /** Worker identity, stored in `lease_owner` and in the effect row. */
+  /** Worker identity, stored in `lease_owner` (and, once DONE, as the completion's `worker`). */
   readonly owner: string;
   /** Most tasks to claim, 1..10 000. */
   readonly limit: number;
@@ -75,20 +75,21 @@ export interface CompleteParams<Tx> {
   readonly id: TaskId;
   /** The fencing token received at claim. */
   readonly attempt: number;
-  /** Worker identity written to the effect row. */
+  /** Worker identity kept with the DONE in history (`Completion.worker`, see {@link Store.getCompletion}). */
   readonly owner: string;
   /** JSON result stored on the task (default null). */
   readonly result?: unknown;
   /**
-   * The handler's own writes, run in the same transaction after the fenced UPDATE hit and the effect
-   * row was inserted; they commit with DONE or not at all. Not called when the complete is stale or
-   * cancelled. If it throws, the transaction rolls back and complete rethrows.
+   * The handler's own writes — its local effect, e.g. a row of its own keyed by task id — run in the
+   * same transaction after the fenced move to DONE hit; they commit with DONE or not at all. Not
+   * called when the complete is stale or cancelled. If it throws, the transaction rolls back and
+   * complete rethrows. The library writes no effect row of its own (docs/contract.md#completion).
    */
   readonly work?: (tx: Tx) => Promise<void>;
   /**
    * Keep the task in history once DONE (default true). False — DONE not kept, as graphile-worker
    * and BullMQ's `removeOnComplete` (docs/contract.md#done-not-kept): the fenced complete is the
-   * delete of the live row alone, with no history row and no effect row (`work` still runs in its
+   * delete of the live row alone, with no history row (`work` still runs in its
    * transaction). What is given up: a repeated complete after the row is gone answers `NOT_FOUND`
    * instead of `DONE`, cancel answers `NOT_FOUND` instead of `TOO_LATE`, `getTask` returns null.
    * A cancel-requested task still ends CANCELLED in history.
@@ -226,15 +227,15 @@ export interface Store<Tx = unknown> {
   extendMany(params: ExtendManyParams): Promise<boolean[]>;
 
   /**
-   * Completes the current attempt, fenced; writes the effect row and `work` in the same transaction.
-   * With `keep: false` the DONE task leaves the store at once (no history, no effect row) and a
+   * Completes the current attempt, fenced: the DONE row (with `owner`) moves to history, and `work`
+   * runs in the same transaction. With `keep: false` the DONE task leaves the store at once (no history) and a
    * complete that finds no task at all answers NOT_FOUND (docs/contract.md#done-not-kept).
    */
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;
 
   /**
-   * Completes many attempts at once, each exactly as {@link complete} without `work`: DONE plus its
-   * effect row only when its fenced UPDATE hits; CANCELLED_BEFORE_COMMIT when cancel was requested;
+   * Completes many attempts at once, each exactly as {@link complete} without `work`: DONE only when
+   * its fenced move hits; CANCELLED_BEFORE_COMMIT when cancel was requested;
    * DONE again for an attempt already DONE; REJECTED_STALE otherwise (unknown id included), except
    * for an item with `keep: false` whose task is in neither the live table nor history: NOT_FOUND.
    * Every item is validated first (`validateCompleteMany`); an empty batch returns [] without I/O.
@@ -306,8 +307,15 @@ export interface Store<Tx = unknown> {
   /** Reads one task, or null. */
   getTask(id: TaskId): Promise<Task | null>;
 
-  /** Reads the effect row of a task, or null. */
-  getEffect(id: TaskId): Promise<Effect | null>;
+  /**
+   * What history says of a DONE task's completion: the attempt that completed it, the worker (the
+   * `owner` its complete passed) and the finish time (docs/contract.md#completion). Replaces
+   * `getEffect`: the library writes no effect row of its own since migration 13.
+   * @returns null when the task is not DONE in history: unknown, still live, DEAD or CANCELLED,
+   *   DONE with `keep: false`, or pruned
+   * @throws ValidationError INVALID_TASK_ID for a malformed id (nothing read), StoreClosedError, ConnectionLostError, StoreError
+   */
+  getCompletion(id: TaskId): Promise<Completion | null>;
 
   /** Counts tasks by state. */
   countByState(): Promise<StateCounts>;
@@ -328,7 +336,8 @@ export interface Store<Tx = unknown> {
   retry(params: RetryParams): Promise<RetryResult>;
 
   /**
-   * Deletes DONE, CANCELLED and DEAD tasks last updated before the cut-off, with their effect rows,
+   * Deletes DONE, CANCELLED and DEAD tasks last updated before the cut-off (with their rows in the
+   * legacy `effect` table, written by code before migration 13 of `@postpone/postgres`),
    * in batches of `batchSize` (each its own short transaction), until a batch comes back short.
    * @throws ValidationError (see `validatePruneParams`), StoreClosedError, ConnectionLostError, StoreError
    */

@@ -44,12 +44,25 @@ export interface Task {
   readonly progress?: Json;
 }
 
-/** The local effect row written in the same transaction as DONE; at most one per task. */
-export interface Effect {
+/**
+ * What the history row of a DONE task says of its completion (`Store.getCompletion`,
+ * docs/contract.md#completion): the attempt that completed it and the worker that did. At most one
+ * per task: only the holder of the current attempt can finish the live row, once (the fenced
+ * complete), and history keeps one row per task. The library writes no effect row of its own (since
+ * migration 13): a handler's local effect is its own row, written through `work` / `ctx.tx` in the
+ * transaction that commits DONE.
+ */
+export interface Completion {
   readonly taskId: TaskId;
+  /** The attempt (fencing token) whose complete committed DONE. */
   readonly attempt: number;
-  readonly worker: string;
-  readonly createdAt: Date;
+  /**
+   * The `owner` that complete was given (the worker's identity); null for a task completed by code
+   * before migration 13 of `@postpone/postgres`, which kept it in the legacy `effect` table only.
+   */
+  readonly worker: string | null;
+  /** When DONE committed, on the store's clock. */
+  readonly finishedAt: Date;
 }
 
 /** A task as handed to a worker by claim. */

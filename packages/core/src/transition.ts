@@ -17,7 +17,7 @@ export type Command =
   /**
    * CLAIMED → DONE (fenced by attempt; `lastError` cleared: a DONE task has no error) or → CANCELLED when cancel was requested.
    * `keep: false` (DONE not kept, docs/contract.md#done-not-kept): the DONE row is dropped instead of kept
-   * (`drop` in the result), no effect row; a missing task answers NOT_FOUND instead of REJECTED_STALE.
+   * (`drop` in the result); a missing task answers NOT_FOUND instead of REJECTED_STALE.
    */
   | { readonly type: 'complete'; readonly attempt: number; readonly result: Json; readonly keep?: boolean }
   /**
@@ -66,11 +66,11 @@ export type Result =
   | { readonly type: 'claim'; readonly claimed: boolean }
   | { readonly type: 'extend'; readonly extended: boolean }
   /**
-   * `writeEffect` is true only when this call moved the task to DONE and keeps it: the effect row goes in
-   * the same transaction. `drop` is true only when this call moved the task to DONE with `keep: false`:
-   * the store deletes the row (no history, no effect row) instead of storing the DONE row of `task`.
+   * `keepDone` is true only when this call moved the task to DONE and keeps it in history (with the
+   * completing worker, `Completion`). `drop` is true only when this call moved the task to DONE with `keep: false`:
+   * the store deletes the row (no history) instead of storing the DONE row of `task`.
    */
-  | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly writeEffect: boolean; readonly drop?: boolean }
+  | { readonly type: 'complete'; readonly outcome: CompleteOutcome; readonly keepDone: boolean; readonly drop?: boolean }
   | { readonly type: 'fail'; readonly result: FailResult }
   | { readonly type: 'cancel'; readonly outcome: CancelOutcome }
   | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
@@ -154,27 +154,27 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
       return { task: { ...task, leaseUntil: new Date(nowMs + command.leaseMs) }, result: { type: 'extend', extended: true } };
     }
     case 'complete': {
-      const stale = { task, result: { type: 'complete', outcome: CompleteOutcome.REJECTED_STALE, writeEffect: false } } as const;
+      const stale = { task, result: { type: 'complete', outcome: CompleteOutcome.REJECTED_STALE, keepDone: false } } as const;
       const keep = command.keep !== false;
       // DONE not kept: a task found nowhere may have been finished without history (by this attempt or another).
-      if (task === null && !keep) return { task, result: { type: 'complete', outcome: CompleteOutcome.NOT_FOUND, writeEffect: false } };
+      if (task === null && !keep) return { task, result: { type: 'complete', outcome: CompleteOutcome.NOT_FOUND, keepDone: false } };
       if (task === null || task.attempt !== command.attempt) return stale;
       if (task.state === TaskState.CLAIMED) {
         if (task.cancelRequested) {
           return {
             task: { ...task, state: TaskState.CANCELLED, leaseOwner: null, leaseUntil: null, updatedAt: now },
-            result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, writeEffect: false },
+            result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, keepDone: false },
           };
         }
         return {
           task: { ...task, state: TaskState.DONE, result: command.result, lastError: null, leaseOwner: null, leaseUntil: null, updatedAt: now },
-          result: keep ? { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: true } : { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: false, drop: true },
+          result: keep ? { type: 'complete', outcome: CompleteOutcome.DONE, keepDone: true } : { type: 'complete', outcome: CompleteOutcome.DONE, keepDone: false, drop: true },
         };
       }
       // A retried complete after a lost reply: report what that attempt already got.
-      if (task.state === TaskState.DONE) return { task, result: { type: 'complete', outcome: CompleteOutcome.DONE, writeEffect: false } };
+      if (task.state === TaskState.DONE) return { task, result: { type: 'complete', outcome: CompleteOutcome.DONE, keepDone: false } };
       if (task.state === TaskState.CANCELLED && task.cancelRequested) {
-        return { task, result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, writeEffect: false } };
+        return { task, result: { type: 'complete', outcome: CompleteOutcome.CANCELLED_BEFORE_COMMIT, keepDone: false } };
       }
       return stale;
     }

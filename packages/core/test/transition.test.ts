@@ -64,7 +64,7 @@ const extend = (attempt = 1): Command => ({ type: 'extend', attempt, leaseMs: 2_
 const release = (attempt = 1): Command => ({ type: 'release', attempt });
 const cancel: Command = { type: 'cancel' };
 const reclaim: Command = { type: 'reclaim' };
-const STALE_COMPLETE: Result = { type: 'complete', outcome: 'REJECTED_STALE', writeEffect: false };
+const STALE_COMPLETE: Result = { type: 'complete', outcome: 'REJECTED_STALE', keepDone: false };
 const STALE_FAIL: Result = { type: 'fail', result: { outcome: 'REJECTED_STALE' } };
 const NO_CLAIM: Result = { type: 'claim', claimed: false };
 const NO_EXTEND: Result = { type: 'extend', extended: false };
@@ -105,12 +105,12 @@ const ROWS: Row[] = [
   ['extend rejected: missing', null, extend(), NO_EXTEND, UNCHANGED],
 
   // complete: CLAIMED → DONE (effect) or → CANCELLED when requested; retries report the first answer.
-  ['complete: CLAIMED → DONE with effect', claimed(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
-  ['complete: after an earlier failure → DONE, lastError cleared', claimed({ attempt: 2, failures: 1, lastError: LEASE_EXPIRED_ERROR }), complete(2), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, failures: 1, lastError: null, leaseOwner: null, leaseUntil: null }],
-  ['complete: after lease expiry but before reclaim → DONE', claimed({ leaseUntil: T(-1) }), complete(), { type: 'complete', outcome: 'DONE', writeEffect: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
-  ['complete: cancel requested → CANCELLED, no effect', claimed({ cancelRequested: true }), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
-  ['complete retried: DONE stays DONE, no second effect', done(), complete(), { type: 'complete', outcome: 'DONE', writeEffect: false }, UNCHANGED],
-  ['complete retried: cancelled while running', cancelledRunning(), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, UNCHANGED],
+  ['complete: CLAIMED → DONE, kept with its completion', claimed(), complete(), { type: 'complete', outcome: 'DONE', keepDone: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete: after an earlier failure → DONE, lastError cleared', claimed({ attempt: 2, failures: 1, lastError: LEASE_EXPIRED_ERROR }), complete(2), { type: 'complete', outcome: 'DONE', keepDone: true }, { state: 'DONE', result: { ok: true }, failures: 1, lastError: null, leaseOwner: null, leaseUntil: null }],
+  ['complete: after lease expiry but before reclaim → DONE', claimed({ leaseUntil: T(-1) }), complete(), { type: 'complete', outcome: 'DONE', keepDone: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete: cancel requested → CANCELLED, no effect', claimed({ cancelRequested: true }), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', keepDone: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
+  ['complete retried: DONE stays DONE, no second completion', done(), complete(), { type: 'complete', outcome: 'DONE', keepDone: false }, UNCHANGED],
+  ['complete retried: cancelled while running', cancelledRunning(), complete(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', keepDone: false }, UNCHANGED],
   ['complete rejected: stale attempt', claimed({ attempt: 2 }), complete(1), STALE_COMPLETE, UNCHANGED],
   ['complete rejected: attempt from the future', claimed(), complete(2), STALE_COMPLETE, UNCHANGED],
   ['complete rejected: DONE by another attempt', task({ state: 'DONE', attempt: 2 }), complete(1), STALE_COMPLETE, UNCHANGED],
@@ -119,11 +119,11 @@ const ROWS: Row[] = [
   ['complete rejected: DEAD', dead(), complete(3), STALE_COMPLETE, UNCHANGED],
   ['complete rejected: missing', null, complete(), STALE_COMPLETE, UNCHANGED],
   // complete with keep false: the DONE row is dropped (no effect); CANCELLED is kept; a missing task is NOT_FOUND.
-  ['complete keep false: CLAIMED → DONE, dropped, no effect', claimed(), completeDrop(), { type: 'complete', outcome: 'DONE', writeEffect: false, drop: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
-  ['complete keep false: cancel requested → CANCELLED (kept)', claimed({ cancelRequested: true }), completeDrop(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', writeEffect: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
-  ['complete keep false: missing → NOT_FOUND', null, completeDrop(), { type: 'complete', outcome: 'NOT_FOUND', writeEffect: false }, UNCHANGED],
+  ['complete keep false: CLAIMED → DONE, dropped, no effect', claimed(), completeDrop(), { type: 'complete', outcome: 'DONE', keepDone: false, drop: true }, { state: 'DONE', result: { ok: true }, leaseOwner: null, leaseUntil: null }],
+  ['complete keep false: cancel requested → CANCELLED (kept)', claimed({ cancelRequested: true }), completeDrop(), { type: 'complete', outcome: 'CANCELLED_BEFORE_COMMIT', keepDone: false }, { state: 'CANCELLED', leaseOwner: null, leaseUntil: null }],
+  ['complete keep false: missing → NOT_FOUND', null, completeDrop(), { type: 'complete', outcome: 'NOT_FOUND', keepDone: false }, UNCHANGED],
   ['complete keep false rejected: stale attempt', claimed({ attempt: 2 }), completeDrop(1), STALE_COMPLETE, UNCHANGED],
-  ['complete keep false: DONE kept by this attempt → DONE', done(), completeDrop(), { type: 'complete', outcome: 'DONE', writeEffect: false }, UNCHANGED],
+  ['complete keep false: DONE kept by this attempt → DONE', done(), completeDrop(), { type: 'complete', outcome: 'DONE', keepDone: false }, UNCHANGED],
 
   // fail: CLAIMED → SCHEDULED (backoff) / DEAD / CANCELLED.
   ['fail: attempts left → SCHEDULED after backoff', claimed(), fail(), { type: 'fail', result: { outcome: 'SCHEDULED', dueAt: T(200) } }, { state: 'SCHEDULED', dueAt: T(200), failures: 1, lastError: 'boom', leaseOwner: null, leaseUntil: null }],
@@ -315,11 +315,11 @@ describe('transition properties', () => {
     );
   });
 
-  it('an effect is written only on the move CLAIMED → DONE', () => {
+  it('a completion is recorded only on the move CLAIMED → DONE', () => {
     fc.assert(
       fc.property(arbTask, arbCommand, (before, command) => {
         const { task: after, result } = transition(before, command, NOW);
-        const writes = result.type === 'complete' && result.writeEffect;
+        const writes = result.type === 'complete' && result.keepDone;
         expect(writes).toBe(before.state === 'CLAIMED' && after?.state === 'DONE');
       }),
     );

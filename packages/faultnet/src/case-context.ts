@@ -11,6 +11,7 @@ import { TcpProxy } from '@postpone/testkit';
 import type { ChildConfig } from './child/protocol.js';
 import { NegativeControls } from './child/negative/controls.js';
 import pg from 'pg';
+import { createAppEffectTable } from './app-effect.js';
 import { DbInspector } from './db-inspect.js';
 import { spawnHarnessChild, type HarnessChild } from './harness-child.js';
 import { ProcessGroup } from './process-group.js';
@@ -72,7 +73,10 @@ export async function withCaseContext<T>(
     },
   };
   try {
-    if (options.migrate !== false) await store.migrate();
+    if (options.migrate !== false) {
+      await store.migrate();
+      await createAppEffectTable(pool, schema);
+    }
     return await body(ctx);
   } finally {
     await group.killAll();

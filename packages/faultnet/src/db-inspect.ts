@@ -3,6 +3,7 @@
  * say about it).
  */
 import pg from 'pg';
+import { APP_EFFECT_TABLE } from './app-effect.js';
 
 /** A task row as the cases print it. */
 export interface TaskView {
@@ -37,7 +38,8 @@ export class DbInspector {
     const q = pg.escapeIdentifier(schema);
     const columns = 'id, state, attempt, lease_owner, lease_until, due_at, result, last_error';
     this.taskTable = `(select ${columns} from ${q}.task union all select ${columns} from ${q}.task_history)`;
-    this.effectTable = `${pg.escapeIdentifier(schema)}.effect`;
+    // The handler's own effect rows (the seed's `effect` table, the application's since migration 13).
+    this.effectTable = `${pg.escapeIdentifier(schema)}.${APP_EFFECT_TABLE}`;
   }
 
   async task(id: string): Promise<TaskView> {
@@ -52,7 +54,7 @@ export class DbInspector {
     return row;
   }
 
-  /** Effect rows of one task (the product allows at most one), or of all tasks. */
+  /** `app_effect` rows of one task (its primary key allows at most one), or of all tasks. */
   async effects(id?: string): Promise<EffectView[]> {
     const where = id === undefined ? '' : 'where task_id = $1::bigint';
     const { rows } = await this.pool.query<EffectView>(

@@ -1,12 +1,13 @@
 /**
  * The workload every fault case runs, recorded into one history: worker processes (driver, discovery
- * and settings chosen by the case) handle tasks whose completion writes a `history_effect` row in
- * the completing transaction; the test schedules and cancels through the recorder; the fault happens
+ * and settings chosen by the case) handle tasks whose completion writes an `app_effect` row (primary
+ * key) and a `history_effect` row (no unique key) in the completing transaction; the test schedules and cancels through the recorder; the fault happens
  * in between; at the end the effect rows and every task's final row are read and the whole history
  * is judged by {@link checkHistory}.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { APP_EFFECT_TABLE } from './app-effect.js';
 import type { CaseContext } from './case-context.js';
 import type { ChildConfig, ConnectionPlan, HandlerPlan, WorkerSettings } from './child/protocol.js';
 import type { ClaimRecord } from './claims.js';
@@ -187,7 +188,7 @@ export class FaultRun {
       [this.ids],
     );
     const effects = [];
-    for (const table of ['effect', 'history_effect']) {
+    for (const table of [APP_EFFECT_TABLE, 'history_effect']) {
       const { rows } = await this.ctx.pool.query<{ id: string; attempt: number; worker: string }>(
         `select task_id::text as id, attempt, worker from ${q}.${table} where task_id = any($1::bigint[])`,
         [this.ids],

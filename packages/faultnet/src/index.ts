@@ -20,6 +20,7 @@ export * from './process-group.js';
 export * from './harness-child.js';
 export * from './child/index.js';
 export * from './faults/index.js';
+export * from './app-effect.js';
 export * from './db-inspect.js';
 export * from './claims.js';
 export * from './settings.js';

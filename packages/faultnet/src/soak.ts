@@ -230,7 +230,7 @@ export function soakMarkdown(r: SoakReport, when: Date): string {
     `| claims | ${s.claims} (unobserved, from killed workers: ${s.unobservedClaims}) |`,
     `| renewals | ${s.renewals} (refused ${s.renewalsRefused}) |`,
     `| completes / fails / releases / reclaims | ${s.completes} / ${s.fails} / ${s.releases} / ${s.reclaims} |`,
-    `| effect rows (effect + history_effect) | ${s.effects} |`,
+    `| effect rows (app_effect + history_effect) | ${s.effects} |`,
     `| final states | ${JSON.stringify(s.finalStates)} |`,
     `| every task terminal | ${r.allTerminal} (open at end: ${r.openAtEnd}) |`,
     `| worker crashes | ${r.crashed.length === 0 ? 'none' : r.crashed.join('; ')} |`,

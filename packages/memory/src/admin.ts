@@ -116,7 +116,6 @@ export class MemoryAdmin {
       return keepMs !== undefined && t.updatedAt.getTime() < nowMs - keepMs;
     };
     let deleted = 0;
-    let effectsDeleted = 0;
     let batches = 0;
     for (;;) {
       this.ctx.assertOpen();
@@ -125,7 +124,7 @@ export class MemoryAdmin {
         .filter((t) => PRUNABLE_STATES.includes(t.state) && past(t) && !this.ctx.locks.isLocked(t.id))
         .slice(0, p.batchSize);
       for (const task of batch) {
-        if (this.ctx.db.effects.delete(task.id)) effectsDeleted += 1;
+        this.ctx.db.completions.delete(task.id);
         this.ctx.db.tasks.delete(task.id);
         // A retry of this task keeps its `retryOf` (it may point at a pruned task, as in SQL).
         this.#retriedAs.delete(task.id);
@@ -134,7 +133,8 @@ export class MemoryAdmin {
       if (batch.length < p.batchSize) break;
       await Promise.resolve(); // let other calls run between batches, as separate transactions do
     }
-    return { deleted, effectsDeleted, batches };
+    // No legacy `effect` table here (that is PostgreSQL's, written before its migration 13): none deleted.
+    return { deleted, effectsDeleted: 0, batches };
   }
 
   async stats(): Promise<StoreStats> {

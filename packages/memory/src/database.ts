@@ -1,12 +1,12 @@
 /**
- * The in-memory database: committed rows (tasks, effects, the caller's own tables) and write sets
+ * The in-memory database: committed rows (tasks, completions of DONE tasks, the caller's own tables) and write sets
  * that stage one transaction's writes and apply them all at once on commit.
  *
  * Visibility follows PostgreSQL READ COMMITTED (PostgreSQL 17 §13.2.1): a read outside a
  * transaction sees committed rows only; a write set sees committed rows plus its own writes.
  * Constraints are checked when a write is staged (statement time) and again at commit.
  */
-import { type Effect, isTerminal, type Task, type TaskId } from '@postpone/core';
+import { type Completion, isTerminal, type Task, type TaskId } from '@postpone/core';
 import { checkViolation, LEASE_CHECK, leaseCheckHolds, serializationFailure, transactionFinished, uniqueViolation } from './constraints.js';
 
 interface StagedRow {
@@ -20,7 +20,8 @@ type WriteSetStatus = 'open' | 'committed' | 'rolled back';
 /** One transaction's staged writes. Made by {@link MemoryDatabase.begin}. */
 export class WriteSet {
   readonly tasks = new Map<TaskId, Task>();
-  readonly effects = new Map<TaskId, Effect>();
+  /** What the DONE row of `task_history` keeps of its completion (the worker), staged with the DONE. */
+  readonly completions = new Map<TaskId, Completion>();
   readonly rows = new Map<string, Map<string, StagedRow>>();
   /** The committed version of each task this transaction wrote, as first read (undefined for a new one). */
   readonly based = new Map<TaskId, Task | undefined>();
@@ -75,11 +76,10 @@ export class WriteSet {
     return task !== undefined && !isTerminal(task.state) ? task : undefined;
   }
 
-  /** Stages the effect row; at most one per task. @throws StoreError 23505 */
-  insertEffect(effect: Effect): void {
+  /** Stages the completion of a task this write set moves to DONE (kept): the history row's worker and finish time. */
+  recordCompletion(completion: Completion): void {
     this.assertOpen();
-    if (this.db.effects.has(effect.taskId) || this.effects.has(effect.taskId)) throw uniqueViolation('effect', `task_id=${effect.taskId}`);
-    this.effects.set(effect.taskId, effect);
+    this.completions.set(completion.taskId, completion);
   }
 
   /** Stages an INSERT into a caller table. @throws StoreError 23505 when the key exists */
@@ -127,7 +127,8 @@ export class MemoryDatabase {
   readonly tasks = new Map<TaskId, Task>();
   /** The partial unique index `task_key_idx` of docs/contract.md#dedup-keys: (kind, key) → the SCHEDULED or CLAIMED task holding it. */
   readonly liveKeys = new Map<string, TaskId>();
-  readonly effects = new Map<TaskId, Effect>();
+  /** The completion of each DONE task kept (`getCompletion`); deleted with the task by prune. */
+  readonly completions = new Map<TaskId, Completion>();
   readonly tables = new Map<string, Map<string, unknown>>();
   /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
   onCommit: ((ws: WriteSet) => void) | undefined;
@@ -163,7 +164,6 @@ export class MemoryDatabase {
       for (const task of ws.tasks.values()) if (!leaseCheckHolds(task)) throw checkViolation('task', LEASE_CHECK);
       // First committer wins: a task another transaction changed since this one read it is not overwritten.
       for (const [id, based] of ws.based) if (this.tasks.get(id) !== based) throw serializationFailure(id);
-      for (const id of ws.effects.keys()) if (this.effects.has(id)) throw uniqueViolation('effect', `task_id=${id}`);
       for (const task of ws.tasks.values()) {
         const slot = keySlot(task);
         const holder = slot === undefined || isTerminal(task.state) ? undefined : this.liveKeys.get(slot);
@@ -189,7 +189,7 @@ export class MemoryDatabase {
       if (slot !== undefined && !isTerminal(task.state)) this.liveKeys.set(slot, task.id);
       else if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
     }
-    for (const effect of ws.effects.values()) this.effects.set(effect.taskId, effect);
+    for (const completion of ws.completions.values()) this.completions.set(completion.taskId, completion);
     for (const [table, rows] of ws.rows) {
       let committed = this.tables.get(table);
       if (committed === undefined) this.tables.set(table, (committed = new Map()));

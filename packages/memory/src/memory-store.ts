@@ -12,7 +12,7 @@ import {
   type CompleteManyItem,
   type CompleteOutcome,
   type CompleteParams,
-  type Effect,
+  type Completion,
   type ExtendParams,
   type FailParams,
   type FailResult,
@@ -289,8 +289,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       const ws = this.#db.begin();
       const step = this.#stage(ws, id, { type: 'complete', attempt, result, keep }, nowMs);
       const outcome = resultOf(step, 'complete');
-      if (outcome.writeEffect || outcome.drop === true) {
-        if (outcome.writeEffect) ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
+      if (outcome.keepDone || outcome.drop === true) {
+        if (outcome.keepDone) ws.recordCompletion({ taskId: id, attempt, worker: owner, finishedAt: new Date(nowMs) });
         try {
           await work?.(new MemoryTx(ws));
         } catch (error) {
@@ -305,8 +305,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   /**
    * Every item through `transition('complete')` in ONE write set, holding the row locks of all the
-   * items (taken in id order, like the PostgreSQL store): DONE items get their effect row, or with
-   * `keep: false` are deleted (no history, no effect); all commit together. @returns outcomes in input order
+   * items (taken in id order, like the PostgreSQL store): DONE items are kept with their completion, or with
+   * `keep: false` are deleted (no history); all commit together. @returns outcomes in input order
    */
   async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
     this.#assertOpen();
@@ -319,7 +319,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
       const ws = this.#db.begin();
       const outcomes = valid.map(({ id, attempt, owner, result, keep }) => {
         const outcome = resultOf(this.#stage(ws, id, { type: 'complete', attempt, result, keep }, nowMs), 'complete');
-        if (outcome.writeEffect) ws.insertEffect({ taskId: id, attempt, worker: owner, createdAt: new Date(nowMs) });
+        if (outcome.keepDone) ws.recordCompletion({ taskId: id, attempt, worker: owner, finishedAt: new Date(nowMs) });
         return outcome.outcome;
       });
       this.#db.commit(ws);
@@ -397,10 +397,12 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     return task === undefined ? null : structuredClone(task);
   }
 
-  async getEffect(id: TaskId): Promise<Effect | null> {
+  /** The completion of a DONE task kept in history, else null (see core `Store.getCompletion`). @throws ValidationError INVALID_TASK_ID */
+  async getCompletion(id: TaskId): Promise<Completion | null> {
     this.#assertOpen();
-    const effect = this.#db.effects.get(parseTaskId(id));
-    return effect === undefined ? null : structuredClone(effect);
+    const taskId = parseTaskId(id);
+    const completion = this.#db.completions.get(taskId);
+    return completion === undefined || this.#db.tasks.get(taskId)?.state !== 'DONE' ? null : structuredClone(completion);
   }
 
   async countByState(): Promise<StateCounts> {

@@ -70,7 +70,7 @@ describe('row locks', () => {
     finish();
     expect(await completing).toBe(CompleteOutcome.DONE);
     expect(await store.reclaimExpired()).toEqual([]);
-    expect((await store.getEffect(id))?.attempt).toBe(1);
+    expect((await store.getCompletion(id))?.attempt).toBe(1);
   });
 
   it('after a work that throws, the expired lease is reclaimed as usual', async () => {
@@ -110,6 +110,6 @@ describe('row locks', () => {
     ]);
     expect(outcomes).toEqual([CompleteOutcome.DONE, CompleteOutcome.DONE]);
     expect(workCalls).toBe(1);
-    expect(await store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w1' });
+    expect(await store.getCompletion(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w1' });
   });
 });

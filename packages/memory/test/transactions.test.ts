@@ -151,7 +151,7 @@ describe('complete({ work }) with a MemoryTx', () => {
     );
     expectStoreError(error, SqlState.UNIQUE_VIOLATION);
     expect(await store.getTask(id)).toEqual(before);
-    expect(await store.getEffect(id)).toBeNull();
+    expect(await store.getCompletion(id)).toBeNull();
     expect([...store.table('ledger')]).toEqual([['entry-1', 'existing']]);
   });
 

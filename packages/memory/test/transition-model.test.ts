@@ -2,7 +2,7 @@
  * The memory store is core's transition() and nothing else: random command sequences give the same
  * outcomes and the same rows as transition() applied to a plain map (seeded, bounded).
  */
-import { type Command, type Effect, type Result, type Task, type TaskId, TaskState, TestClock, transition } from '@postpone/core';
+import { type Command, type Completion, type Result, type Task, type TaskId, TaskState, TestClock, transition } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, type MemoryStore } from '../src/index.js';
 
@@ -23,13 +23,13 @@ function prng(seed: number): (n: number) => number {
 
 class Model {
   readonly tasks = new Map<TaskId, Task>();
-  readonly effects = new Map<TaskId, Pick<Effect, 'taskId' | 'attempt' | 'worker'>>();
+  readonly completions = new Map<TaskId, Pick<Completion, 'taskId' | 'attempt' | 'worker'>>();
 
   apply(id: TaskId, command: Command, nowMs: number, owner = 'w'): Result {
     const step = transition(this.tasks.get(id) ?? null, command, nowMs);
     if (step.task !== null) this.tasks.set(id, step.task);
-    if (step.result.type === 'complete' && step.result.writeEffect && command.type === 'complete') {
-      this.effects.set(id, { taskId: id, attempt: command.attempt, worker: owner });
+    if (step.result.type === 'complete' && step.result.keepDone && command.type === 'complete') {
+      this.completions.set(id, { taskId: id, attempt: command.attempt, worker: owner });
     }
     return step.result;
   }
@@ -104,23 +104,23 @@ async function runSequence(seed: number): Promise<Record<string, number>> {
     for (const [id, task] of model.tasks) expect(await store.getTask(id), `${label} task ${id}`).toEqual(task);
   }
   for (const id of model.tasks.keys()) {
-    const effect = await store.getEffect(id);
-    expect(effect === null ? null : { taskId: effect.taskId, attempt: effect.attempt, worker: effect.worker }, `seed ${seed} effect ${id}`).toEqual(
-      model.effects.get(id) ?? null,
+    const completion = await store.getCompletion(id);
+    expect(completion === null ? null : { taskId: completion.taskId, attempt: completion.attempt, worker: completion.worker }, `seed ${seed} completion ${id}`).toEqual(
+      model.completions.get(id) ?? null,
     );
   }
   const counts = await store.countByState();
   for (const state of Object.values(TaskState)) expect(counts[state]).toBe([...model.tasks.values()].filter((t) => t.state === state).length);
-  return { ...counts, effects: model.effects.size };
+  return { ...counts, completions: model.completions.size };
 }
 
 describe('memory store = transition() applied to a map', () => {
-  it(`${SEEDS} random sequences of ${STEPS} commands agree on every outcome, row and effect`, async () => {
+  it(`${SEEDS} random sequences of ${STEPS} commands agree on every outcome, row and completion`, async () => {
     const totals: Record<string, number> = {};
     for (let seed = 1; seed <= SEEDS; seed++) {
       for (const [k, n] of Object.entries(await runSequence(seed))) totals[k] = (totals[k] ?? 0) + n;
     }
-    // The sequences reach every state and write effects, so the agreement above is not vacuous.
-    for (const key of [...Object.values(TaskState), 'effects']) expect(totals[key], key).toBeGreaterThan(0);
+    // The sequences reach every state and complete tasks, so the agreement above is not vacuous.
+    for (const key of [...Object.values(TaskState), 'completions']) expect(totals[key], key).toBeGreaterThan(0);
   });
 });

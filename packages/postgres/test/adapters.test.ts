@@ -85,7 +85,7 @@ describe('postgres.js with a column transform', () => {
       expect(claimed).toMatchObject({ id, kind: 'camel', payload: { some_key: 1 }, attempt: 1, maxAttempts: 5 });
       expect(await store.complete({ id, attempt: 1, owner: 'w', result: { done_at: 1 } })).toBe('DONE');
       expect(await store.getTask(id)).toMatchObject({ state: 'DONE', result: { done_at: 1 }, leaseOwner: null, cancelRequested: false });
-      expect(await store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w' });
+      expect(await store.getCompletion(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w' });
     } finally {
       await store.close();
       await sql.end({ timeout: 1 });

@@ -1,7 +1,7 @@
 /**
  * Differential test: random command sequences applied, at the same TestClock times, to the
  * in-memory store (core `transition()` applied directly) and to PostgreSQL (the SQL that mirrors it).
- * Every outcome and the final rows (every column, effect rows, counts) must be identical. Tasks have
+ * Every outcome and the final rows (every column, completions of DONE tasks, counts) must be identical. Tasks have
  * three kinds, two queues and priorities −2..2; claims and peeks select by kinds and queue, and
  * claims may cap kinds (`kindLimits`).
  * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
@@ -343,11 +343,11 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   return cmd.op;
 }
 
-async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Task | null)[]; effects: unknown[]; counts: unknown; schedules: unknown }> {
+async function snapshot(store: Store<any>, count: number): Promise<{ tasks: (Task | null)[]; completions: unknown[]; counts: unknown; schedules: unknown }> {
   const ids = Array.from({ length: count }, (_, i) => String(i + 1));
   return {
     tasks: await Promise.all(ids.map((id) => store.getTask(id))),
-    effects: await Promise.all(ids.map((id) => store.getEffect(id))),
+    completions: await Promise.all(ids.map((id) => store.getCompletion(id))),
     counts: await store.countByState(),
     schedules: await (store as Store<any> & CronStore).listCronSchedules(),
   };

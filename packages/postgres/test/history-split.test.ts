@@ -63,7 +63,7 @@ describe('history_split_outcomes', () => {
       const doneRow = await store.getTask(done.id);
       check(`${driver} getTask DONE`, [doneRow?.state, doneRow?.result], ['DONE', { driver }]);
       if (doneRow?.state === 'DONE') count('getTask_history');
-      check(`${driver} one effect`, (await store.getEffect(done.id))?.attempt, done.attempt);
+      check(`${driver} one effect`, (await store.getCompletion(done.id))?.attempt, done.attempt);
 
       // fail: with attempts left → SCHEDULED (live); the last → DEAD (history); after it, stale.
       const failing = await claim(`fail-${driver}`, 2);
@@ -177,7 +177,8 @@ describe('retention on PostgreSQL: partitions dropped whole, the default partiti
     const dead = await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task_history')} where state <> 'DONE'`);
     const result = await store.prune({ retention: { DONE: 86_400_000 } });
     expect(result.deleted).toBe(before);
-    expect(result.effectsDeleted).toBe(before);
+    // No effect rows since migration 13: none to delete.
+    expect(result.effectsDeleted).toBe(0);
     expect(await doneRows()).toBe(0);
     // DEAD and CANCELLED have no retention here: untouched.
     expect(await admin.query(`select count(*)::int as n from ${admin.t('task_history')} where state <> 'DONE'`)).toEqual(dead);

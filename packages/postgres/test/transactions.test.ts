@@ -80,7 +80,7 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
     expect(sawTx).toBe(true);
     expect(await status(7)).toBe('expired');
     expect(await store.getTask(id)).toMatchObject({ state: 'DONE', result: { expired: 7 }, leaseOwner: null, leaseUntil: null });
-    expect(await store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w1' });
+    expect(await store.getCompletion(id)).toMatchObject({ taskId: id, attempt: 1, worker: 'w1' });
   });
 
   it('a stale complete (attempt 1 after the lease was reclaimed and attempt 2 claimed) never calls work and leaves the row untouched', async () => {
@@ -98,7 +98,7 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
     expect(await store.complete({ id, attempt: 1, owner: 'A', result: 'A', work })).toBe('REJECTED_STALE');
     expect(called).toBe(false);
     expect(await status(8)).toBe('pending');
-    expect(await store.getEffect(id)).toBeNull();
+    expect(await store.getCompletion(id)).toBeNull();
     expect(await store.getTask(id)).toMatchObject({ state: 'CLAIMED', attempt: 2, leaseOwner: 'B' });
   });
 
@@ -123,7 +123,7 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
     }
     expect(thrown).toBe(boom);
     expect(await status(9)).toBe('pending');
-    expect(await store.getEffect(id)).toBeNull();
+    expect(await store.getCompletion(id)).toBeNull();
     expect(await store.getTask(id)).toMatchObject({ state: 'CLAIMED', attempt: 1, leaseOwner: 'w1' });
     // The attempt can still complete.
     expect(await store.complete({ id, attempt: 1, owner: 'w1' })).toBe('DONE');
@@ -140,6 +140,6 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
     }
     expect((thrown as { code?: string }).code).toBe('22012');
     expect(await store.getTask(id)).toMatchObject({ state: 'CLAIMED' });
-    expect(await store.getEffect(id)).toBeNull();
+    expect(await store.getCompletion(id)).toBeNull();
   });
 });

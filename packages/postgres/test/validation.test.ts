@@ -95,12 +95,12 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     expect(await admin.count()).toBe(3);
   });
 
-  it.each(BAD_IDS)('malformed id %j → INVALID_TASK_ID for cancel, getTask, getEffect, extend, complete, fail, release', async (id) => {
+  it.each(BAD_IDS)('malformed id %j → INVALID_TASK_ID for cancel, getTask, getCompletion, extend, complete, fail, release', async (id) => {
     await store.schedule({ kind: 'k' });
     const calls: (() => unknown)[] = [
       () => store.cancel(id as string),
       () => store.getTask(id as string),
-      () => store.getEffect(id as string),
+      () => store.getCompletion(id as string),
       () => store.extend({ id: id as string, attempt: 1, leaseMs: 1_000 }),
       () => store.complete({ id: id as string, attempt: 1, owner: 'w' }),
       () => store.fail({ id: id as string, attempt: 1, error: 'e', backoffMs: 0 }),
@@ -136,7 +136,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
     const error = await captureError(() => store.complete({ id, attempt: claimed?.attempt ?? 0, owner: 'w', result: { n: 1n } }));
     expect((error as ValidationError).code).toBe('INVALID_RESULT');
     expect((await store.getTask(id))?.state).toBe('CLAIMED');
-    expect(await store.getEffect(id)).toBeNull();
+    expect(await store.getCompletion(id)).toBeNull();
   });
 
   it('fail with negative backoff → INVALID_OPTION; the task stays CLAIMED', async () => {
@@ -175,7 +175,7 @@ describe.each(DRIVERS)('bad input (%s)', (driver) => {
       () => closing.reclaimExpired(),
       () => closing.peekDue({ withinMs: 0 }),
       () => closing.getTask(id),
-      () => closing.getEffect(id),
+      () => closing.getCompletion(id),
       () => closing.countByState(),
       () => closing.now(),
       () => closing.listen(() => {}),

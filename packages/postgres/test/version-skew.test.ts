@@ -4,20 +4,20 @@
  * names the session (`log_line_prefix` `%p|%e|`), so every error is counted per connection and statement.
  *
  * - A future migration under running workers (prepared statements on, both drivers): a column added
- *   to `task` and `task_history` with a default and a migration row 13 recorded, then a column the
+ *   to `task` and `task_history` with a default and a migration row `SCHEMA_VERSION` + 1 recorded, then a column the
  *   code does not read dropped. The workers (claim, renew, fail once, complete) go on; a worker
- *   started after the migration checks the schema (13, code 12) and runs. Every task DONE exactly
+ *   started after the migration checks the schema (`SCHEMA_VERSION` + 1, code `SCHEMA_VERSION`) and runs. Every task DONE exactly
  *   once, no call failed, and no statement failed twice on one connection (0A000 or otherwise).
  * - Controls: a prepared `select t.*` fails with 0A000 "cached plan must not change result type" on
  *   every execution on its connection after a column is added (node-postgres never re-prepares it);
  *   the same text through the store's drivers fails once per connection and is retried on a fresh
  *   statement (autocommit and in a transaction).
- * - New code against a schema behind what it needs (`MIN_SCHEMA_VERSION` − 1 = 10; no `min_reader`
+ * - New code against a schema behind what it needs (`MIN_SCHEMA_VERSION` − 1; on 10 and before no `min_reader`
  *   column): `checkSchema`, `claim` and `reclaimExpired` throw `SchemaVersionError` `SCHEMA_BEHIND`
- *   naming 10 and 11; no task touched; after `migrate()` they run. (On 11 this code runs: migration
- *   12 is applied under running workers in `migrate_concurrently`.)
- * - A schema whose newest migration needs newer code (`min_reader` 13): `SCHEMA_TOO_NEW` naming 13
- *   and 12; and a schema ahead that dropped a column this code reads: the claim's 42703 becomes
+ *   naming both; no task touched; after `migrate()` they run. (Since migration 13 this code needs
+ *   the newest schema: its complete writes `task_history.finished_by`.)
+ * - A schema whose newest migration needs newer code (`min_reader` `SCHEMA_VERSION` + 1): `SCHEMA_TOO_NEW` naming it
+ *   and this code's; and a schema ahead that dropped a column this code reads: the claim's 42703 becomes
  *   `SCHEMA_TOO_NEW` naming both.
  */
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
@@ -231,7 +231,7 @@ describe('evidence: version_skew', () => {
       await kit.close();
     });
 
-    it('column added (migration 13 recorded), then a column dropped: every task DONE once, no failed call, no statement failed twice on a connection', { timeout: 60_000 }, async () => {
+    it(`column added (migration ${SCHEMA_VERSION + 1} recorded), then a column dropped: every task DONE once, no failed call, no statement failed twice on a connection`, { timeout: 60_000 }, async () => {
       const TASKS = 240;
       const stores: PostgresStore<any>[] = [];
       const newStore = () => {
@@ -326,14 +326,14 @@ commit`);
       const [counts] = (
         await admin.query(`select (select count(*)::int from ${q}.task_history where state = 'DONE') as done,
           (select count(*)::int from ${q}.task) as live,
-          (select count(*)::int from ${q}.effect) as effects,
+          (select count(*)::int from ${q}.task_history where state = 'DONE' and finished_by is not null) as completions,
           (select count(*)::int from (select id from ${q}.task_history group by id having count(*) > 1) d) as duplicates,
           (select count(*)::int from ${q}.task_history where future_note = 'n') as withdefault`)
       ).rows;
       const twice = [...completions.values()].filter((n) => n > 1).length;
-      check(counts.done === TASKS && counts.live === 0 && counts.effects === TASKS && counts.duplicates === 0 && twice === 0, `${driver}_done`, counts.done);
+      check(counts.done === TASKS && counts.live === 0 && counts.completions === TASKS && counts.duplicates === 0 && twice === 0, `${driver}_done`, counts.done);
       fields[`${driver}_tasks`] = TASKS;
-      fields[`${driver}_effects`] = counts.effects;
+      fields[`${driver}_completions`] = counts.completions;
       fields[`${driver}_duplicates`] = counts.duplicates + twice;
       check(failedCalls.length === 0, `${driver}_failedCalls`, failedCalls.length);
       fields[`${driver}_serverErrors`] = errors.length;
@@ -341,7 +341,7 @@ commit`);
       fields[`${driver}_retriedNoVerdict`] = Object.entries(retried).map(([k, n]) => `${k}x${n}`).join('+') || 0;
       check(twiceOnConnection === 0, `${driver}_failedTwiceOnAConnection`, twiceOnConnection);
       expect(failedCalls).toEqual([]);
-      expect(counts).toMatchObject({ done: TASKS, live: 0, effects: TASKS, duplicates: 0, withdefault: TASKS });
+      expect(counts).toMatchObject({ done: TASKS, live: 0, completions: TASKS, duplicates: 0, withdefault: TASKS });
       expect(twice).toBe(0);
       expect(twiceOnConnection).toBe(0);
     });
@@ -371,7 +371,7 @@ commit`);
         const [untouched] = (await admin.query(`select count(*) filter (where state = 'SCHEDULED' and attempt = 0)::int as n from ${q}.task`)).rows;
         check(untouched.n === 5, `${driver}_behindTasksUntouched`, untouched.n);
         const migrated = await store.migrate();
-        expect(migrated.applied).toEqual(Array.from({ length: SCHEMA_VERSION - MIN_SCHEMA_VERSION + 1 }, (_, i) => MIN_SCHEMA_VERSION + i));
+        expect(migrated.applied).toEqual(migrations(schema).map((m) => m.version).filter((v) => v >= MIN_SCHEMA_VERSION));
         const claimed = await store.claim({ owner: 'new', limit: 10, leaseMs: 30_000 });
         check(claimed.length === 5, `${driver}_claimedAfterMigrate`, claimed.length);
         const [row] = (await admin.query(`select min_reader from ${q}.migration where version = $1`, [SCHEMA_VERSION])).rows;

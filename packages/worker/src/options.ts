@@ -110,7 +110,7 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * Give every worker that claims the kind the same caps: a claim applies only its own. Default: none.
    */
   readonly kindConcurrency?: Readonly<Record<string, number>>;
-  /** Worker identity stored as `lease_owner` and in effect rows, 1..200 characters (default `<host>-<pid>-<random>`). */
+  /** Worker identity stored as `lease_owner` and with each DONE in history (`getCompletion`), 1..200 characters (default `<host>-<pid>-<random>`). */
   readonly id?: string;
   /**
    * Most tasks running at once; each claim asks for the free slots only. 1..10 000 (default 10).
@@ -161,9 +161,9 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly random?: RandomSource;
   /**
    * Keep DONE tasks in history (default true: every completion moves the task to `task_history`
-   * with its effect row, pruned by `retention`). `false` — DONE not kept, for this worker's queue
+   * with its completion, pruned by `retention`). `false` — DONE not kept, for this worker's queue
    * (as graphile-worker, or BullMQ's `removeOnComplete`): each completion is the fenced delete of
-   * the live row alone (`keep: false` of complete / completeMany), no history row, no effect row.
+   * the live row alone (`keep: false` of complete / completeMany), no history row.
    * What is given up (docs/contract.md#done-not-kept): a repeated complete after a lost reply
    * answers NOT_FOUND instead of DONE (the worker counts it finished), cancel after completion
    * answers NOT_FOUND instead of TOO_LATE, and `getTask` forgets the task. DEAD and CANCELLED are
@@ -191,7 +191,7 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * Most completions sent in one `store.completeMany`, 1..10 000 (default 50). A handler that settles
    * without `onCompleteTx` writes has its fenced complete queued; the queue is sent when it holds this
    * many, or `completeBatchDelayMs` after its first entry. Each task keeps its own outcome, events and
-   * effect row; its slot frees when the batch is acknowledged. A handler with `onCompleteTx` writes is
+   * history row; its slot frees when the batch is acknowledged. A handler with `onCompleteTx` writes is
    * always completed alone with `store.complete` (its writes need their own transaction). 1 turns
    * batching off: every completion uses `store.complete`, as before.
    */

@@ -1,6 +1,6 @@
 /**
  * The worker's scheduled prune (option `prune`): every `everyMs` it deletes history — DONE, CANCELLED
- * and DEAD tasks, with their effect rows — finished more than `olderThanMs` before the store's now,
+ * and DEAD tasks — finished more than `olderThanMs` before the store's now,
  * or past its state's `retention` (docs/contract.md#retention), through `store.prune` (bounded
  * batches or whole partitions, each its own short transaction; core `PruneParams`).
  *

@@ -1,6 +1,6 @@
 /**
  * Completion batching: handlers without same-transaction writes are completed together with one
- * `store.completeMany`; each task still gets its own fenced outcome, events and effect row; a task
+ * `store.completeMany`; each task still gets its own fenced outcome, events and completion; a task
  * with `onCompleteTx` writes keeps its own `store.complete`. Real stores behind a counting proxy.
  */
 import { createMemoryStore } from '@postpone/memory';
@@ -53,7 +53,7 @@ describe.each([
     return (await store.scheduleMany(Array.from({ length: n }, (_, i) => ({ kind, payload: { i } })))).map((t) => t.id);
   }
 
-  it(`${N} quick handlers are completed with ONE completeMany, each DONE with its result and one effect`, async () => {
+  it(`${N} quick handlers are completed with ONE completeMany, each DONE with its result and one completion`, async () => {
     h = await makeHarness();
     const counted = countCompletes(h.store);
     const outcomes = new Map<string, CompleteOutcome>();
@@ -66,7 +66,7 @@ describe.each([
     expect([...outcomes.values()]).toEqual(Array(N).fill('DONE'));
     for (const [i, id] of ids.entries()) {
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: { n: i }, leaseOwner: null });
-      expect(await h.store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: worker.id });
+      expect(await h.store.getCompletion(id)).toMatchObject({ taskId: id, attempt: 1, worker: worker.id });
     }
   });
 
@@ -106,8 +106,8 @@ describe.each([
     expect(stale).toEqual([`${lost}:complete`]);
     expect(await h.store.getTask(lost)).toMatchObject({ state: TaskState.CLAIMED, attempt: 2, leaseOwner: 'other-worker' });
     expect(await h.store.getTask(cancelled)).toMatchObject({ state: TaskState.CANCELLED });
-    for (const id of [lost, cancelled]) expect(await h.store.getEffect(id)).toBeNull();
-    for (const id of [a, b]) expect(await h.store.getEffect(id)).toMatchObject({ attempt: 1, worker: worker.id });
+    for (const id of [lost, cancelled]) expect(await h.store.getCompletion(id)).toBeNull();
+    for (const id of [a, b]) expect(await h.store.getCompletion(id)).toMatchObject({ attempt: 1, worker: worker.id });
   });
 
   it('a handler with onCompleteTx writes keeps its own complete (same transaction); the others share a completeMany', async () => {
@@ -134,7 +134,7 @@ describe.each([
     expect(await harness.bookings()).toEqual([{ taskId: booked, attempt: 1 }]);
     for (const id of [...plain, booked]) {
       expect((await harness.store.getTask(id))?.state).toBe(TaskState.DONE);
-      expect(await harness.store.getEffect(id)).toMatchObject({ attempt: 1 });
+      expect(await harness.store.getCompletion(id)).toMatchObject({ attempt: 1 });
     }
   });
 

@@ -1,6 +1,6 @@
 /**
  * DONE not kept (options `keepDone`, `keepDoneByKind`; docs/contract.md#done-not-kept): the worker
- * completes with `keep: false`, so a finished task leaves the store with no history and no effect
+ * completes with `keep: false`, so a finished task leaves the store with no history and no completion
  * row; a completion that answers NOT_FOUND (the row is already gone, e.g. a retry after a lost
  * reply) counts as finished — a `completed` event, never a failure or a retry. Real stores.
  */
@@ -68,14 +68,14 @@ describe.each([
     for (const id of [...quick, booked]) {
       expect(recorded.keeps.get(id)).toBe(false);
       expect(await h.store.getTask(id)).toBeNull();
-      expect(await h.store.getEffect(id)).toBeNull();
+      expect(await h.store.getCompletion(id)).toBeNull();
     }
     // The handler's own write committed with the fenced delete.
     expect(await h.bookings()).toEqual([{ taskId: booked, attempt: 1 }]);
-    // The kind kept by keepDoneByKind: the flag is not sent, the task is in history with its effect.
+    // The kind kept by keepDoneByKind: the flag is not sent, the task is in history with its completion.
     expect(recorded.keeps.get(audited)).toBeUndefined();
     expect(await h.store.getTask(audited)).toMatchObject({ state: TaskState.DONE, result: 'kept' });
-    expect(await h.store.getEffect(audited)).toMatchObject({ attempt: 1, worker: worker.id });
+    expect(await h.store.getCompletion(audited)).toMatchObject({ attempt: 1, worker: worker.id });
     expect(await h.store.getTask(broken)).toMatchObject({ state: TaskState.DEAD });
     expect(await h.store.countByState()).toMatchObject({ DONE: 1, DEAD: 1, SCHEDULED: 0, CLAIMED: 0 });
   });

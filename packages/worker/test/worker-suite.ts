@@ -44,7 +44,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
   });
 
   describe('completing', () => {
-    it('runs the handler by kind: result stored, effect row and same-transaction write committed with DONE', async () => {
+    it('runs the handler by kind: result stored, its completion and same-transaction write committed with DONE', async () => {
       const { id } = await h.store.schedule({ kind: 'book', payload: { n: 7 } });
       const w = worker({
         handlers: {
@@ -61,7 +61,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect(event?.outcome).toBe('DONE');
       expect(event?.result).toEqual({ doubled: 14, key: `task-${id}`, worker: w.id });
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, attempt: 1, result: { doubled: 14, key: `task-${id}` } });
-      expect(await h.store.getEffect(id)).toMatchObject({ taskId: id, attempt: 1, worker: w.id });
+      expect(await h.store.getCompletion(id)).toMatchObject({ taskId: id, attempt: 1, worker: w.id });
       expect(await h.bookings()).toEqual([{ taskId: id, attempt: 1 }]);
       await w.idle();
       expect(w.inFlight).toBe(0);
@@ -136,7 +136,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((await completed)[0]?.outcome).toBe('REJECTED_STALE');
       expect((await stale)[0]?.operation).toBe('complete');
       expect(await h.bookings()).toEqual([]);
-      expect(await h.store.getEffect(id)).toBeNull();
+      expect(await h.store.getCompletion(id)).toBeNull();
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.CLAIMED, attempt: 2, leaseOwner: 'other-worker', result: null });
       // The current holder still completes, with its own write.
       const outcome = await h.store.complete({ id, attempt: 2, owner: 'other-worker', result: 'b', work: (tx) => h.writeBooking(tx, { taskId: id, attempt: 2 }) });
@@ -146,7 +146,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
   });
 
   describe('failing', () => {
-    it('retries after backoffBaseMs × 2^(attempt−1) and completes at attempt 3 with one effect', async () => {
+    it('retries after backoffBaseMs × 2^(attempt−1) and completes at attempt 3 with one completion', async () => {
       const w = worker({
         backoffBaseMs: 50,
         handlers: {
@@ -173,11 +173,11 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((at[2] ?? 0) - (at[1] ?? 0)).toBeGreaterThanOrEqual(100);
       for (const c of claims) expect(c.task.claimedAt.getTime()).toBeGreaterThanOrEqual(c.task.dueAt.getTime());
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, attempt: 3, result: 3 });
-      expect(await h.store.getEffect(id)).toMatchObject({ attempt: 3 });
+      expect(await h.store.getCompletion(id)).toMatchObject({ attempt: 3 });
       expect(await h.bookings()).toEqual([{ taskId: id, attempt: 3 }]);
     });
 
-    it('moves a task out of attempts to DEAD with no effect', async () => {
+    it('moves a task out of attempts to DEAD with no completion', async () => {
       const w = worker({
         handlers: {
           book: async (task: Book, ctx) => {
@@ -197,7 +197,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
         [3, 'DEAD'],
       ]);
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DEAD, attempt: 3, lastError: 'Error: always fails' });
-      expect(await h.store.getEffect(id)).toBeNull();
+      expect(await h.store.getCompletion(id)).toBeNull();
       expect(await h.bookings()).toEqual([]);
     });
 
@@ -315,7 +315,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
         const task = await h.store.getTask(s.id);
         expect(task?.state).toBe(TaskState.DEAD);
         expect(task?.lastError).toMatch(/^ValidationError \[INVALID_RESULT\]: result/);
-        expect(await h.store.getEffect(s.id)).toBeNull();
+        expect(await h.store.getCompletion(s.id)).toBeNull();
       }
       expect(await h.bookings()).toEqual([]);
     });
@@ -337,7 +337,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       await w.runOnce();
       expect((await failed)[0]?.error).toBe('Error: write refused');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DEAD, lastError: 'Error: write refused' });
-      expect(await h.store.getEffect(id)).toBeNull();
+      expect(await h.store.getCompletion(id)).toBeNull();
       expect(await h.bookings()).toEqual([]);
     });
   });
@@ -413,7 +413,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect(lines.map((l) => l.msg)).toContain('cancel requested; aborting the handler');
     });
 
-    it('aborts the signal on a cancel request; the task ends CANCELLED with no effect', async () => {
+    it('aborts the signal on a cancel request; the task ends CANCELLED with no completion', async () => {
       const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 } });
       const started = gate();
       const w = worker({
@@ -436,7 +436,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((await lost)[0]?.reason).toBe('cancel-requested');
       expect((await completed)[0]?.outcome).toBe('CANCELLED_BEFORE_COMMIT');
       expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.CANCELLED });
-      expect(await h.store.getEffect(id)).toBeNull();
+      expect(await h.store.getCompletion(id)).toBeNull();
       expect(await h.bookings()).toEqual([]);
     });
 
@@ -520,7 +520,7 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect((await reclaimed)[0]?.task).toEqual({ id, attempt: 1, outcome: 'SCHEDULED' });
       const [done] = await completed;
       expect([done?.outcome, done?.task.attempt]).toEqual(['DONE', 2]);
-      expect(await h.store.getEffect(id)).toMatchObject({ attempt: 2, worker: 'rescuer' });
+      expect(await h.store.getCompletion(id)).toMatchObject({ attempt: 2, worker: 'rescuer' });
       // The holder wakes up and reports: the store rejects it, nothing of attempt 1 commits.
       const stale = waitForEvent(holder, 'completed');
       frozen.open();

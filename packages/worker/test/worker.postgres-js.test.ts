@@ -29,7 +29,7 @@ describe('worker on PostgreSQL (postgres.js)', () => {
     expect((await completed)[0]?.outcome).toBe('DONE');
     await worker.stop({ timeoutMs: 0 });
     expect(await h.store.getTask(id)).toMatchObject({ state: TaskState.DONE, result: 4 });
-    expect(await h.store.getEffect(id)).toMatchObject({ attempt: 1, worker: worker.id });
+    expect(await h.store.getCompletion(id)).toMatchObject({ attempt: 1, worker: worker.id });
     expect(await h.bookings()).toEqual([{ taskId: id, attempt: 1 }]);
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The SQL-only ceiling of Postpone's schema: `processes` worker processes (on the workers' Node.js),
  * one `pg` connection each, drive the store's own claim (`taskClaim`, limit = batch) and batched
- * fenced completion with its effect rows (`taskCompleteManyFenced`) as named prepared statements in a
+ * fenced completion (`taskCompleteManyFenced`, the move to history) as named prepared statements in a
  * tight loop until the queue is empty — no handler, no lease renewal, no IPC per task, no worker
  * logic. Statements are imported from `@postpone/postgres`, never copied. The clock runs from "go"
  * (every process connected) to the last process finding the queue empty; fork start-up is outside
  * it. Every guarantee of a completion is kept: the claim's row lock and lease, the attempt fence,
- * the effect row in the completing statement. With `--done-not-kept` (`POSTPONE_BENCH_DONE=not-kept`)
- * the completion is `taskCompleteManyDrop` instead: the fenced delete alone, no history, no effect row
+ * the history row in the completing statement (no effect row since migration 13). With `--done-not-kept` (`POSTPONE_BENCH_DONE=not-kept`)
+ * the completion is `taskCompleteManyDrop` instead: the fenced delete alone, no history
  * (docs/contract.md#done-not-kept).
  */
 import { type ChildProcess, fork } from 'node:child_process';

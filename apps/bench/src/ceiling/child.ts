@@ -1,6 +1,6 @@
 /**
  * Entry point of a ceiling process (forked by `ceiling.ts` with an IPC channel): one `pg` client,
- * Postpone's claim (`taskClaim`) and batched fenced completion with its effect rows
+ * Postpone's claim (`taskClaim`) and batched fenced completion (the move to history)
  * (`taskCompleteManyFenced`) as named prepared statements, in a tight loop until a claim comes back
  * empty. No handler, no lease renewal, no worker logic. Config in `POSTPONE_CEILING_CHILD` (JSON).
  */
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const kinds = JSON.stringify([config.kind]);
   // The store's claim parameters: now (null: the server's), owner, lease ms, limit, queue, kinds.
   const claim = { name: 'ceiling_claim', text: sql.taskClaim };
-  // DONE kept: the move to history with its effect row; not kept: the fenced delete alone ($1 the items).
+  // DONE kept: the move to history (with the worker, no effect row since migration 13); not kept: the fenced delete alone ($1 the items).
   const complete = config.keepDone ? { name: 'ceiling_complete_many', text: sql.taskCompleteManyFenced } : { name: 'ceiling_complete_drop', text: sql.taskCompleteManyDrop };
   let stopped = false;
   process.on('disconnect', () => {

@@ -9,7 +9,7 @@ export interface CeilingChildConfig {
   readonly batch: number;
   readonly owner: string;
   readonly leaseMs: number;
-  /** False: complete with `taskCompleteManyDrop` (DONE not kept: the fenced delete alone, no history, no effect row). */
+  /** False: complete with `taskCompleteManyDrop` (DONE not kept: the fenced delete alone, no history). */
   readonly keepDone: boolean;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The claim while `prune` deletes finished history (issue 15: "claim cost stays flat while it runs").
  *
- * One schema: `finished` terminal tasks finished a day ago (80 % DONE with their effect rows, 10 %
+ * One schema: `finished` terminal tasks finished a day ago (80 % DONE with their worker, 10 %
  * CANCELLED, 10 % DEAD; bulk insert, then `VACUUM (ANALYZE)`), 1 000 tasks not yet due, and a
  * trickle of due tasks. A probe schedules `trickle` tasks due now, runs the store's claim statement
  * once under `EXPLAIN (ANALYZE, BUFFERS)` (rolled back), then claims for real (limit 10, timed at the
@@ -12,7 +12,7 @@
  * Why it should stay flat: the claim reads `task_claim_idx`, a partial index of SCHEDULED rows only
  * (PostgreSQL 17 §11.8), which a DELETE of finished rows never touches (a DELETE adds no index
  * entries; VACUUM later removes the old ones, §24.1.2). Each prune batch is its own statement taking
- * `ROW EXCLUSIVE` on `task` and `effect` — the lock every UPDATE takes, which conflicts only with
+ * `ROW EXCLUSIVE` on `task` and `effect` (the legacy table prune still cleans) — the lock every UPDATE takes, which conflicts only with
  * SHARE and stronger (§13.3.1) — and row locks on finished rows only, with `SKIP LOCKED`, so it never
  * waits for a claim and a claim never waits for it. A sampler reads `pg_locks` during the prune: the
  * lock modes the prune's backend holds, and any lock the claim side's backends wait for.
@@ -53,7 +53,7 @@ export interface PrunePhase {
 export interface PruneUnderLoadResult {
   /** Finished tasks inserted (the history prune should delete). */
   readonly finished: number;
-  /** Effect rows inserted with them. */
+  /** Legacy effect rows inserted with them (0: completions write none since migration 13). */
   readonly effects: number;
   readonly notDue: number;
   /** Tasks scheduled due now before each probe. */

@@ -54,6 +54,9 @@ export class WorkerProcesses {
       const proc = fork(CHILD_SCRIPT, [], {
         env: { ...process.env, POSTPONE_BENCH_CHILD: JSON.stringify({ ...config, workerId }) },
         execPath,
+        // POSTPONE_BENCH_CPU_PROF=dir: each process writes a V8 CPU profile there when it exits
+        // (`node --cpu-prof`); `node apps/bench/dist/report/cpu-profile.js dir` sums it up.
+        execArgv: process.env.POSTPONE_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.POSTPONE_BENCH_CPU_PROF}`] : [],
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
         serialization: 'advanced',
       });

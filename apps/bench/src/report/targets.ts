@@ -20,7 +20,7 @@ export interface TargetStatus {
 
 /** Throughput ≥ 1.5 × the best peer, at the largest process count measured. */
 function throughputTarget(r: BenchResults): TargetStatus {
-  const target = 'Throughput ≥ 1.5 × the best peer tuned, direct connection, Node.js 24 (same run, fencing and effect row kept)';
+  const target = 'Throughput ≥ 1.5 × the best peer tuned, direct connection, Node.js 24 (same run, fencing and history kept)';
   const section = r.throughput?.at(-1);
   if (!section) return { target, state: 'not measured', measured: 'throughput not run', limits: '' };
   const rows = onWorkerNode(throughputRows(section.contenders));
@@ -34,7 +34,7 @@ function throughputTarget(r: BenchResults): TargetStatus {
   const ceilingServerMs = summarizeRounds((r.ceiling ?? []).map((c) => c.points.find((p) => p.batch === CEILING_REFERENCE_BATCH)?.serverMsPerTask ?? Number.NaN)).median;
   const parts = [
     `missed by ${times(1.5 / x)} (needs ${num(1.5 * peer.tasksPerSecond.median)} tasks/s)`,
-    `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (its share of one claim and of one batched fenced completion, \`completeMany\`: the fenced UPDATE and the effect rows in one statement), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
+    `per task Postpone sends ${num(self.statementsPerTask, 2)} statements (its share of one claim and of one batched fenced completion, \`completeMany\`: the fenced move to history in one statement), costing ${num(self.serverMsPerTask, 3)} ms of server time and ${num(self.workerCpuMsPerTask, 3)} ms of worker CPU; ${peer.label} sends ${num(peer.statementsPerTask, 3)} statements, ${num(peer.serverMsPerTask, 3)} ms server, ${num(peer.workerCpuMsPerTask, 3)} ms worker CPU (see the profile)`,
   ];
   const selfCost = self.serverMsPerTask + self.workerCpuMsPerTask;
   const peerCost = peer.serverMsPerTask + peer.workerCpuMsPerTask;
@@ -43,7 +43,7 @@ function throughputTarget(r: BenchResults): TargetStatus {
     parts.push(
       `on ${r.meta.cores} cores the database and the worker processes share the CPU, so the rate follows the CPU each task costs, server and worker together: ${self.label} ${num(selfCost, 3)} ms, ${peer.label} ${num(peerCost, 3)} ms; 1.5 × the peer's rate leaves at most two thirds of the peer's cost per task, ${num(need, 3)} ms${
         need < self.serverMsPerTask
-          ? `, less than Postpone's server time alone (${num(self.serverMsPerTask, 3)} ms): per task the server writes the claim (the row to CLAIMED, a new row version with its index entries), the move to history (the DELETE from \`task\` and the INSERT into \`task_history\` with its index entries) and the effect row with its primary key — writes a peer without a history table or effect rows does not make, and which the guarantees need (one effect per task enforced by the database; DONE-again, cancel's outcomes and \`getTask\` reading finished tasks from history)`
+          ? `, less than Postpone's server time alone (${num(self.serverMsPerTask, 3)} ms): per task the server writes the claim (the row to CLAIMED, a new row version with its index entries) and the move to history (the DELETE from \`task\` and the INSERT into \`task_history\` with its index entries) — writes a peer without a history table does not make, and which the guarantees need (one DONE per task enforced by the fenced delete; DONE-again, cancel's outcomes and \`getTask\` reading finished tasks from history)`
           : ''
       }`,
     );
@@ -53,7 +53,7 @@ function throughputTarget(r: BenchResults): TargetStatus {
   }
   if (Number.isFinite(ceiling)) {
     parts.push(
-      `the SQL-only ceiling of the schema (claim + \`completeMany\` with effect rows, batches of ${CEILING_REFERENCE_BATCH}, ${r.meta.sizes.ceiling.processes} processes) is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer); Postpone reaches ${times(ratio(self.tasksPerSecond.median, ceiling))} of it, and the rest is the worker's own cost per task${
+      `the SQL-only ceiling of the schema (claim + \`completeMany\`, the move to history, batches of ${CEILING_REFERENCE_BATCH}, ${r.meta.sizes.ceiling.processes} processes) is ${num(ceiling)} tasks/s (${times(ratio(ceiling, peer.tasksPerSecond.median))} the best peer); Postpone reaches ${times(ratio(self.tasksPerSecond.median, ceiling))} of it, and the rest is the worker's own cost per task${
         ceiling < 1.5 * peer.tasksPerSecond.median
           ? `. In this run the ceiling itself is below 1.5 × the best peer: its loop keeps one statement in flight per connection (claim, then complete, in series), so on a loaded machine (load average ${num(r.meta.loadAverage.start, 1)} at the start) each round trip's wait sets its pace${
               Number.isFinite(ceilingServerMs)

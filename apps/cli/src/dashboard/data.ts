@@ -1,15 +1,15 @@
 /**
  * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
- * `getTaskRecord`, `getEffect`): the live counts, the tasks due in the next hour, and the lateness of
+ * `getTaskRecord`, `getCompletion`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Effect, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
+import type { Completion, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
 import { MAX_LIST_LIMIT } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getEffect' | 'retry' | 'cancel'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;
@@ -61,7 +61,8 @@ export interface Overview {
 
 export interface TaskDetail {
   readonly task: TaskRecord;
-  readonly effect: Effect | null;
+  /** What history says of its DONE (attempt, worker, finish time); null unless DONE and kept. */
+  readonly completion: Completion | null;
 }
 
 /** Counts the SCHEDULED tasks due in `[now, now + 1 h)` per minute, keyset page by page (bounded). */
@@ -108,9 +109,9 @@ export async function overview(store: DashboardStore): Promise<Overview> {
   return { stats, unclaimed, due, lateness };
 }
 
-/** A task with its effect row, or null when there is no such task. */
+/** A task with its completion, or null when there is no such task. */
 export async function taskDetail(store: DashboardStore, id: string): Promise<TaskDetail | null> {
   const task = await store.getTaskRecord(id);
   if (task === null) return null;
-  return { task, effect: await store.getEffect(id) };
+  return { task, completion: await store.getCompletion(id) };
 }

@@ -110,7 +110,7 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <dt>payload</dt><dd><pre id="detail-payload"></pre></dd>
     <dt>result</dt><dd><pre id="detail-result"></pre></dd>
     <dt>progress</dt><dd><pre id="detail-progress"></pre></dd>
-    <dt>effect</dt><dd id="detail-effect"></dd>
+    <dt>completed</dt><dd id="detail-completion"></dd>
   </dl>
 </section>
 </main>

@@ -5,7 +5,7 @@
  * Routes: `GET /` the page; `GET /assets/…` its script, style sheet and Chart.js (served from the
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
- * `GET /api/tasks/:id` one task with its effect; `POST /api/tasks/:id/retry` and
+ * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
  * `POST /api/tasks/:id/cancel` the two writing actions.
  *
  * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,

@@ -13,18 +13,36 @@ import { describe, expect, it } from 'vitest';
 
 export function historyCases(h: HarnessRef): void {
   describe('live and history apart', () => {
-    it('complete: DONE, then DONE again for that attempt, a stale attempt refused; one effect, getTask finds the DONE row', async () => {
+    it('complete: DONE, then DONE again for that attempt, a stale attempt refused; one completion, getTask finds the DONE row', async () => {
       const { store } = h();
       const c = await scheduleAndClaim(store, { kind: 'h-done' });
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: { n: 1 } })).toBe(CompleteOutcome.DONE);
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1', result: { n: 2 } })).toBe(CompleteOutcome.DONE);
       expect(await store.complete({ id: c.id, attempt: c.attempt + 1, owner: 'w1' })).toBe(CompleteOutcome.REJECTED_STALE);
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DONE, attempt: 1, result: { n: 1 }, leaseOwner: null, leaseUntil: null });
-      expect(await store.getEffect(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
+      expect(await store.getCompletion(c.id)).toMatchObject({ taskId: c.id, attempt: 1, worker: 'w1' });
       expect(await store.countByState()).toEqual(stateCounts({ DONE: 1 }));
     });
 
-    it('completeMany: DONE for each, DONE again in a second batch, stale items refused; one effect per task', async () => {
+    it('getCompletion: the attempt and worker of the DONE (a reclaimed task: the later attempt), finishedAt = updatedAt; null for live, DEAD and CANCELLED tasks', async () => {
+      const { store, clock } = h();
+      const first = await scheduleAndClaim(store, { kind: 'h-completion' }, 'w-lost', 1_000);
+      expect(await store.getCompletion(first.id)).toBeNull();
+      clock.tick(1_001);
+      expect(await store.reclaimExpired()).toMatchObject([{ id: first.id, outcome: 'SCHEDULED' }]);
+      const second = await claimExactly(store, first.id, 'w-second');
+      clock.tick(5);
+      expect(await store.complete({ id: first.id, attempt: first.attempt, owner: 'w-lost' })).toBe(CompleteOutcome.REJECTED_STALE);
+      expect(await store.complete({ id: second.id, attempt: second.attempt, owner: 'w-second' })).toBe(CompleteOutcome.DONE);
+      const done = await mustGetTask(store, first.id);
+      expect(await store.getCompletion(first.id)).toEqual({ taskId: first.id, attempt: 2, worker: 'w-second', finishedAt: done.updatedAt });
+      for (const fixture of ['DEAD', 'CANCELLED_WAITING', 'CANCELLED_RUNNING'] as const) {
+        expect(await store.getCompletion((await makeTerminal(store, fixture)).id), fixture).toBeNull();
+      }
+      expect(await store.getCompletion((await store.schedule({ kind: 'h-completion', delayMs: 60_000 })).id)).toBeNull();
+    });
+
+    it('completeMany: DONE for each, DONE again in a second batch, stale items refused; one completion per task', async () => {
       const { store } = h();
       await store.scheduleMany([{ kind: 'h-many' }, { kind: 'h-many' }]);
       const claimed = await store.claim({ owner: 'w1', limit: 2, leaseMs: LEASE_MS });
@@ -35,7 +53,7 @@ export function historyCases(h: HarnessRef): void {
       expect(await store.completeMany([{ id: items[0]!.id, attempt: 7, owner: 'w1' }])).toEqual([CompleteOutcome.REJECTED_STALE]);
       for (const t of claimed) {
         expect(await mustGetTask(store, t.id)).toMatchObject({ state: TaskState.DONE, result: t.id });
-        expect(await store.getEffect(t.id)).toMatchObject({ taskId: t.id, attempt: t.attempt });
+        expect(await store.getCompletion(t.id)).toMatchObject({ taskId: t.id, attempt: t.attempt });
       }
       expect(await store.countByState()).toEqual(stateCounts({ DONE: 2 }));
     });
@@ -51,7 +69,7 @@ export function historyCases(h: HarnessRef): void {
       expect(await mustGetTask(store, first.id)).toMatchObject({ state: TaskState.DEAD, failures: 2, attempt: 2, lastError: 'two', leaseOwner: null });
       expect(await store.fail({ id: second.id, attempt: second.attempt, error: 'three', backoffMs: 100 })).toEqual({ outcome: 'REJECTED_STALE' });
       expect(await store.complete({ id: second.id, attempt: second.attempt, owner: 'w1' })).toBe(CompleteOutcome.REJECTED_STALE);
-      expect(await store.getEffect(first.id)).toBeNull();
+      expect(await store.getCompletion(first.id)).toBeNull();
     });
 
     it('an expired lease reclaimed at the last attempt makes the task DEAD; getTask finds it, its late complete is stale', async () => {
@@ -77,7 +95,7 @@ export function historyCases(h: HarnessRef): void {
       // Complete again of that attempt: the same outcome, now read from history.
       expect(await store.complete({ id: running.id, attempt: running.attempt, owner: 'w1' })).toBe(CompleteOutcome.CANCELLED_BEFORE_COMMIT);
       expect(await store.cancel(running.id)).toBe(CancelOutcome.ALREADY_CANCELLED);
-      expect(await store.getEffect(running.id)).toBeNull();
+      expect(await store.getCompletion(running.id)).toBeNull();
       const done = await makeTerminal(store, 'DONE');
       const dead = await makeTerminal(store, 'DEAD');
       expect(await store.cancel(done.id)).toBe(CancelOutcome.TOO_LATE);

@@ -1,6 +1,6 @@
 /**
  * History retention (docs/contract.md#retention): `prune({ retention })` deletes the history of each
- * named terminal state finished more than its retention before the store's now, with its effect rows,
+ * named terminal state finished more than its retention before the store's now (a DONE with its completion),
  * and never a row within its retention or of a state it does not name. On PostgreSQL whole partitions
  * (one state, one UTC day) go, so a row may outlive its retention by up to a day: these cases place
  * finished tasks so that both rules give the same answer (finished early on a UTC day, pruned days later).
@@ -16,7 +16,7 @@ const HOUR_MS = 3_600_000;
 
 export function retentionCases(h: HarnessRef): void {
   describe('history retention', () => {
-    it('prune({ retention }) deletes each named state past its retention (with effects); newer rows and unnamed states stay', async () => {
+    it('prune({ retention }) deletes each named state past its retention (with completions); newer rows and unnamed states stay', async () => {
       const { store, clock } = h();
       // The suite's clock starts at a UTC midnight; one hour into that day.
       clock.setTime(Math.floor(clock.now() / DAY_MS) * DAY_MS + HOUR_MS);
@@ -29,13 +29,13 @@ export function retentionCases(h: HarnessRef): void {
       expect(await store.complete({ id: c.id, attempt: c.attempt, owner: 'w1' })).toBe(CompleteOutcome.DONE);
 
       const pruned = await store.prune({ retention: { DONE: DAY_MS, CANCELLED: DAY_MS } });
-      expect(pruned).toMatchObject({ deleted: 2, effectsDeleted: 1 });
+      expect(pruned).toMatchObject({ deleted: 2, effectsDeleted: 0 });
       expect(await store.getTask(oldDone.id)).toBeNull();
-      expect(await store.getEffect(oldDone.id)).toBeNull();
+      expect(await store.getCompletion(oldDone.id)).toBeNull();
       expect(await store.getTask(oldCancelled.id)).toBeNull();
       expect(await mustGetTask(store, oldDead.id)).toMatchObject({ state: TaskState.DEAD });
       expect(await mustGetTask(store, c.id)).toMatchObject({ state: TaskState.DONE });
-      expect(await store.getEffect(c.id)).not.toBeNull();
+      expect(await store.getCompletion(c.id)).not.toBeNull();
       expect(await mustGetTask(store, live.id)).toMatchObject({ state: TaskState.SCHEDULED });
 
       // DEAD three days old is within a retention of seven days: kept; past it, deleted.
@@ -46,7 +46,7 @@ export function retentionCases(h: HarnessRef): void {
       expect(await store.getTask(oldDead.id)).toBeNull();
       expect(await store.countByState()).toMatchObject({ DONE: 1, DEAD: 0, CANCELLED: 0, SCHEDULED: 1 });
       // Pruning again finds nothing more.
-      expect(await store.prune({ retention: { DONE: DAY_MS, DEAD: DAY_MS, CANCELLED: DAY_MS } })).toMatchObject({ deleted: 1, effectsDeleted: 1 });
+      expect(await store.prune({ retention: { DONE: DAY_MS, DEAD: DAY_MS, CANCELLED: DAY_MS } })).toMatchObject({ deleted: 1, effectsDeleted: 0 });
       expect(await store.getTask(c.id)).toBeNull();
       expect(await store.prune({ retention: { DONE: DAY_MS, DEAD: DAY_MS, CANCELLED: DAY_MS } })).toMatchObject({ deleted: 0 });
     });
@@ -58,7 +58,7 @@ export function retentionCases(h: HarnessRef): void {
       expect(await store.prune({ retention: { DONE: 0 } })).toMatchObject({ deleted: 0 });
       expect(await mustGetTask(store, done.id)).toMatchObject({ state: TaskState.DONE });
       clock.tick(2 * DAY_MS);
-      expect(await store.prune({ retention: { DONE: HOUR_MS } })).toMatchObject({ deleted: 1, effectsDeleted: 1 });
+      expect(await store.prune({ retention: { DONE: HOUR_MS } })).toMatchObject({ deleted: 1, effectsDeleted: 0 });
       expect(await store.getTask(done.id)).toBeNull();
     });
 

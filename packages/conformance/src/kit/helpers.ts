@@ -83,7 +83,7 @@ export async function scheduleAndClaim(
   return claimExactly(store, id, owner, leaseMs);
 }
 
-/** The whole observable state of one task: its row and its effect row. */
-export async function observe(store: Store<any>, id: TaskId): Promise<{ task: Task | null; effect: unknown }> {
-  return { task: await store.getTask(id), effect: await store.getEffect(id) };
+/** The whole observable state of one task: its row and its completion (what history says of its DONE). */
+export async function observe(store: Store<any>, id: TaskId): Promise<{ task: Task | null; completion: unknown }> {
+  return { task: await store.getTask(id), completion: await store.getCompletion(id) };
 }

@@ -223,7 +223,7 @@ export function adminCases(h: HarnessRef): void {
   });
 
   describe('prune', () => {
-    it('deletes history finished before the cut-off with its effect rows, in batches; live and newer rows stay', async () => {
+    it('deletes history finished before the cut-off with its completions, in batches; live and newer rows stay', async () => {
       const { store, clock } = h();
       const old = [
         (await makeTerminal(store, 'DONE')).id,
@@ -239,13 +239,13 @@ export function adminCases(h: HarnessRef): void {
       clock.tick(1);
       const recent = (await makeTerminal(store, 'DONE')).id;
 
-      expect(await store.prune({ before: cut, batchSize: 2 })).toEqual({ deleted: 5, effectsDeleted: 2, batches: 3 });
+      expect(await store.prune({ before: cut, batchSize: 2 })).toEqual({ deleted: 5, effectsDeleted: 0, batches: 3 });
       for (const id of old) {
         expect(await store.getTask(id)).toBeNull();
-        expect(await store.getEffect(id)).toBeNull();
+        expect(await store.getCompletion(id)).toBeNull();
       }
       expect((await store.listTasks({ order: 'oldest' })).tasks.map((t) => t.id)).toEqual([waiting, running, recent]);
-      expect(await store.getEffect(recent)).not.toBeNull();
+      expect(await store.getCompletion(recent)).not.toBeNull();
       expect(await store.prune({ before: cut })).toEqual({ deleted: 0, effectsDeleted: 0, batches: 1 });
     });
 

@@ -33,7 +33,7 @@ export function lifecycleCases(h: HarnessRef): void {
         ['reclaimExpired', () => store.reclaimExpired()],
         ['peekDue', () => store.peekDue({ withinMs: 1_000 })],
         ['getTask', () => store.getTask(id)],
-        ['getEffect', () => store.getEffect(id)],
+        ['getCompletion', () => store.getCompletion(id)],
         ['countByState', () => store.countByState()],
         ['now', () => store.now()],
       ];

@@ -1,5 +1,5 @@
 /**
- * Read-only calls: peekDue (for the timing wheel), countByState, getTask, getEffect, now.
+ * Read-only calls: peekDue (for the timing wheel), countByState, getTask, getCompletion, now.
  */
 import { CancelOutcome, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
@@ -71,10 +71,10 @@ export function observeCases(h: HarnessRef): void {
   });
 
   describe('reads', () => {
-    it('getTask and getEffect return null for an unknown id', async () => {
+    it('getTask and getCompletion return null for an unknown id', async () => {
       const { store } = h();
       expect(await store.getTask('987654321')).toBeNull();
-      expect(await store.getEffect('987654321')).toBeNull();
+      expect(await store.getCompletion('987654321')).toBeNull();
     });
 
     it('now() is the store clock', async () => {

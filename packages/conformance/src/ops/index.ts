@@ -1,6 +1,6 @@
 /**
  * @postpone/conformance src/ops/ — the conformance cases for reading and operating a Postpone store:
- * `peekDue`, `countByState`, `getTask` / `getEffect`, `now` ({@link observeCases}), `migrate` again
+ * `peekDue`, `countByState`, `getTask` / `getCompletion`, `now` ({@link observeCases}), `migrate` again
  * and `close` ({@link lifecycleCases}), `listTasks`, `retry`, `prune`, `stats` ({@link adminCases}), `unclaimedKinds` ({@link unclaimedCases}),
  * the trace context a task carries ({@link traceContextCases}), `cancel` in the caller's
  * transaction ({@link cancelTxCases}), and the retry policy, DEAD-now fail and snooze

@@ -42,7 +42,7 @@ export type HistoryOp =
   | { readonly type: 'reclaim'; readonly worker: string; readonly id: string; readonly attempt: number; readonly outcome: string }
   | { readonly type: 'cancel'; readonly id: string; readonly outcome: string; readonly invokedAtMs: number; readonly returnedAtMs: number };
 
-/** An effect row read at the end: `source` names the table (the product's `effect`, the harness's `history_effect`). */
+/** An effect row read at the end: `source` names the table (the handler's `app_effect` with its primary key, the harness's `history_effect` without one). */
 export interface EffectRecord {
   readonly source: string;
   readonly id: string;

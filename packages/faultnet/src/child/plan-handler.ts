@@ -1,7 +1,8 @@
 /**
  * Builds a worker handler from a {@link HandlerPlan}: it reports what it does to the test, parks at
  * chosen fault points, blocks its event loop, calls the fake external service, fails on chosen
- * attempts, and otherwise returns `{ by: <worker name>, attempt }` as the task's result.
+ * attempts, and otherwise returns `{ by: <worker name>, attempt }` as the task's result, writing its
+ * local effect (an `app_effect` row, `../app-effect.ts`) in the completing transaction.
  *
  * The handler ignores its abort signal on purpose (except for `awaitAbortMs`): the store, not the
  * worker's good manners, must reject a late commit.
@@ -79,6 +80,8 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
     if (plan.workMs !== undefined) await sleep(plan.workMs);
     if (plan.awaitAbortMs !== undefined) await abortedOrAfter(ctx.signal, plan.awaitAbortMs);
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
+    // The handler's local effect, in the transaction that commits DONE (the seed's effect row, now the application's).
+    if (plan.effect !== false && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
     if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
     return plan.echoWithProgress ? { by: name, attempt, echo: JSON.stringify(task.payload) } : { by: name, attempt };
   }

@@ -37,6 +37,13 @@ export interface HandlerPlan {
    */
   readonly echoWithProgress?: boolean;
   /**
+   * Write the task's local effect, one `<schema>.app_effect` row (primary key `task_id`; see
+   * `app-effect.ts`), through `ctx.onCompleteTx` in the transaction that commits DONE (default true):
+   * the seed's effect table, now the handler's own (migration 13). `false` leaves the completion to
+   * the worker's batched `completeMany` (a handler without same-transaction writes).
+   */
+  readonly effect?: boolean;
+  /**
    * Write one `<schema>.history_effect` row (no unique key) in the completing transaction
    * (`onCompleteTx`), so the history checker sees every effect that committed, duplicates included.
    * The table must exist (`createHistoryEffectTable`).
@@ -117,7 +124,7 @@ export interface ClaimLoopPlan {
 }
 
 export interface ChildConfig {
-  /** Worker identity (lease owner, effect worker). */
+  /** Worker identity (lease owner, the worker of a DONE and of its `app_effect` row). */
   readonly name: string;
   readonly databaseUrl: string;
   readonly schema: string;

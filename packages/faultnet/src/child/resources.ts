@@ -9,6 +9,7 @@ import { createPgStore, pgPoolConfig as productPoolConfig } from '@postpone/post
 import { createPostgresJsStore, reconnectBackoff, replyGuardedSocket } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
 import postgres from 'postgres';
+import { appEffectInsert } from '../app-effect.js';
 import type { ChildConfig, ConnectionPlan } from './protocol.js';
 
 export interface ChildResources {
@@ -19,6 +20,8 @@ export interface ChildResources {
   readonly store: Store<unknown>;
   /** Inserts one `history_effect` row inside the store's transaction handle `tx`. */
   insertHistoryEffect(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
+  /** Inserts the task's `app_effect` row (primary key `task_id`) inside the store's transaction handle `tx`. */
+  insertAppEffect(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
   /** Takes one connection from the store's own pool; resolves with its release. */
   takeConnection(): Promise<() => void>;
   close(): Promise<void>;
@@ -102,10 +105,12 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
   // An idle client whose connection dies is dropped by the pool, which then emits 'error'.
   pool.on('error', () => {});
   const historyEffect = `insert into ${pg.escapeIdentifier(config.schema)}.history_effect (task_id, attempt, worker) values ($1::bigint, $2, $3)`;
+  const appEffect = appEffectInsert(config.schema);
   const closers: (() => Promise<void>)[] = [];
   const reach = c.waitForDatabase ? untilReachable : async (probe: () => Promise<unknown>) => void (await probe());
   let store: Store<unknown>;
   let insertHistoryEffect: ChildResources['insertHistoryEffect'];
+  let insertAppEffect: ChildResources['insertAppEffect'];
   let takeConnection: ChildResources['takeConnection'];
   if ((c.driver ?? 'pg') === 'pg') {
     const pgStore = createPgStore({ pool, schema: config.schema, ...storeOptions(c) });
@@ -113,6 +118,9 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     closers.push(() => pgStore.close());
     insertHistoryEffect = async (tx, id, attempt, worker) => {
       await (tx as pg.PoolClient).query(historyEffect, [id, attempt, worker]);
+    };
+    insertAppEffect = async (tx, id, attempt, worker) => {
+      await (tx as pg.PoolClient).query(appEffect, [id, attempt, worker]);
     };
     takeConnection = () =>
       new Promise((resolve, reject) => {
@@ -142,6 +150,9 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     insertHistoryEffect = async (tx, id, attempt, worker) => {
       await (tx as postgres.TransactionSql).unsafe(historyEffect, [id, attempt, worker]);
     };
+    insertAppEffect = async (tx, id, attempt, worker) => {
+      await (tx as postgres.TransactionSql).unsafe(appEffect, [id, attempt, worker]);
+    };
     takeConnection = async () => {
       const reserved = await sql.reserve();
       return () => reserved.release();
@@ -155,6 +166,7 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     pool,
     store,
     insertHistoryEffect,
+    insertAppEffect,
     takeConnection,
     async close() {
       for (const close of closers) await close().catch(() => {});

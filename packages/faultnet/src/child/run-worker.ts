@@ -5,6 +5,7 @@
  */
 import type { Store } from '@postpone/core';
 import { createWorker, type Worker } from '@postpone/worker';
+import { createAppEffectTable } from '../app-effect.js';
 import { NegativeControls, withUnfencedComplete } from './negative/controls.js';
 import { overrideStore } from '@postpone/core';
 import type { ParentChannel } from './channel.js';
@@ -78,6 +79,7 @@ function forwardEvents(worker: Worker<unknown>, channel: ParentChannel): void {
  */
 export async function prepareWorker(run: WorkerRun, resources: ChildResources, channel: ParentChannel): Promise<Runner> {
   let store: Store<unknown> = resources.store;
+  if (run.handler.effect !== false) await createAppEffectTable(resources.pool, resources.schema);
   if (run.variant?.complete === 'unfenced') {
     const controls = new NegativeControls(resources.pool, resources.schema);
     await controls.createEffectNoUnique();

@@ -3,10 +3,13 @@
  * both drivers; conventions as in `./sql.ts` (`$1` is `now` or null, JSON as text, ids as text, times
  * as epoch ms, aliases without underscores).
  *
- * Index use at 1 M rows (checked by `test/admin-plans.test.ts`): the list reads `(state, id)` or
- * `(state, kind, id)` once per state (and kind), so a page costs about `limit` index entries per
- * group whatever the history; stats read the partial indexes of live rows and the DEAD part of `task_state_id_idx`,
- * never DONE/CANCELLED; prune walks `task_finished_idx` from the oldest finished row.
+ * Index use at 1 M rows (checked by `test/admin-plans.test.ts` with 1 M finished rows and
+ * `test/live-list-plans.test.ts` with 1 M live ones): the list reads each state in id order — SCHEDULED
+ * from the primary key (or `task_scheduled_kind_idx (kind, id)` for a kind), CLAIMED from
+ * `task_claimed_idx`, finished states from the `(id)` / `(kind, id)` indexes of `task_history` — so
+ * a page costs about `limit` index entries per group whatever the history; stats count the live rows
+ * (bounded by the backlog) and the DEAD partitions, never DONE/CANCELLED; prune walks
+ * `task_history_finished_idx` from the oldest finished row.
  */
 import { RETRYABLE_STATES, TASK_STATES, TaskState, UNCLAIMED_DUE_COUNT_CAP, UNCLAIMED_MAX_LEVELS, UNCLAIMED_MAX_PAIRS } from '@postpone/core';
 import { TASK_COLUMN_NAMES } from './history-sql.js';
@@ -110,6 +113,16 @@ export function adminStatements(schema: string) {
    * states × kinds × `$6` rows. The cursor is an Index Cond (`id <= coalesce($7 - 1, max)`), so page n
    * costs what page 1 costs, also under a generic plan. `$5 = true` may use `task_error_idx`. `$8`
    * (queue) is a filter on the rows read, like the due range: no index leads with the queue in id order.
+   *
+   * In the `byKind` form the kind is matched as a range of one value (`kind >= k.kind and kind <= k.kind`)
+   * and the order is `(kind, id)`, not `kind = k.kind` and `id`: with an equality the planner drops
+   * `kind` from the order (it is constant), estimates a kind at 1 / (number of kinds) of the rows (it
+   * cannot know which kind the LATERAL brings), and may walk the primary key in id order filtering the
+   * kind — 24 528 pages for the first page of a kind of 100 rows among 1 M live rows
+   * (`test/live-list-plans.test.ts`). Ordered by `(kind, id)`, only an index on `(kind, id)` yields
+   * the order (`task_scheduled_kind_idx` live, `task_history_kind_id_idx` finished), so each kind
+   * costs about `$6` entries whatever its size; CLAIMED rows (at most the fleet's concurrency) are
+   * sorted.
    */
   function list(order: 'newest' | 'oldest', byKind: boolean): string {
     // `<=` the bigint maximum, not `<`: the first newest page must include a task whose id is
@@ -117,13 +130,13 @@ export function adminStatements(schema: string) {
     const after = order === 'newest' ? `t.id <= coalesce($7::bigint - 1, 9223372036854775807)` : `t.id > coalesce($7::bigint, 0)`;
     const dir = order === 'newest' ? 'desc' : 'asc';
     const top = (state: string) => `select ${columns} from ${tableOf(state)} t
-     where t.state = ${literal(state)}${byKind ? ' and t.kind = k.kind' : ' and $2::text is null'}
+     where t.state = ${literal(state)}${byKind ? ' and t.kind >= k.kind and t.kind <= k.kind' : ' and $2::text is null'}
        and ($3::timestamptz is null or t.due_at >= $3::timestamptz)
        and ($4::timestamptz is null or t.due_at < $4::timestamptz)
        and ($5::boolean is null or (t.last_error is not null) = $5::boolean)
        and ($8::text is null or t.queue = $8::text)
        and ${after}
-     order by t.id ${dir}
+     order by ${byKind ? `t.kind ${dir}, ` : ''}t.id ${dir}
      limit $6::int`;
     const gate = (state: string) => `($1::text is null or ${literal(state)} = any(${textArray('$1')}))`;
     const branch = (state: string) =>
@@ -184,7 +197,8 @@ select o.state, o.retried_as::text as retriedas, i.id::text as newid, ${ms('i.du
     /**
      * `$1` cut-off (ISO), `$2` batch size → `{ deleted, effectsdeleted }`. One batch: the oldest
      * finished rows before the cut-off (`task_finished_idx`), locked SKIP LOCKED so a concurrent
-     * retry or prune is never waited for, deleted with their effect rows in one statement.
+     * retry or prune is never waited for, deleted with their rows of the legacy `effect` table (written
+     * by code before migration 13; none since) in one statement.
      */
     pruneBatch: `with doomed as (
   select t.id from ${history} t

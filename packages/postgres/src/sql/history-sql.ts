@@ -51,13 +51,21 @@ export function taskRowColumns(t: string): string {
  * The second half of a move to history (migration 11, docs/contract.md#live-and-history): an INSERT
  * into `history` of the rows CTE `from` deleted from `task` (returning {@link taskRowColumns}), each column as it was
  * unless `set` gives an expression over `g` (the deleted row); the lease is cleared, `updated_at`
- * and `finished_at` are the statement's now. In the same statement as the DELETE, so the row is in
+ * and `finished_at` are the statement's now. `extra` sets columns only `task_history` has (e.g.
+ * `finished_by`, migration 13); left out, they are null. In the same statement as the DELETE, so the row is in
  * exactly one table at every commit (PostgreSQL 17 §7.8.4: data-modifying statements in WITH).
  */
-export function historyInsert(history: string, from: string, set: Readonly<Record<string, string>>, returning: string): string {
+export function historyInsert(
+  history: string,
+  from: string,
+  set: Readonly<Record<string, string>>,
+  returning: string,
+  extra: Readonly<Record<string, string>> = {},
+): string {
   const all: Record<string, string> = { lease_owner: 'null', lease_until: 'null', updated_at: NOW, ...set };
-  return `insert into ${history} (${TASK_COLUMN_NAMES.join(', ')}, finished_at)
-  select ${TASK_COLUMN_NAMES.map((c) => all[c] ?? `g.${c}`).join(', ')}, ${NOW}
+  const extraNames = Object.keys(extra);
+  return `insert into ${history} (${[...TASK_COLUMN_NAMES, ...extraNames].join(', ')}, finished_at)
+  select ${[...TASK_COLUMN_NAMES.map((c) => all[c] ?? `g.${c}`), ...extraNames.map((c) => extra[c])].join(', ')}, ${NOW}
     from ${from} g
   returning ${returning}`;
 }
@@ -244,8 +252,8 @@ export function historyStatements(schema: string) {
     lockPartition: (leaf: string) => `lock table only ${q}.${quoteIdent(leaf)} in access exclusive mode`,
 
     /**
-     * `leaf` unquoted → `{ rows, effects }`: deletes the effect rows of the tasks in that partition
-     * (only DONE tasks have one; `effect` is not partitioned, its primary key is the one-effect rule)
+     * `leaf` unquoted → `{ rows, effects }`: deletes the legacy effect rows of the tasks in that
+     * partition (only DONE tasks completed by code before migration 13 have one; `effect` is not partitioned)
      * and counts the partition's rows, just before {@link dropPartition} in the same transaction.
      */
     dropPartitionEffects: (leaf: string) => `with e as (
@@ -258,7 +266,7 @@ select (select count(*) from ${q}.${quoteIdent(leaf)})::int as rows, (select cou
 
     /**
      * `leaf` unquoted (a DEFAULT partition), `$1` cut-off (ISO) → `{ deleted, effectsdeleted }`: rows
-     * of that partition finished before the cut-off, deleted by row with their effect rows.
+     * of that partition finished before the cut-off, deleted by row with their legacy effect rows (before migration 13).
      */
     pruneDefault: (leaf: string) => `with doomed as (
   delete from ${q}.${quoteIdent(leaf)} h where h.finished_at < $1::timestamptz returning h.id

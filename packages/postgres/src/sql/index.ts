@@ -4,7 +4,7 @@
  * dependency: `@postpone/postgres` runs these statements over a driver port, and
  * `@postpone/postgres` binds them to node-postgres and postgres.js.
  *
- * - `statements(schema)`: the task, effect, clock and migration statements (`./sql.ts`);
+ * - `statements(schema)`: the task, completion, clock and migration statements (`./sql.ts`);
  * - `adminStatements(schema)`: list, retry, prune and stats (`./admin-sql.ts`);
  * - `HEALTH_STATEMENTS`: autovacuum's record and the oldest snapshot, for `vacuumHealth()` (`health-sql.ts` of `@postpone/postgres`);
  * - `cronStatements(schema)`: recurring schedules (`./cron-sql.ts`);
@@ -16,8 +16,10 @@
  */
 export { ADMIN_MIGRATION_VERSION, type AdminStatements, adminMigrationSql, adminStatements } from './admin-sql.js';
 export { HEALTH_STATEMENTS, type HealthStatements, type OldestSnapshot, type TableVacuumHealth, type VacuumHealth, vacuumHealthFrom } from './health-sql.js';
+export { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
 export { CRON_MIGRATION_VERSION, type CronScheduleRow, type CronStatements, cronMigrationSql, cronStatements } from './cron-sql.js';
 export { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, HISTORY_STATES, type HistoryPartitionRow, type HistoryStatements, historyMigrationSql, historyStatements, historyStateTable, historyInsert, TASK_COLUMN_NAMES } from './history-sql.js';
+export { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 export { LIVE_STATE_CONSTRAINT, LIVE_STATE_MIGRATION_VERSION } from './live-state-sql.js';
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './migrations.js';
 export {

@@ -6,8 +6,10 @@
  */
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
+import { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
 import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
+import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
 import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 
@@ -136,11 +138,26 @@ export interface Migration {
  * `live-state-sql.ts` of `@postpone/postgres`. Re-runnable (a catalog check, a VALIDATE
  * of a valid constraint does nothing, a move that finds nothing).
  *
+ * Version 13 — the effect is the handler's, not a library row (docs/contract.md#completion): the
+ * nullable column `task_history.finished_by`, the worker whose complete moved the task to DONE
+ * (`Store.getCompletion`), and no more writes to `effect`: the completion is the fenced delete from
+ * `task` plus the insert into `task_history`, in one statement. The table `effect` is kept, unused
+ * by this code and commented so: workers of version 12 and before still insert into it during a
+ * rolling deploy, and dropping it would fail each of their completes; keeping it makes the
+ * migration additive (no `minReader`). A later migration may drop it with `minReader` 13. Catalog
+ * only (a nullable column without a default: no rewrite). See `./completion-sql.ts`.
+ * Re-runnable (`if not exists`; a comment set again).
  * Version 17 — progress and finish notices (docs/contract.md#progress, #awaiting-a-result): a
  * nullable `progress jsonb` on `task` and `task_history` (in no index: progress writes are HOT
  * updates), the statement-level trigger `task_finished_notice` that announces every task leaving
  * the live table on the schema's finish channel while a store has `waitFor` callers, and the table
  * `task_waiter` recording those stores; see `./progress-wait-sql.ts`. Additive, re-runnable.
+ * Version 19 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
+ * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
+ * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
+ * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
+ * so a finished task writes two B-tree entries into history instead of three. See `live-index-sql.ts` of `@postpone/postgres`.
+ * Re-runnable (`if not exists`, `if exists`).
  *
  * @param schema unquoted schema name
  */
@@ -230,8 +247,12 @@ drop index if exists ${q}.task_due_idx;`,
     // Version 12 — live states only in the live table: see live-state-sql.ts of @postpone/postgres.
     // Code from before version 11 writes finished tasks into `task`, which the CHECK of 12 refuses (23514).
     Object.freeze({ version: LIVE_STATE_MIGRATION_VERSION, name: 'live table holds live states', sql: liveStateMigrationSql(schema), minReader: 11 }),
+    // Version 13 — the effect is the handler's: `task_history.finished_by`, `effect` no longer written; see ./completion-sql.ts.
+    Object.freeze({ version: COMPLETION_MIGRATION_VERSION, name: 'effect left to the handler', sql: completionMigrationSql(schema) }),
     // Version 17 — progress and finish notices: see ./progress-wait-sql.ts.
     Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
+    // Version 19 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
+    Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
   ]);
 }
 
@@ -240,10 +261,11 @@ export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 
 
 /**
  * The oldest schema this code runs on: the newest migration whose objects its statements use
- * (migration 17, the `progress` column every move to `task_history` names; before it migration 11,
- * the `task_history` table; migration 12 only constrains the live table to live states). `checkSchema()` of `PostgresStore` refuses an older schema with `SchemaVersionError`
- * `SCHEMA_BEHIND`; on a schema between it and {@link SCHEMA_VERSION} the code works, so a rolling
- * deploy may apply migration 12 under workers of this code (evidence `migrate_concurrently`). Raise it
- * when a statement starts to need a newer migration.
+ * (migration 17, the `progress` column every move to `task_history` names; migration 13 before it:
+ * the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore` refuses an
+ * older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
+ * {@link SCHEMA_VERSION} the code works, so a rolling deploy may apply a later additive migration
+ * (19) under workers of this code (evidence `migrate_concurrently`). Raise it when a statement
+ * starts to need a newer migration.
  */
-export const MIN_SCHEMA_VERSION = PROGRESS_MIGRATION_VERSION;
+export const MIN_SCHEMA_VERSION = Math.max(COMPLETION_MIGRATION_VERSION, PROGRESS_MIGRATION_VERSION);

@@ -214,7 +214,6 @@ export interface TaskRow {
 export function statements(schema: string) {
   const q = quoteIdent(schema);
   const task = `${q}.task`;
-  const effect = `${q}.effect`;
   const migration = `${q}.migration`;
   const history = `${q}.task_history`;
   /**
@@ -490,9 +489,11 @@ returning id::text as id`,
 
     // ---- task: complete (one transaction) ---------------------------------------------------------
     /**
-     * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text → one `{ id }` row when it moved the task
-     * to DONE. The fence: same attempt, CLAIMED, not cancel-requested (docs/contract.md#promise-3).
-     * `last_error` is cleared (core `transition('complete')`): a DONE task has no error.
+     * `$1` now, `$2` id, `$3` attempt, `$4` result JSON text, `$5` worker (the complete's `owner`) →
+     * one `{ id }` row when it moved the task to DONE. The fence: same attempt, CLAIMED, not
+     * cancel-requested (docs/contract.md#promise-3). `last_error` is cleared (core
+     * `transition('complete')`): a DONE task has no error. The history row keeps `$5` in
+     * `finished_by` (migration 13); no effect row: the completion is this one statement.
      */
     taskCompleteFenced: `with gone as (
   delete from ${task} t
@@ -502,21 +503,21 @@ returning id::text as id`,
      and not t.cancel_requested
   returning ${taskRowColumns('t')}
 )
-${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id')}`,
+${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id', { finished_by: '$5::text' })}`,
 
     /**
      * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
      * twice) → `{ ord }` rows: the 1-based input positions whose task this statement moved to DONE.
      *
-     * The fenced complete of {@link taskCompleteFenced} for a whole batch, with the effect row of
-     * every hit, in ONE statement (all commit together). Rows are found by `id = any(array(...))`,
+     * The fenced complete of {@link taskCompleteFenced} for a whole batch, each history row keeping
+     * its item's `owner` in `finished_by`, in ONE statement (all commit together). Rows are found by `id = any(array(...))`,
      * which pins primary-key lookups whatever the table size (a join with the recordset may become a
      * Hash Join over a scan of `task`). The `locked` pick takes the row locks in id
      * order (with ORDER BY, FOR UPDATE locks rows as the sort returns them, PostgreSQL 17 SELECT "The
      * Locking Clause"), so two concurrent batches never wait on each other in a cycle; under READ
      * COMMITTED a row changed meanwhile is re-checked on its newest version (§13.2.1) and skipped when
-     * the fence no longer holds. The data-modifying CTEs see the same snapshot and the effect INSERT
-     * reads only the rows the DELETE returned (§7.8.4); the rows move to `task_history` in the same
+     * the fence no longer holds. The data-modifying CTEs see the same snapshot and the history
+     * INSERT reads only the rows the DELETE returned (§7.8.4): the rows move to `task_history` in the same
      * statement (migration 11, `historyInsert`). Items it missed are resolved one by one, as
      * complete does after a miss.
      */
@@ -538,18 +539,14 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_
    where ${batchFence('t', '     ')}
   returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord
 ), moved as (
-  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id')}
-), effects as (
-  insert into ${effect} (task_id, attempt, worker, created_at)
-  select d.id, d.attempt, d.owner, ${NOW} from done d
+  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id', { finished_by: 'g.owner' })}
 )
 select d.ord::int as ord from done d`,
 
     // ---- task: complete, DONE not kept (docs/contract.md#done-not-kept) ---------------------------
     /**
      * `$1` id, `$2` attempt → one `{ id }` row when it finished the task: the fenced complete of
-     * {@link taskCompleteFenced} for `keep: false` — the DELETE of the live row alone, no history row
-     * and no effect row. The fence is the same (same attempt, CLAIMED, not cancel-requested, re-checked
+     * {@link taskCompleteFenced} for `keep: false` — the DELETE of the live row alone, no history row. The fence is the same (same attempt, CLAIMED, not cancel-requested, re-checked
      * on the newest row version under READ COMMITTED, PostgreSQL 17 §13.2.1): only the current
      * attempt's holder deletes the row, once, so at most one complete per task commits. Not
      * time-dependent: no `$1` now.
@@ -590,10 +587,6 @@ delete from ${task} t
  where ${batchFence('t', '   ')}
    and not i.keep
 returning i.ord::int as ord`,
-
-    /** `$1` now, `$2` task id, `$3` attempt, `$4` worker. The effect row; primary key `task_id` allows one per task. */
-    effectInsert: `insert into ${effect} (task_id, attempt, worker, created_at)
-values ($2::bigint, $3::int, $4::text, ${NOW})`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt → one `{ id }` row when the fenced complete missed because cancel
@@ -799,9 +792,14 @@ limit 1`,
 union all
 select state, count(*)::int as n from ${history} group by state`,
 
-    /** `$1` task id → `{ taskid, attempt, worker, createdatms }`. */
-    effectGet: `select e.task_id::text as taskid, e.attempt as attempt, e.worker as worker, ${ms('e.created_at')} as createdatms
-  from ${effect} e where e.task_id = $1::bigint`,
+    /**
+     * `$1` task id → one `{ taskid, attempt, worker, finishedatms }` row when the task is DONE in
+     * history (`Store.getCompletion`, migration 13): the attempt that completed it and `finished_by`
+     * (null for a DONE written before migration 13). `state = 'DONE'` reads only the DONE partitions
+     * (partition pruning, PostgreSQL 17 §5.12.4), each by `task_history_id_idx`.
+     */
+    completionGet: `select h.id::text as taskid, h.attempt as attempt, h.finished_by as worker, ${ms('h.finished_at')} as finishedatms
+  from ${history} h where h.id = $1::bigint and h.state = ${DONE}`,
   });
 }
 

@@ -264,7 +264,7 @@ export class PostgresAdmin {
   /**
    * Retention (docs/contract.md#retention): partition maintenance first ({@link maintainPartitions});
    * then every leaf partition of a state with a retention whose upper bound is at or before now −
-   * retention (every row in it is past retention) is dropped with its effect rows, one short
+   * retention (every row in it is past retention) is dropped with its legacy effect rows (written before migration 13), one short
    * transaction each: the partition's own lock first (lock_timeout 2 s; a reader of that partition
    * delays only readers of it, never an insert), then the state's table's for the DROP (200 ms, the
    * instant in-flight inserts take). A partition whose lock is not granted is reported and left for

@@ -3,7 +3,7 @@
  *
  * Every guard lives in the SQL of `@postpone/postgres` (`sql.ts`) and mirrors core `transition()` guard for guard; the
  * conformance suite and the differential test hold the two to the same outcomes. Each operation is
- * one statement in autocommit, except complete (one transaction), completeMany (one statement, then
+ * one statement in autocommit, except complete (one statement, then a resolution of a miss; one transaction with `work`), completeMany (one statement, then
  * per-item resolution of the items it missed) and cancel (one statement, then a read of a terminal state
  * when it hit nothing).
  */
@@ -21,7 +21,7 @@ import {
   type CompleteParams,
   DEFAULT_MAX_PAYLOAD_BYTES,
   rejectUnknownFields,
-  type Effect,
+  type Completion,
   type ExtendParams,
   type FailParams,
   type FailResult,
@@ -881,14 +881,15 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
-   * ONE transaction: the fenced move to DONE (delete from `task` + insert into `task_history`, one
-   * statement, docs/contract.md#live-and-history); only if it hit a row, the effect row and then
-   * `work(tx)`, all committing together. If it missed: CLAIMED + same attempt + cancel requested →
+   * The fenced move to DONE (delete from `task` + insert into `task_history` keeping `owner` in
+   * `finished_by`, one statement, docs/contract.md#live-and-history) — in autocommit when there is no
+   * `work`, else in ONE transaction with `work(tx)` run only if it hit a row, both committing
+   * together. No effect row (migration 13, docs/contract.md#completion). If it missed: CLAIMED + same attempt + cancel requested →
    * CANCELLED (`CANCELLED_BEFORE_COMMIT`); else a read of the row: DONE with this attempt → `DONE`
    * (a retry after a lost reply), CANCELLED with this attempt and cancel requested →
    * `CANCELLED_BEFORE_COMMIT`, anything else → `REJECTED_STALE`.
    *
-   * @throws whatever `work` threw, unchanged, after the rollback (the task stays CLAIMED, no effect),
+   * @throws whatever `work` threw, unchanged, after the rollback (the task stays CLAIMED, none of `work`'s writes),
    *   unless it is a failure of the connection or the driver (a connection error, SQLSTATE class
    *   08, 25, 26, 40, 53, 57, 58 or 42P05, e.g. 26000 "prepared statement does not exist" behind a
    *   transaction pooler): that is translated like the store's own (`ConnectionLostError`,
@@ -905,27 +906,26 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     if (work !== undefined && typeof work !== 'function') throw new ValidationError('INVALID_OPTION', 'work', 'must be a function');
     const keep = validateKeep(params.keep);
     const s = this.sql;
-    if (!keep && work === undefined) {
-      // DONE not kept, nothing of the handler's: one statement in autocommit, the fenced delete.
+    if (work === undefined) {
+      // Nothing of the handler's: one statement in autocommit — the fenced move to history, or the
+      // fenced delete alone (DONE not kept). A miss is resolved after it, as in the transaction.
       return await this.call(async () => {
-        const done = await this.driver.query(s.taskCompleteDrop, [id, attempt]);
-        return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, this.nowParam(), id, attempt, false);
+        const now = this.nowParam();
+        const done = keep ? await this.driver.query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await this.driver.query(s.taskCompleteDrop, [id, attempt]);
+        return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, id, attempt, keep);
       });
     }
     let workFailure: { error: unknown } | undefined;
     const run = () =>
       this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
-        const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText]) : await query(s.taskCompleteDrop, [id, attempt]);
+        const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
-          if (keep) await query(s.effectInsert, [now, id, attempt, owner]);
-          if (work) {
-            try {
-              await work(tx);
-            } catch (error) {
-              workFailure = { error };
-              throw error;
-            }
+          try {
+            await work(tx);
+          } catch (error) {
+            workFailure = { error };
+            throw error;
           }
           return 'DONE';
         }
@@ -950,7 +950,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * ONE statement for the common case (`taskCompleteManyFenced`; `taskCompleteManyDrop` when every
    * item has `keep: false`, both in one transaction for a batch mixing the two): the fenced move to DONE of every
-   * item whose attempt is current, and their effect rows, committing together; row locks taken in id
+   * item whose attempt is current (each history row keeping its `owner`), committing together; row locks taken in id
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
    * again for a committed attempt, else `REJECTED_STALE`).
@@ -1099,13 +1099,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return row ? toTask(row) : null;
   }
 
-  /** @throws ValidationError INVALID_TASK_ID for a malformed id */
-  async getEffect(id: TaskId): Promise<Effect | null> {
+  /** One read of the DONE history row (`completionGet`, migration 13). @throws ValidationError INVALID_TASK_ID for a malformed id */
+  async getCompletion(id: TaskId): Promise<Completion | null> {
     this.assertOpen();
     const taskId = parseTaskId(id);
-    const [row] = await this.call(() => this.driver.query(this.sql.effectGet, [taskId]));
+    const [row] = await this.call(() => this.driver.query(this.sql.completionGet, [taskId]));
     if (!row) return null;
-    return { taskId: String(row.taskid), attempt: Number(row.attempt), worker: String(row.worker), createdAt: date(row.createdatms) };
+    return { taskId: String(row.taskid), attempt: Number(row.attempt), worker: row.worker === null ? null : String(row.worker), finishedAt: date(row.finishedatms) };
   }
 
   async countByState(): Promise<StateCounts> {

@@ -9,8 +9,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, historyStatements, LIVE_STATE_MIGRATION_VERSION, migrations, quoteIdent, statements } from '../../src/sql/index.js';
-import { PROGRESS_MIGRATION_VERSION } from '../../src/sql/progress-wait-sql.js';
+import { COMPLETION_MIGRATION_VERSION, HISTORY_DAYS_AHEAD, HISTORY_MIGRATION_VERSION, historyStatements, LIVE_STATE_MIGRATION_VERSION, migrations, quoteIdent, statements } from '../../src/sql/index.js';
 
 const schema = uniqueSchemaName('hist');
 const q = quoteIdent(schema);
@@ -36,6 +35,9 @@ afterAll(async () => {
   await pool.end();
   await dropSchema(testDatabaseUrl(), schema);
 });
+
+/** The generic plan of a statement, as JSON text (`explain (generic_plan)`, PostgreSQL 17 EXPLAIN). */
+const plan = async (text: string) => JSON.stringify((await pool.query(`explain (generic_plan, format json) ${text}`)).rows[0]);
 
 type Counts = { live: Record<string, number>; history: Record<string, number>; effects: number };
 async function counts(): Promise<Counts> {
@@ -128,18 +130,11 @@ describe('migration 11: live and history apart', () => {
     expect((await pool.query(h.pruneDefault('task_history_dead_default'), [cut])).rows).toEqual([{ deleted: 1, effectsdeleted: 0 }]);
   });
 
-  it('the claim reads only the live table, through task_claim_idx; a complete deletes through an index of id', async () => {
-    // This code's statements name the columns of the oldest schema it runs on (MIN_SCHEMA_VERSION):
-    // migration 17 adds `progress`, which every move to history carries.
-    await apply((v) => v === PROGRESS_MIGRATION_VERSION);
-    const plan = async (text: string) => JSON.stringify((await pool.query(`explain (generic_plan, format json) ${text}`)).rows[0]);
+  it('the claim reads only the live table, through task_claim_idx', async () => {
     const claim = await plan(s.taskClaim);
     expect(claim).toContain('task_claim_idx');
     expect(claim).not.toContain('task_history');
     expect(claim).not.toContain('Seq Scan');
-    const complete = await plan(s.taskCompleteFenced);
-    expect(complete).toMatch(/"Index Name":"task_(pkey|claimed_idx)"/);
-    expect(complete).not.toContain('Seq Scan');
   });
 });
 
@@ -187,5 +182,60 @@ describe('migration 12: the live table holds live states only', () => {
     await pool.query(migration.sql);
     expect(await constraint()).toEqual([{ validated: true }]);
     expect(await counts()).toEqual(after);
+  });
+});
+
+describe('migration 13: no effect row of the library; the worker of a DONE is in history', () => {
+  const columns = async () =>
+    (
+      await pool.query<{ rel: string; nullable: string; type: string }>(
+        `select c.relname::text as rel, a.is_nullable as nullable, a.data_type as type
+           from pg_class c join information_schema.columns a on a.table_schema = $1 and a.table_name = c.relname
+          where c.relnamespace = to_regnamespace($1) and c.relname like 'task_history%' and a.column_name = 'finished_by'
+          order by 1`,
+        [schema],
+      )
+    ).rows;
+  const historyTables = async () =>
+    (await pool.query<{ rel: string }>(`select relname::text as rel from pg_class where relnamespace = to_regnamespace($1) and relname like 'task_history%' and relkind in ('r', 'p') order by 1`, [schema])).rows.map((r) => r.rel);
+
+  it('adds task_history.finished_by (nullable text) to every partition, present and made later; effect stays, commented unused; re-runnable', async () => {
+    expect(await columns()).toEqual([]);
+    const before = await counts();
+    await apply((v) => v === COMPLETION_MIGRATION_VERSION);
+    const tables = await historyTables();
+    expect(tables.length).toBeGreaterThan(1);
+    expect((await columns()).map((c) => c.rel)).toEqual(tables);
+    expect(new Set((await columns()).map((c) => `${c.nullable}:${c.type}`))).toEqual(new Set(['YES:text']));
+    // Rows already there read null (catalog only, no rewrite); the effect rows of earlier code stay.
+    expect((await pool.query(`select count(*)::int as n from ${q}.task_history where finished_by is not null`)).rows).toEqual([{ n: 0 }]);
+    expect(await counts()).toEqual(before);
+    const [comment] = (await pool.query<{ c: string }>(`select obj_description(to_regclass($1), 'pg_class') as c`, [`${q}.effect`])).rows;
+    expect(comment?.c).toMatch(/^Unused since migration 13/);
+    // A day partition made afterwards (`like task_history`) has the column too.
+    const far = Date.UTC(2041, 0, 1);
+    expect((await pool.query(h.ensurePartitions, [new Date(far).toISOString(), 0])).rows).toEqual([{ created: 3 }]);
+    expect((await columns()).map((c) => c.rel)).toEqual(await historyTables());
+    const migration = migrations(schema).find((m) => m.version === COMPLETION_MIGRATION_VERSION)!;
+    expect(migration.minReader).toBeUndefined();
+    await pool.query(migration.sql);
+    expect(await counts()).toEqual(before);
+  });
+
+  it('a complete is one statement through an index of id, writing no effect row; its history row keeps the worker', async () => {
+    const complete = await plan(s.taskCompleteFenced);
+    expect(complete).toMatch(/"Index Name":"task_(pkey|claimed_idx)"/);
+    expect(complete).not.toContain('Seq Scan');
+    expect(s.taskCompleteFenced).not.toMatch(/effect/);
+    expect(s.taskCompleteManyFenced).not.toMatch(/effect/);
+    const [t] = (
+      await pool.query<{ id: string }>(
+        `insert into ${q}.task (kind, state, due_at, attempt, max_attempts, lease_owner, lease_until) values ('k13', 'CLAIMED', now(), 1, 3, 'w13', now() + interval '1 hour') returning id::text as id`,
+      )
+    ).rows;
+    const before = await counts();
+    expect((await pool.query(s.taskCompleteFenced, [null, t!.id, 1, '{"ok":1}', 'w13'])).rows).toEqual([{ id: t!.id }]);
+    expect((await counts()).effects).toBe(before.effects);
+    expect((await pool.query(s.completionGet, [t!.id])).rows).toMatchObject([{ taskid: t!.id, attempt: 1, worker: 'w13' }]);
   });
 });

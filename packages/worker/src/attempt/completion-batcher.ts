@@ -1,7 +1,7 @@
 /**
  * Batches fenced completes: completions of handlers without same-transaction writes are queued and
  * sent together with one `store.completeMany` (one statement in the PostgreSQL store instead of a
- * four-round-trip transaction per task). Each task still gets its own fenced outcome and effect row.
+ * four-round-trip transaction per task). Each task still gets its own fenced outcome and history row.
  *
  * One batcher serves every slot of the worker process, so completions of all its running tasks share
  * batches. A batch is sent when it holds `completeBatchSize` items, when an item's lease would end
@@ -21,7 +21,7 @@ import { callStore } from './store-call.js';
 
 export interface CompletionBatcherDeps<Tx> {
   readonly store: Store<Tx>;
-  /** Worker identity, written to each effect row. */
+  /** Worker identity, kept with each DONE in history (`Completion.worker`). */
   readonly owner: string;
   readonly batchSize: number;
   readonly batchDelayMs: number;

@@ -29,17 +29,19 @@ export interface HandlerContext<Tx = unknown> {
    * `Idempotency-Key` header) so a retried attempt after a crash applies once (docs/glossary.md#idempotency-key).
    */
   readonly idempotencyKey: string;
-  /** The id of the worker running this attempt (stored as `lease_owner` and in the effect row). */
+  /** The id of the worker running this attempt (stored as `lease_owner` and with the DONE in history). */
   readonly workerId: string;
   /** A pino child logger bound to `workerId`, `taskId`, `kind` and `attempt`. */
   readonly logger: Logger;
   /**
-   * Registers a write to run inside the completing transaction, after the fenced UPDATE to DONE and
-   * the effect row (docs/contract.md#promise-4): it commits with DONE or not at all, and never runs for a stale or
+   * Registers a write to run inside the completing transaction, after the fenced move to DONE
+   * (docs/contract.md#promise-4): it commits with DONE or not at all, and never runs for a stale or
    * cancelled attempt. `tx` is the store's own handle: a `pg.PoolClient` for `createPgStore`, a
    * postgres.js `TransactionSql` for `createPostgresJsStore`, a `MemoryTx` for the memory store.
    * Writes run in registration order; if one throws, nothing commits and the attempt fails with its error.
-   * Register before the handler returns; later registrations are ignored (and logged).
+   * Register before the handler returns; later registrations are ignored (and logged). This is where
+   * a handler's local effect goes — a row of its own with the task id as primary key makes it at most
+   * once per task (docs/contract.md#completion); the library writes no effect row of its own.
    */
   onCompleteTx(write: CompletionWrite<Tx>): void;
   /**

@@ -3,7 +3,7 @@ import type { RetryDefaults } from './retry-policy.js';
 
 /** What an attempt reads of the worker's resolved options (the worker's `ResolvedOptions` fits). */
 export interface AttemptSettings extends RetryDefaults {
-  /** Worker identity, the claim's `owner` and the effect row's. */
+  /** Worker identity, the claim's `owner` and the completion's `worker`. */
   readonly id: string;
   readonly pacing: Pacing;
   /** Lease length per renewal, in ms of the store's clock. */

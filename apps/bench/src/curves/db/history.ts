@@ -32,33 +32,31 @@ export async function vacuumAnalyze(client: pg.ClientBase, schema: string): Prom
 export interface PrunableHistory {
   /** Finished tasks: 80 % DONE, 10 % CANCELLED, 10 % DEAD. */
   readonly tasks: number;
-  /** Effect rows, one per DONE task (as a real completion writes). */
+  /**
+   * Rows of the legacy `effect` table written with them: 0 — a completion since migration 13 writes
+   * none (the DONE rows carry their worker in `finished_by` instead, as a real completion writes).
+   */
   readonly effects: number;
 }
 
 /**
  * Inserts `count` finished tasks of kind `bench_history` in the three terminal states (every tenth
- * DEAD, every tenth + 1 CANCELLED, the rest DONE), finished (`updated_at`) a day ago, and an effect
- * row for each DONE one: the history `prune` deletes. Bulk SQL as {@link insertFinishedHistory}.
+ * DEAD, every tenth + 1 CANCELLED, the rest DONE, with its worker in `finished_by` as a completion
+ * writes it since migration 13), finished (`updated_at`) a day ago: the history `prune` deletes. Bulk SQL as {@link insertFinishedHistory}.
  */
 export async function insertPrunableHistory(client: pg.ClientBase, schema: string, count: number): Promise<PrunableHistory> {
   if (count <= 0) return { tasks: 0, effects: 0 };
   const task = `${pg.escapeIdentifier(schema)}.task`;
-  const effect = `${pg.escapeIdentifier(schema)}.effect`;
   await client.query(
-    `insert into ${task}_history (id, kind, payload, state, due_at, attempt, max_attempts, result, last_error, failures, created_at, updated_at, finished_at)
+    `insert into ${task}_history (id, kind, payload, state, due_at, attempt, max_attempts, result, last_error, failures, created_at, updated_at, finished_at, finished_by)
      select nextval(pg_get_serial_sequence($5::text, 'id')), 'bench_history', '{}'::jsonb,
             case g % 10 when 0 then $3::text when 1 then $4::text else $2::text end,
             now() - interval '2 days' + g * interval '1 millisecond', 1, 1,
             'null'::jsonb, case g % 10 when 0 then 'bench: failed' end, case g % 10 when 0 then 1 else 0 end,
-            now() - interval '2 days', now() - interval '1 day' + g * interval '1 millisecond', now() - interval '1 day' + g * interval '1 millisecond'
+            now() - interval '2 days', now() - interval '1 day' + g * interval '1 millisecond', now() - interval '1 day' + g * interval '1 millisecond',
+            case when g % 10 > 1 then 'bench-history' end
        from generate_series(1, $1::int) g`,
     [count, TaskState.DONE, TaskState.DEAD, TaskState.CANCELLED, task],
   );
-  const { rowCount } = await client.query(
-    `insert into ${effect} (task_id, attempt, worker, created_at)
-     select t.id, t.attempt, 'bench-history', t.updated_at from ${task}_history t where t.kind = 'bench_history' and t.state = $1::text`,
-    [TaskState.DONE],
-  );
-  return { tasks: count, effects: rowCount ?? 0 };
+  return { tasks: count, effects: 0 };
 }

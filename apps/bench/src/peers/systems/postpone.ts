@@ -1,8 +1,8 @@
 /**
  * Postpone in the bench: the `pg` store (`@postpone/postgres/pg`) and the worker runtime
  * (`@postpone/worker`), one worker per process with `concurrency` 10, a no-op handler. Every task
- * completes through the store's fenced complete, which writes the effect row in the same transaction
- * (docs/contract.md#promise-3, #promise-4), so the bench measures the product with its guarantees on.
+ * completes through the store's fenced complete — the move to history in one statement, no effect
+ * row since migration 13 (docs/contract.md#promise-3, #promise-4) — so the bench measures the product with its guarantees on.
  */
 import { statements } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
