@@ -221,6 +221,7 @@ function showDetail(d) {
   $('detail-error').textContent = t.lastError ?? '–';
   $('detail-payload').textContent = JSON.stringify(t.payload, null, 2);
   $('detail-result').textContent = t.result === null ? '–' : JSON.stringify(t.result, null, 2);
+  $('detail-progress').textContent = t.progress === undefined ? '–' : JSON.stringify(t.progress, null, 2);
   $('detail-completion').textContent = d.completion === null ? '–' : `attempt ${d.completion.attempt} by ${d.completion.worker ?? '(unknown)'} at ${iso(d.completion.finishedAt)}`;
   $('retry-button').disabled = !(t.state === 'DEAD' || t.state === 'CANCELLED');
   $('cancel-button').disabled = !(t.state === 'SCHEDULED' || (t.state === 'CLAIMED' && !t.cancelRequested));

@@ -65,6 +65,7 @@ export function taskDetail(task: TaskRecord, completion: Completion | null): str
     ['lease', task.leaseOwner === null ? '-' : `${task.leaseOwner} until ${iso(task.leaseUntil)}`],
     ['payload', JSON.stringify(task.payload)],
     ['result', task.result === null ? '-' : JSON.stringify(task.result)],
+    ['progress', task.progress === undefined ? '-' : JSON.stringify(task.progress)],
     ['last error', task.lastError ?? '-'],
     ['retry of', task.retryOf ?? '-'],
     ['retried as', task.retriedAs ?? '-'],

@@ -293,13 +293,36 @@ export function buildProgram(out: Out, json = false): Command {
   addBulkOptions(
     program
       .command('reschedule [ids...]')
-      .description('move the due time of SCHEDULED tasks (by ids or filter options, in batches); asks first unless --yes')
+      .description(
+        'move the due time of SCHEDULED tasks: one id (fenced on SCHEDULED, prints RESCHEDULED with the due time, NOT_SCHEDULED with the state, or NOT_FOUND; --payload replaces its payload), or several ids or filter options (in batches; asks first unless --yes)',
+      )
       .option('--delay <duration>', 'due this long after now: 0, 30s, 15m, 2h, 7d')
-      .option('--run-at <time>', 'due at this time, ISO 8601'),
+      .option('--run-at <time>', 'due at this time, ISO 8601')
+      .option('--payload <json>', 'one id only: replace the payload with this JSON')
+      .option('--payload-file <path>', 'one id only: replace the payload with the JSON of a file, - for standard input'),
     'reschedule',
-  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string }, cmd: Command) => {
+  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string; payload?: string; payloadFile?: string }, cmd: Command) => {
     const g = globals(cmd);
-    await runBulk('reschedule', ids, opts, dueOptions('reschedule', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+    const withPayload = opts.payload !== undefined || opts.payloadFile !== undefined;
+    if (ids.length !== 1 || hasBulkFilter(opts)) {
+      if (withPayload) throw new UsageError('INVALID_OPTION', '--payload and --payload-file apply to one id only');
+      await runBulk('reschedule', ids, opts, dueOptions('reschedule', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+      return;
+    }
+    const id = ids[0] as string;
+    const params = { ...dueOptions('reschedule', opts), ...(withPayload ? { payload: readPayload(opts) } : {}) };
+    const result = await withStore(g, (store) => store.reschedule(id, params)).catch((error: unknown) => {
+      throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
+    });
+    print(out, g, { id, ...result }, () =>
+      result.outcome === 'RESCHEDULED'
+        ? `RESCHEDULED task ${id}, due ${result.dueAt.toISOString()}`
+        : result.outcome === 'NOT_SCHEDULED'
+          ? `NOT_SCHEDULED task ${id}: it is ${result.state}`
+          : `NOT_FOUND task ${id}`,
+    );
+    if (result.outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+    if (result.outcome === 'NOT_SCHEDULED') throw new OutcomeError('NOT_SCHEDULED', `task ${id} is ${result.state}, not SCHEDULED: nothing changed`);
   });
 
   addBulkOptions(
@@ -312,7 +335,7 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('show <id>')
-    .description('show one task: queue, priority, key, attempts and failures, payload, last error, retry links, completion (attempt and worker of a DONE)')
+    .description('show one task: queue, priority, key, attempts and failures, payload, result, progress, last error, retry links, completion (attempt and worker of a DONE)')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);

@@ -598,3 +598,37 @@ describe('postpone limits: rate limits (docs/contract.md#rate-limits)', () => {
     expect((await json<unknown[]>(['limits'])).length).toBe(1);
   });
 });
+
+describe('postpone reschedule and progress', () => {
+  it('reschedule <id> --delay / --run-at moves a SCHEDULED task (and its payload); NOT_SCHEDULED and NOT_FOUND exit 1; bad usage exits 2; show prints progress', async () => {
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      const { id } = await store.schedule({ kind: 'resched', payload: { v: 1 }, delayMs: 3_600_000 });
+      const moved = await json<{ id: string; outcome: string; dueAt: string }>(['reschedule', id, '--delay', '5m']);
+      expect(moved).toMatchObject({ id, outcome: 'RESCHEDULED' });
+      expect((await store.getTask(id))?.dueAt.toISOString()).toBe(moved.dueAt);
+      const at = '2031-01-02T03:04:05.000Z';
+      expect(await postpone(['reschedule', id, '--run-at', at, '--payload', '{"v":2}'])).toEqual({ code: 0, stdout: `RESCHEDULED task ${id}, due ${at}\n`, stderr: '' });
+      expect(await store.getTask(id)).toMatchObject({ dueAt: new Date(at), payload: { v: 2 } });
+      const both = await postpone(['reschedule', id, '--run-at', at, '--delay', '5m']);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/INVALID_OPTION/);
+      expect((await postpone(['reschedule', id, '--delay', 'soon'])).code).toBe(2);
+      expect((await postpone(['reschedule', '987654321', '--delay', '1s'])).code).toBe(1);
+      expect(await postpone(['reschedule', id, '987654321', '--delay', '1s', '--payload', '{}'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --payload and --payload-file apply to one id only/) });
+
+      const { id: running } = await store.schedule({ kind: 'resched-run' });
+      const [claimed] = await store.claim({ owner: 'cli-test', limit: 1, leaseMs: 60_000, kinds: ['resched-run'] });
+      expect(claimed?.id).toBe(running);
+      const refused = await postpone(['reschedule', running, '--delay', '1m']);
+      expect(refused).toMatchObject({ code: 1, stdout: `NOT_SCHEDULED task ${running}: it is CLAIMED\n` });
+      expect(refused.stderr).toMatch(/NOT_SCHEDULED/);
+      expect(await store.reportProgress({ id: running, attempt: 1, progress: { rows: 40, of: 100 } })).toBe(true);
+      expect((await postpone(['show', running])).stdout).toMatch(/^progress +\{"of":100,"rows":40\}$/m);
+      expect((await json<{ task: { progress: unknown } }>(['show', running])).task.progress).toEqual({ rows: 40, of: 100 });
+      expect((await postpone(['show', id])).stdout).toMatch(/^progress +-$/m);
+    } finally {
+      await store.close();
+    }
+  });
+});

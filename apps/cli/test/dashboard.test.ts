@@ -141,6 +141,7 @@ beforeAll(async () => {
   await store.migrate();
 
   const dead = await claimNew('mail', { to: 'ops@example.com' }, 1);
+  expect(await store.reportProgress({ id: dead.id, attempt: 1, progress: { sent: 2, of: 3 } })).toBe(true);
   expect(await store.fail({ id: dead.id, attempt: 1, error: 'smtp said 550', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
   ids.dead = dead.id;
   const done = await claimNew('report', { day: '2030-01-01' });
@@ -220,12 +221,15 @@ describe('postpone dashboard', () => {
     expect(await page.innerHTML('#detail-payload')).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(await page.evaluate(() => document.querySelectorAll('script').length)).toBe(2); // chart.js and dashboard.js only
     expect(await page.textContent('#detail-attempts')).toBe('attempt 0, failures 0 of 5 allowed');
+    expect(await page.textContent('#detail-progress')).toBe('–');
 
     // Retry the DEAD task with its button: a new SCHEDULED task appears, linked both ways.
     await filter(page, 'DEAD');
     await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[ids.dead, 'DEAD']]);
     await openTask(page, ids.dead);
     expect(await page.textContent('#detail-error')).toBe('smtp said 550');
+    // The progress its handler reported before the failure, kept on the DEAD task.
+    expect(await page.textContent('#detail-progress')).toBe(JSON.stringify({ of: 3, sent: 2 }, null, 2));
     await page.click('#retry-button');
     await page.waitForFunction(() => document.getElementById('action-message')?.dataset.outcome === 'RETRIED', undefined, { timeout: UI_TIMEOUT_MS });
     const newId = (await page.getAttribute('#action-message', 'data-new-id')) as string;

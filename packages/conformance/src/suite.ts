@@ -16,6 +16,7 @@ import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
+import { progressWaitCases } from './cases-progress-wait.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
 import { dedupModeCases } from './cases-dedup-modes.js';
@@ -38,6 +39,7 @@ export const CONFORMANCE_CASES = [
   completeCases,
   completeManyCases,
   keepDoneCases,
+  progressWaitCases,
   failCases,
   releaseCases,
   failuresCases,

@@ -15,6 +15,7 @@ describe('conformance suite', () => {
       'completeCases',
       'completeManyCases',
       'keepDoneCases',
+      'progressWaitCases',
       'failCases',
       'releaseCases',
       'failuresCases',

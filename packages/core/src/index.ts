@@ -33,3 +33,4 @@ export * from './extend-many.js';
 export * from './override-store.js';
 export * from './cron-store.js';
 export * from './rate-limit.js';
+export * from './progress-wait.js';

@@ -17,6 +17,7 @@ import type { ClaimedTask, Completion, Task } from './task.js';
 import type { RateLimited } from './rate-limit.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from './pause.js';
+import type { ProgressParams, RescheduleParams, RescheduleResult, WaitForOptions } from './progress-wait.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {
@@ -310,6 +311,35 @@ export interface Store<Tx = unknown> {
 
   /** Lists SCHEDULED tasks due within `withinMs` without claiming them (for the timing wheel). */
   peekDue(params: PeekParams): Promise<PeekResult>;
+
+  /**
+   * Records the current attempt's progress on the task (docs/contract.md#progress), fenced: only while
+   * the task is CLAIMED with this attempt (a stale attempt's write changes nothing). It replaces the
+   * previous value; nothing else changes (one HOT update in PostgreSQL: `progress` is in no index).
+   * Workers call it through `ctx.progress`, coalesced to at most one write per `progressIntervalMs`.
+   * @returns true when written, false when the attempt is not the current holder's (stale, finished, unknown id)
+   * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION, INVALID_PROGRESS, PROGRESS_TOO_LARGE (nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  reportProgress(params: ProgressParams): Promise<boolean>;
+
+  /**
+   * Changes a SCHEDULED task's due time — and its payload, when given — by id (docs/contract.md#reschedule),
+   * fenced on SCHEDULED in one statement; sends the schedule notice so hybrid workers learn the new due time.
+   * @returns RESCHEDULED with the new due time, NOT_SCHEDULED with the task's state (nothing changed), NOT_FOUND
+   * @throws ValidationError as schedule's (`dueAt` or `delayMs`, exactly one; `payload`), nothing written; StoreClosedError, ConnectionLostError, StoreError
+   */
+  reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult>;
+
+  /**
+   * Resolves with the task once it is terminal (DONE, DEAD or CANCELLED; its `result`, `lastError`…),
+   * at once when it already is (docs/contract.md#awaiting-a-result). Woken by the store's own
+   * notice of the finish (PostgreSQL: LISTEN on one shared connection per store), with a bounded
+   * batched re-read of every pending id as fallback — never a query per caller per interval.
+   * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION; TaskNotFoundError NOT_FOUND when no task
+   *   has the id (`vanished: true` when it was seen live and then left no row: DONE not kept, or pruned);
+   *   WaitTimeoutError WAIT_TIMEOUT after `timeoutMs`; the signal's reason when it aborts; StoreClosedError
+   */
+  waitFor(id: TaskId, options?: WaitForOptions): Promise<Task>;
 
   /** Reads one task, or null. */
   getTask(id: TaskId): Promise<Task | null>;

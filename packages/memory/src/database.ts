@@ -157,6 +157,8 @@ export class MemoryDatabase {
   readonly tables = new Map<string, Map<string, unknown>>();
   /** The throttle table: `kind \u0000 key` → its row (docs/contract.md#dedup-keys). */
   readonly throttle = new Map<string, ThrottleRow>();
+  /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
+  onCommit: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
   #lastId = 0n;
 
@@ -227,6 +229,7 @@ export class MemoryDatabase {
       for (const [key, row] of rows) committed.set(key, row.value);
     }
     ws.end('committed');
+    this.onCommit?.(ws);
   }
 
   rollback(ws: WriteSet): void {

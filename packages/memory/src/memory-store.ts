@@ -64,6 +64,14 @@ import {
   type CancelOptions,
   rejectUnknownFields,
   ValidationError,
+  type ProgressParams,
+  type RescheduleParams,
+  type RescheduleResult,
+  TaskWaiters,
+  type WaitForOptions,
+  validateProgressParams,
+  validateReschedule,
+  validateWaitFor,
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
@@ -125,6 +133,47 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
       insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
       assertOpen: () => this.#assertOpen(),
     });
+    this.#db.onCommit = (ws) => {
+      for (const id of ws.tasks.keys()) {
+        if (this.#waiters.has(id)) this.#waiters.settle(id, this.#db.tasks.get(id) ?? null);
+      }
+    };
+  }
+
+  /** The `waitFor` callers, woken in-process by every commit that touches their task. */
+  readonly #waiters = new TaskWaiters();
+
+  /** `transition('progress')` under the row lock: CLAIMED with this attempt → progress replaced. */
+  async reportProgress(params: ProgressParams): Promise<boolean> {
+    this.#assertOpen();
+    const p = validateProgressParams(params);
+    return resultOf(await this.#apply(p.id, { type: 'progress', attempt: p.attempt, progress: p.value }), 'progress').written;
+  }
+
+  /** `transition('reschedule')` under the row lock; `delayMs` counts from this store's clock at the write. */
+  async reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult> {
+    this.#assertOpen();
+    const p = validateReschedule(id, params, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() });
+    const step = await this.#locks.run(p.id, () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const command: Command = { type: 'reschedule', dueAt: p.dueAt ?? new Date(nowMs + p.delayMs), ...(p.payload === null ? {} : { payload: p.payload.value }) };
+      const staged = this.#stage(ws, p.id, command, nowMs);
+      this.#db.commit(ws);
+      return staged;
+    });
+    const { result } = resultOf(step, 'reschedule');
+    return result.outcome === 'RESCHEDULED' ? { outcome: 'RESCHEDULED', dueAt: new Date(result.dueAt) } : result;
+  }
+
+  /** In-process: resolves at the commit that makes the task terminal (or at once when it is). */
+  async waitFor(id: TaskId, options?: WaitForOptions): Promise<Task> {
+    this.#assertOpen();
+    const w = validateWaitFor(id, options);
+    const waiting = this.#waiters.add(w.id, w.timeoutMs, w.signal);
+    this.#waiters.settle(w.id, this.#db.tasks.get(w.id) ?? null);
+    return await waiting;
   }
 
   /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
@@ -431,6 +480,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#waiters.closeAll();
   }
 
   /**

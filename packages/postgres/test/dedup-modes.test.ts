@@ -7,9 +7,10 @@
  * queueing a second one.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError } from '@postpone/core';
+import { SchemaVersionError } from '@postpone/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrations } from '../src/index.js';
+import { MIN_SCHEMA_VERSION, migrations } from '../src/index.js';
+import { innerSqlStateOf } from '../src/store/errors.js';
 import { DEDUP_MODES_MIGRATION_VERSION } from '../src/sql/dedup-sql.js';
 import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
@@ -85,7 +86,7 @@ describe.each(DRIVERS)('dedup key modes under forced interleavings (%s)', (drive
 });
 
 describe('a schema before the dedup modes migration', () => {
-  it('a throttle schedule fails with StoreError 42P01 and writes nothing; prune and the other modes run', async () => {
+  it('a throttle schedule fails with SchemaVersionError SCHEMA_BEHIND (the table is missing: 42P01 as its cause) and writes nothing; after migrate() it creates the task', async () => {
     const schema = `${admin.schema}_before`;
     const q = `"${schema}"`;
     await admin.query(`create schema ${q}`);
@@ -98,11 +99,15 @@ describe('a schema before the dedup modes migration', () => {
     const store = kit.store({ schema });
     try {
       const error = await store.schedule({ kind: 'digest', key: 'u' }, { onConflict: 'throttle', throttleMs: 1_000 }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(StoreError);
-      expect((error as StoreError).sqlState).toBe('42P01');
+      // This code needs the schema at MIN_SCHEMA_VERSION (18): the missing table is reported as the schema being behind.
+      expect(SchemaVersionError.isInstance(error) && error.code === 'SCHEMA_BEHIND').toBe(true);
+      expect((error as SchemaVersionError).message).toBe(`schema ${schema} is at migration ${DEDUP_MODES_MIGRATION_VERSION - 1}, this code needs ${MIN_SCHEMA_VERSION}: run migrate() first`);
+      expect(innerSqlStateOf((error as SchemaVersionError).cause)).toBe('42P01');
       expect(await admin.query(`select id from ${q}.task`)).toEqual([]);
-      expect(await store.prune({ olderThanMs: 1_000 })).toEqual({ deleted: 0, effectsDeleted: 0, batches: 1 });
-      expect(await store.schedule({ kind: 'digest', key: 'u' }, { onConflict: 'debounce' })).toMatchObject({ created: true });
+      // Once migrated, the same call creates the task and opens the key's window.
+      await store.migrate();
+      expect(await store.schedule({ kind: 'digest', key: 'u' }, { onConflict: 'throttle', throttleMs: 1_000 })).toMatchObject({ created: true });
+      expect(await admin.query(`select key from ${q}.dedup_throttle`)).toEqual([{ key: 'u' }]);
     } finally {
       await kit.close();
       await admin.query(`drop schema ${q} cascade`);

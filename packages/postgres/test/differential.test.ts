@@ -57,6 +57,10 @@ type Cmd =
   /** `dueAtOffsetMs` (relative to the clock at the call, may be past) replaces `delayMs` when not null. */
   | { readonly op: 'snooze'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly delayMs: number; readonly dueAtOffsetMs: number | null }
   | { readonly op: 'release'; readonly ref: Ref; readonly attempt: AttemptSpec }
+  /** Progress of an attempt (docs/contract.md#progress): fenced by the attempt. */
+  | { readonly op: 'progress'; readonly ref: Ref; readonly attempt: AttemptSpec; readonly value: Json }
+  /** Reschedule by id (docs/contract.md#reschedule); `dueAtOffsetMs` replaces `delayMs` when not null; `payload` undefined: unchanged. */
+  | { readonly op: 'reschedule'; readonly ref: Ref; readonly delayMs: number; readonly dueAtOffsetMs: number | null; readonly payload: Json | undefined }
   | { readonly op: 'cancel'; readonly ref: Ref }
   | { readonly op: 'cancelInTx'; readonly ref: Ref; readonly end: 'commit' | 'rollback' }
   | { readonly op: 'reclaim'; readonly limit: number }
@@ -163,6 +167,17 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), ref, attempt }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('progress' as const), ref, attempt, value: payload }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('reschedule' as const),
+      ref,
+      delayMs: fc.integer({ min: 0, max: 3_000 }),
+      dueAtOffsetMs: fc.option(fc.integer({ min: -2_000, max: 3_000 }), { freq: 3 }),
+      payload: fc.option(payload, { freq: 2, nil: undefined }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), ref }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelInTx' as const), ref, end: fc.constantFrom<'commit' | 'rollback'>('commit', 'rollback') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reclaim' as const), limit: fc.integer({ min: 1, max: 4 }) }) },
@@ -322,6 +337,12 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
       );
     case 'release':
       return await store.release({ id: cmd.id, attempt: cmd.at });
+    case 'progress':
+      return await store.reportProgress({ id: cmd.id, attempt: cmd.at, progress: cmd.value });
+    case 'reschedule': {
+      const when = cmd.dueAtOffsetMs === null ? { delayMs: cmd.delayMs } : { dueAt: new Date(clock.now() + cmd.dueAtOffsetMs) };
+      return await store.reschedule(cmd.id, cmd.payload === undefined ? when : { ...when, payload: cmd.payload });
+    }
     case 'cancel':
       return await store.cancel(cmd.id);
     case 'cancelInTx':
@@ -382,6 +403,7 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
     return `${cmd.op}:${counts.length === 0 ? 'none' : counts.map(([o]) => o).join('+')}`;
   }
   if (cmd.op === 'snooze') return `snooze:${(outcome as { outcome: string }).outcome}`;
+  if (cmd.op === 'reschedule') return `reschedule:${(outcome as { outcome: string }).outcome}`;
   if (cmd.op === 'schedule' && !Array.isArray(outcome)) return 'schedule:DUPLICATE_KEY';
   return cmd.op;
 }

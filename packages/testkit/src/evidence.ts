@@ -62,6 +62,7 @@ export const CASE_ORDER: readonly string[] = [
   'version_skew',
   'shutdown_order',
   'history_maintenance',
+  'await_result',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

@@ -138,6 +138,7 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <dt>last error</dt><dd><pre id="detail-error"></pre></dd>
     <dt>payload</dt><dd><pre id="detail-payload"></pre></dd>
     <dt>result</dt><dd><pre id="detail-result"></pre></dd>
+    <dt>progress</dt><dd><pre id="detail-progress"></pre></dd>
     <dt>completed</dt><dd id="detail-completion"></dd>
   </dl>
 </section>

@@ -278,13 +278,13 @@ export function validateJson(
   value: unknown,
   field = 'payload',
   maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
-  code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' = 'INVALID_PAYLOAD',
+  code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' | 'INVALID_PROGRESS' = 'INVALID_PAYLOAD',
 ): { value: Json; text: string } {
   const normalized = toJson(value, field, code, new Set());
   const text = JSON.stringify(normalized);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
-    throw new ValidationError(code === 'INVALID_PAYLOAD' ? 'PAYLOAD_TOO_LARGE' : code, field, `is ${bytes} bytes of JSON, the limit is ${maxBytes}`);
+    throw new ValidationError(code === 'INVALID_PAYLOAD' ? 'PAYLOAD_TOO_LARGE' : code === 'INVALID_PROGRESS' ? 'PROGRESS_TOO_LARGE' : code, field, `is ${bytes} bytes of JSON, the limit is ${maxBytes}`);
   }
   return { value: normalized, text };
 }
@@ -310,7 +310,7 @@ function shortPath(path: string): string {
   return path.length <= 120 ? path : `${path.slice(0, 60)}…${path.slice(-59)}`;
 }
 
-function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>, viaToJson = false): Json {
+function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' | 'INVALID_PROGRESS', seen: Set<object>, viaToJson = false): Json {
   switch (typeof value) {
     case 'string':
       if (value.includes('\u0000')) throw new ValidationError(code, shortPath(path), 'contains \\u0000, which jsonb cannot store');

@@ -32,6 +32,11 @@ export interface HandlerPlan {
   /** Throw on attempts `<= failAttempts` (use a large number to always fail). */
   readonly failAttempts?: number;
   /**
+   * Report progress `{ half: <task id> }` through `ctx.progress` before the work, and return the
+   * task's payload as JSON text in the result's `echo` (evidence `await_result`; default off).
+   */
+  readonly echoWithProgress?: boolean;
+  /**
    * Write the task's local effect, one `<schema>.app_effect` row (primary key `task_id`; see
    * `app-effect.ts`), through `ctx.onCompleteTx` in the transaction that commits DONE (default true):
    * the seed's effect table, now the handler's own (migration 13). `false` leaves the completion to

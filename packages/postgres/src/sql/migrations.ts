@@ -14,6 +14,7 @@ import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-stat
 import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
 import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
 import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
+import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -173,6 +174,12 @@ export interface Migration {
  * declared limit of a kind or a queue with its sliding log of claim times; see `./rate-limit-sql.ts`.
  * A new table only (no `minReader`): code that does not know it applies no limit. Re-runnable.
  *
+ * Version 18 — progress and finish notices (docs/contract.md#progress, #awaiting-a-result): a
+ * nullable `progress jsonb` on `task` and `task_history` (in no index: progress writes are HOT
+ * updates), the statement-level trigger `task_finished_notice` that announces every task leaving
+ * the live table on the schema's finish channel while a store has `waitFor` callers, and the table
+ * `task_waiter` recording those stores; see `./progress-wait-sql.ts`. Additive, re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -271,6 +278,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
     // Version 17 — rate limits: see ./rate-limit-sql.ts. Additive (a new table), no minReader.
     Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
+    // Version 18 — progress and finish notices: see ./progress-wait-sql.ts.
+    Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
   ]);
 }
 
@@ -279,10 +288,11 @@ export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 
 
 /**
  * The oldest schema this code runs on: the newest migration whose objects its statements use
- * (migration 13: the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore`
- * refuses an older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
- * {@link SCHEMA_VERSION} the code works. Migrate first, then roll the workers: migration 13 is
- * additive, so workers of version 12 run on it meanwhile (docs/guides/deploy.md). Raise it when a
- * statement starts to need a newer migration.
+ * (migration 18, the `progress` column every move to `task_history` names; migration 13 before it:
+ * the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore` refuses an
+ * older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
+ * {@link SCHEMA_VERSION} the code works, so a rolling deploy may apply a later additive migration
+ * under workers of this code (evidence `migrate_concurrently`). Raise it when a statement
+ * starts to need a newer migration.
  */
-export const MIN_SCHEMA_VERSION = COMPLETION_MIGRATION_VERSION;
+export const MIN_SCHEMA_VERSION = Math.max(COMPLETION_MIGRATION_VERSION, PROGRESS_MIGRATION_VERSION);

@@ -71,6 +71,7 @@ export function taskColumns(t: string): string {
     `${ms(`${t}.updated_at`)} as updatedatms`,
     `${t}.trace_context::text as tracecontext`,
     `${t}.retry::text as retry`,
+    `${t}.progress::text as progress`,
   ].join(', ');
 }
 
@@ -225,6 +226,8 @@ export interface TaskRow {
   tracecontext: string | null;
   /** The task's own retry policy (core `RetryPolicy`) as JSON text, or null (migration 8). */
   retry: string | null;
+  /** The last progress report as JSON text, or null when none (migration 18). */
+  progress: string | null;
 }
 
 /**

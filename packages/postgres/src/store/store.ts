@@ -124,6 +124,20 @@ import { PostgresCron } from './cron.js';
 import { PostgresPause } from './pause.js';
 import { PAUSE_MIGRATION_VERSION } from '../sql/pause-sql.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
+import { DEFAULT_WAIT_FALLBACK_MS, PgWaitFor, type WaitForStats } from './wait-for.js';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { finishChannel, type ProgressWaitStatements, progressWaitStatements } from '../sql/progress-wait-sql.js';
+import { millis, ms as msOf, taskColumns } from '../sql/sql.js';
+import {
+  type ProgressParams,
+  type RescheduleParams,
+  type RescheduleResult,
+  type WaitForOptions,
+  validateProgressParams,
+  validateReschedule,
+  validateWaitFor,
+} from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -134,7 +148,7 @@ export const DEFAULT_SCHEMA = 'postpone';
 export interface SchemaCheck {
   /** The newest migration applied to the schema (at least `codeVersion`). */
   readonly schemaVersion: number;
-  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (11) on. */
+  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (17) on. */
   readonly codeVersion: number;
   /** The highest `minReader` the schema's migrations declare (at most `codeVersion`), or null. */
   readonly minReader: number | null;
@@ -193,6 +207,11 @@ export interface PostgresStoreOptions {
    */
   readonly listenConnectionString?: string;
   /**
+   * `waitFor`'s fallback: every this many ms while callers wait, ONE batched re-read of every pending
+   * task id (finish notices wake callers at once; this catches a lost one). Default 2 000, 1..2³¹−1.
+   */
+  readonly waitFallbackMs?: number;
+  /**
    * Called with the translated error when a connection the store holds is lost outside any call
    * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
    */
@@ -210,6 +229,7 @@ export const STORE_OPTION_NAMES: readonly string[] = [
   'pooler',
   'listenConnectionString',
   'onConnectionError',
+  'waitFallbackMs',
 ];
 
 /**
@@ -317,6 +337,7 @@ function toTask(row: Row): Task {
     updatedAt: date(r.updatedatms),
     ...traceContextOf(r.tracecontext),
     ...retryOf(r.retry),
+    ...(r.progress === null || r.progress === undefined ? {} : { progress: JSON.parse(String(r.progress)) as Json }),
   };
 }
 
@@ -401,6 +422,27 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     };
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.bulk = new PostgresBulk({ ...context, toTask });
+    this.progressSql = progressWaitStatements(this.schema, taskColumns, msOf, millis);
+    const fallbackMs = options.waitFallbackMs === undefined ? DEFAULT_WAIT_FALLBACK_MS : validatePositiveMs(options.waitFallbackMs, 'waitFallbackMs');
+    const waiterId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.waiting = new PgWaitFor({
+      fallbackMs,
+      listen: async (onNotify, listenOptions) => {
+        // Through a transaction pooler LISTEN needs a direct connection (`listenConnectionString`); without one, the fallback re-read alone.
+        if (this.pooler === 'transaction' && !this.driver.directListen) throw new StoreError('LISTEN needs listenConnectionString behind a transaction pooler', undefined);
+        return await this.call(() => this.driver.listen(finishChannel(this.schema), onNotify, listenOptions));
+      },
+      present: async (untilMs) => {
+        await this.call(() => this.driver.query(this.progressSql.waiterPresent, [waiterId, untilMs]));
+      },
+      absent: async () => {
+        await this.call(() => this.driver.query(this.progressSql.waiterAbsent, [waiterId]));
+      },
+      readMany: async (ids) => {
+        const rows = await this.call(() => this.driver.query(this.progressSql.taskGetMany, [JSON.stringify(ids)]));
+        return rows.map(toTask);
+      },
+    });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
     this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
     this.rateLimits = new PostgresRateLimits(context);
@@ -447,6 +489,66 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   }
   listCronSchedules(): Promise<CronScheduleRecord[]> {
     return this.cron.list();
+  }
+
+  /** Progress, waitFor and reschedule statements (migration 18, `../sql/progress-wait-sql.ts`). */
+  readonly progressSql: ProgressWaitStatements;
+  private readonly waiting: PgWaitFor;
+
+  /** What this store's `waitFor` callers cost so far: batched reads (fallback ones apart), finish notices heard, LISTENs made. */
+  get waitStats(): WaitForStats {
+    return this.waiting.stats;
+  }
+
+  /**
+   * One UPDATE fenced by id + attempt + CLAIMED (`taskProgress`): only `progress` changes, a HOT
+   * update (migration 18). @returns false for a stale attempt (nothing written)
+   */
+  async reportProgress(params: ProgressParams): Promise<boolean> {
+    this.assertOpen();
+    const p = validateProgressParams(params);
+    const rows = await this.call(() => this.driver.query(this.progressSql.taskProgress, [p.id, p.attempt, p.text]));
+    return rows.length === 1;
+  }
+
+  /**
+   * One UPDATE fenced on SCHEDULED (`taskReschedule`) with a `scheduled` notice on the workers'
+   * channel (none with `scheduleNotices: 'off'`); when it hit nothing, a read of the state tells
+   * NOT_SCHEDULED (with it) from NOT_FOUND. A task seen SCHEDULED by that read was committed after
+   * the UPDATE's snapshot: the UPDATE is tried once more.
+   */
+  async reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult> {
+    this.assertOpen();
+    const p = validateReschedule(id, params, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
+    const channel = this.scheduleNotices === 'off' ? null : this.notifyChannel;
+    return await this.call(async () => {
+      for (let round = 0; round < 2; round++) {
+        const [hit] = await this.driver.query(this.progressSql.taskReschedule, [
+          this.nowParam(),
+          p.id,
+          p.dueAt === null ? null : p.dueAt.toISOString(),
+          p.delayMs,
+          p.payload !== null,
+          p.payload?.text ?? null,
+          channel,
+        ]);
+        if (hit) return { outcome: 'RESCHEDULED', dueAt: date(hit.dueatms) } as const;
+        const [row] = await this.driver.query(this.progressSql.taskStateOf, [p.id]);
+        if (!row) return { outcome: 'NOT_FOUND' } as const;
+        if (row.state !== TaskState.SCHEDULED) return { outcome: 'NOT_SCHEDULED', state: row.state as TaskState } as const;
+      }
+      throw new StoreError(`reschedule of task ${p.id}: the task changed state during the call`, undefined);
+    });
+  }
+
+  /**
+   * Waits in-process (`./wait-for.ts`): LISTEN on the schema's finish channel over the driver's one
+   * shared listening connection, batched reads, a batched fallback re-read every `waitFallbackMs`.
+   */
+  async waitFor(id: TaskId, options?: WaitForOptions): Promise<Task> {
+    this.assertOpen();
+    const w = validateWaitFor(id, options);
+    return await this.waiting.wait(w.id, w.timeoutMs, w.signal);
   }
 
   /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */
@@ -1005,8 +1107,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
       });
     }
     let workFailure: { error: unknown } | undefined;
-    try {
-      return await this.driver.transaction<CompleteOutcome>(async (query, tx) => {
+    const run = () =>
+      this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
         const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
@@ -1020,6 +1122,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
         }
         return await this.missedCompleteOutcome(query, now, id, attempt, keep);
       });
+    try {
+      try {
+        return await run();
+      } catch (error) {
+        // The finish notice (migration 18, sent while a store has waitFor callers) met a NOTIFY queue
+        // that filled between the trigger's look at it and the commit: 54000 is raised at commit, so
+        // the transaction rolled back whole (`work` included); once more, the trigger now sends nothing.
+        if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
+        return await run();
+      }
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw await this.translate(error);
@@ -1312,7 +1424,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   /** Stops listeners and ends the pool if the store created it. Idempotent; later calls throw StoreClosedError. */
   async close(): Promise<void> {
     this.closed = true;
-    this.closing ??= this.driver.close();
+    this.closing ??= this.waiting.close().then(() => this.driver.close());
     await this.closing;
   }
 
