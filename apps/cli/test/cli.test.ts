@@ -13,6 +13,7 @@ import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { migrations } from '@postpone/postgres';
 import { TestClock } from '@postpone/core';
 import { createPgStore } from '@postpone/postgres/pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const BIN = fileURLToPath(new URL('../bin/postpone.js', import.meta.url));
@@ -627,6 +628,48 @@ describe('postpone reschedule and progress', () => {
       expect((await postpone(['show', running])).stdout).toMatch(/^progress +\{"of":100,"rows":40\}$/m);
       expect((await json<{ task: { progress: unknown } }>(['show', running])).task.progress).toEqual({ rows: 40, of: 100 });
       expect((await postpone(['show', id])).stdout).toMatch(/^progress +-$/m);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('ids past 2^53 (issue #26, large identifiers)', () => {
+  const own = uniqueSchemaName('cli_big_ids');
+  afterAll(async () => {
+    await dropSchema(url, own);
+  });
+
+  it('schedule, show, list, cancel and retry print and take the exact digits of ids around 2^53', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect((await run(['migrate'])).code).toBe(0);
+    const first = 2n ** 53n - 1n;
+    const store = createPgStore({ connectionString: url, schema: own });
+    try {
+      // The id sequence restarted below 2^53: the next ids are …991, …992, …993 (a JS number rounds …993 to …992).
+      await store.schedule({ kind: 'warm' });
+      await store.cancel((await store.listTasks({})).tasks[0]!.id);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`alter table "${own}".task alter column id restart with ${first}`);
+      await admin.end();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await run(['--json', 'schedule', 'big', '--payload', `{"i":${i}}`]);
+        expect(r.code).toBe(0);
+        ids.push((JSON.parse(r.stdout) as { id: string }).id);
+      }
+      expect(ids).toEqual([first, first + 1n, first + 2n].map(String));
+      expect(ids[2]).toBe('9007199254740993');
+      const shown = JSON.parse((await run(['--json', 'show', ids[2]!])).stdout) as { task: { id: string; payload: unknown } };
+      expect(shown.task).toMatchObject({ id: '9007199254740993', payload: { i: 2 } });
+      expect((await run(['show', ids[2]!])).stdout).toMatch(/9007199254740993/);
+      const listed = JSON.parse((await run(['--json', 'list', '--kind', 'big'])).stdout) as { tasks: { id: string }[] };
+      expect(listed.tasks.map((t) => t.id)).toEqual([...ids].reverse());
+      expect(await run(['cancel', ids[1]!])).toMatchObject({ code: 0, stdout: `CANCELLED task ${ids[1]}\n` });
+      const retried = JSON.parse((await run(['--json', 'retry', ids[1]!])).stdout) as { outcome: string; id: string };
+      expect(retried).toMatchObject({ outcome: 'RETRIED', id: (first + 3n).toString() });
+      expect((await store.getTaskRecord(retried.id))?.retryOf).toBe(ids[1]);
     } finally {
       await store.close();
     }

@@ -521,6 +521,35 @@ describe('postpone dashboard', () => {
     }
   });
 
+  it('the task API keeps ids past 2^53 exact: listed, shown, cancelled and retried by their digits (issue #26)', async () => {
+    const own = uniqueSchemaName('dash_big_ids');
+    const big = createPgStore({ connectionString: url, schema: own });
+    try {
+      await big.migrate();
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`alter table "${own}".task alter column id restart with ${2n ** 53n}`);
+      await admin.end();
+      const [a, b] = await big.scheduleMany([{ kind: 'big' }, { kind: 'big' }]);
+      expect([a!.id, b!.id]).toEqual(['9007199254740992', '9007199254740993']);
+      const app = createDashboardApp({ store: big, schema: own, token: null, refreshMs: 5_000, host: '127.0.0.1', port: () => 7070 });
+      const headers = { host: '127.0.0.1:7070' };
+      const listed = (await (await app.request('/api/tasks?kind=big', { headers })).json()) as { tasks: { id: string }[] };
+      expect(listed.tasks.map((t) => t.id)).toEqual(['9007199254740993', '9007199254740992']);
+      const shown = (await (await app.request('/api/tasks/9007199254740993', { headers })).json()) as { task: { id: string } };
+      expect(shown.task.id).toBe('9007199254740993');
+      const page = await (await app.request('/', { headers })).text();
+      const csrf = /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '';
+      const post = (path: string) => app.request(path, { method: 'POST', headers: { ...headers, origin: 'http://127.0.0.1:7070', 'x-csrf-token': csrf } });
+      expect(await (await post('/api/tasks/9007199254740993/cancel')).json()).toEqual({ outcome: 'CANCELLED' });
+      expect(await (await post('/api/tasks/9007199254740993/retry')).json()).toMatchObject({ outcome: 'RETRIED', id: '9007199254740994' });
+      expect((await big.getTask('9007199254740992'))?.state).toBe('SCHEDULED');
+    } finally {
+      await big.close();
+      await dropSchema(url, own);
+    }
+  });
+
   it('tells loopback addresses from others and checks the options before binding', () => {
     for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(host), host).toBe(true);
     for (const host of ['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', 'example.com', '::ffff:10.0.0.1', '']) expect(isLoopbackHost(host), host).toBe(false);
