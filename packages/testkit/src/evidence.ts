@@ -54,6 +54,7 @@ export const CASE_ORDER: readonly string[] = [
   'soak_short',
   'dedup_key_race',
   'history_split_outcomes',
+  'batch_deadlock',
   'large_ids',
   'notify_queue_full',
   'version_skew',

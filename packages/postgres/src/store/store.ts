@@ -658,7 +658,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
+    // Two keys or more: the key locks first, in a statement of their own, so the insert's snapshot
+    // sees every holder and locks them all in id order (`taskKeyLocks`, README "Failure modes").
+    const lockKeys = new Set(tasks.filter((t) => t.key !== null).map((t) => JSON.stringify([t.kind, t.key]))).size >= 2;
     const run = async (query: QueryFn) => {
+      if (lockKeys) await query(this.sql.taskKeyLocks, [json]);
       const rows = await query(this.sql.taskInsertMany, params);
       if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
       const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
@@ -667,12 +671,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
     };
     if (after) {
-      const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
+      const scheduled = await this.call(() =>
+        onConflict === 'fail' || lockKeys ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)),
+      );
       this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
       return scheduled;
     }
     return await this.call(async () => {
-      if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      if (inTx === undefined) {
+        return onConflict === 'fail' || lockKeys ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      }
       const { query, checked } = inTx;
       if (onConflict !== 'fail') {
         if (!checked) await this.inTransaction(query, this.sql.txCheck);
