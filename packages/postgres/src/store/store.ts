@@ -94,7 +94,7 @@ import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/h
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
-import { type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
@@ -239,8 +239,14 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
 /** `scheduleNotices` `'near'` (default) and `'coalesced'`: a schedule call announces its tasks only when one is due within this many ms. */
 export const NEAR_NOTICE_MS = 30_000;
 
-/** `$1` channel, `$2` payload: the probe `listen` sends itself. */
-const NOTIFY_PROBE = 'select pg_notify($1, $2)';
+/**
+ * `$1` channel, `$2` payload → one row `{ sent }`: a boolean when the NOTIFY was sent (`pg_notify`
+ * returns void; `is null` only puts the call in a select list), null when it was left
+ * out because the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full (a listener that
+ * stops reading pins it; once full, a notifying commit fails with 54000). For the notices sent outside
+ * a data statement: `listen`'s probe, worker presence, coalesced schedule notices.
+ */
+const NOTIFY_PROBE = `select case when pg_notification_queue_usage() < ${NOTICE_QUEUE_LIMIT} then pg_notify($1, $2) is null end as sent`;
 
 /** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
 export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
@@ -1058,7 +1064,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
    * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
    * listening one. A listener that would get nothing (e.g. LISTEN through a transaction pooler)
-   * is stopped and the call throws, so a caller never believes it listens when it does not.
+   * is stopped and the call throws, so a caller never believes it listens when it does not. While
+   * the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full no probe is sent (no
+   * notice is, README "Failure modes") and the listener is returned unchecked.
    *
    * @returns a function that stops listening
    * @throws ValidationError INVALID_OPTION `listenConnectionString` when `pooler` is `'transaction'`
@@ -1101,7 +1109,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      const [sent] = await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      // The NOTIFY queue is at least half full (a listener elsewhere stopped reading): no probe can be
+      // sent, and no notice is sent either until it drains, so there is nothing to check yet. LISTEN
+      // itself succeeded; the worker finds tasks by its fallback poll meanwhile (issue #26 item 4).
+      if (typeof sent?.sent !== 'boolean') return unlisten;
       const heard = await Promise.race([
         arrived.then(() => true),
         new Promise<boolean>((resolve) => {
@@ -1127,7 +1139,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * Announces a hybrid worker on this store's channel (one NOTIFY through the pool, delivered to
    * every listener including the sender's; docs/contract.md#discovery-sharing). Listeners get it
-   * through `listen`'s `onWorker` option.
+   * through `listen`'s `onWorker` option. Left out, without an error, while the NOTIFY queue is at
+   * least {@link NOTICE_QUEUE_LIMIT} full.
    * @param notice `worker` (1..200 characters) and `group` (1..200) name the worker and what it claims; `hello` asks the others to answer
    * @throws ValidationError INVALID_OPTION for a bad `worker` or `group`; ConnectionLostError / ConnectionError / StoreError from the database
    */
