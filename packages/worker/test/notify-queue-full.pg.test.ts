@@ -8,10 +8,18 @@
  * through) and must still run every task: scheduled one by one and in a keyed batch, found by the
  * fallback poll since the store sends no notices now; a cancel reaches a running handler at its
  * lease renewal; and no `error` event, no unhandled rejection.
+ *
+ * Then the same with the queue pinned the other way a production queue gets pinned: a process that
+ * listens on Postpone's channel through the store (`fixtures/listen-child.mjs`) is stopped
+ * (SIGSTOP: a frozen container, a debugger); once its socket buffers are full its backend stops
+ * reading (about 4.5 MB of notices on loopback here) and the queue fills. After SIGCONT it reads
+ * again and the queue drains below half.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { TaskState } from '@postpone/core';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
-import { defaultNotifyChannel, type PostgresStore } from '@postpone/postgres';
+import { defaultNotifyChannel, NOTICE_QUEUE_LIMIT, type PostgresStore } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createPostgresJsStore } from '@postpone/postgres/postgres-js';
 import pg from 'pg';
@@ -22,6 +30,8 @@ import { until } from './harness.js';
 let server: EmbeddedDatabase;
 let pinned: pg.Client;
 const SCHEMAS = { pg: 'notify_full_worker_pg', postgres: 'notify_full_worker_pgjs' } as const;
+const STOPPED_SCHEMAS = { pg: 'notify_stopped_worker_pg', postgres: 'notify_stopped_worker_pgjs' } as const;
+const LISTEN_CHILD = fileURLToPath(new URL('./fixtures/listen-child.mjs', import.meta.url));
 const FALLBACK_MS = 300;
 const LEASE_MS = 1_500;
 
@@ -32,40 +42,61 @@ beforeAll(async () => {
   await pinned.connect();
   await pinned.query(`listen ${defaultNotifyChannel(SCHEMAS.pg)}`);
   await pinned.query('begin');
+  expect(await fill()).toBeLessThan(2_000);
+}, 120_000);
+
+/**
+ * Notifies 7 kB at a time on `channel` until one fails with 54000 (a stopped client pins the queue
+ * only with notices of a channel it listens on: its backend skips the others without writing); returns how many went through. Bounded: 6 000
+ * notifies (42 MB, above 64 pages of 8 kB plus a stopped client's socket buffers). @throws when it never filled
+ */
+async function fill(channel = 'filler'): Promise<number> {
   const filler = new pg.Client({ connectionString: server.url });
   await filler.connect();
   try {
     const payload = 'x'.repeat(7_000);
-    let full = false;
-    // Bounded: 2 000 notifies of 7 kB is 14 MB, far above 64 pages of 8 kB.
-    for (let i = 0; i < 2_000 && !full; i++) {
+    for (let i = 0; i < 6_000; i++) {
       try {
-        await filler.query('select pg_notify($1, $2)', ['filler', payload]);
+        await filler.query('select pg_notify($1, $2)', [channel, payload]);
       } catch (error) {
         expect((error as { code?: string }).code).toBe('54000');
-        full = true;
+        return i;
       }
     }
-    expect(full).toBe(true);
+    throw new Error('the NOTIFY queue did not fill after 6 000 notifies');
   } finally {
     await filler.end();
   }
-}, 120_000);
+}
 
+let stoppedChild: ChildProcess | undefined;
 afterAll(async () => {
   await pinned?.end().catch(() => {});
+  if (stoppedChild?.pid !== undefined && stoppedChild.exitCode === null) {
+    process.kill(stoppedChild.pid, 'SIGCONT');
+    stoppedChild.kill('SIGKILL');
+  }
   await server?.stop();
 });
 
 async function usage(): Promise<number> {
-  const { rows } = await pinned.query<{ u: number }>('select pg_notification_queue_usage()::float8 as u');
-  return rows[0]?.u ?? -1;
+  const client = new pg.Client({ connectionString: server.url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ u: number }>('select pg_notification_queue_usage()::float8 as u');
+    return rows[0]?.u ?? -1;
+  } finally {
+    await client.end();
+  }
 }
 
-describe.each(['pg', 'postgres'] as const)('a hybrid worker with the NOTIFY queue full (%s)', (driver) => {
+/** A hybrid worker on `driver` and `schemas[driver]` with the queue full: every task runs, a cancel arrives, no error event. */
+function workerOnFullQueue(driver: 'pg' | 'postgres', schemas: Readonly<Record<'pg' | 'postgres', string>>, fillChannel: string): void {
   let store: PostgresStore<any>;
   beforeAll(async () => {
-    const schema = SCHEMAS[driver];
+    // Full again (a stopped client's backend may have pushed a little more into its socket meanwhile).
+    await fill(fillChannel);
+    const schema = schemas[driver];
     store = driver === 'pg' ? createPgStore({ connectionString: server.url, schema }) : createPostgresJsStore({ connectionString: server.url, schema });
     await store.migrate();
   });
@@ -114,11 +145,56 @@ describe.each(['pg', 'postgres'] as const)('a hybrid worker with the NOTIFY queu
       await until(() => cancelledRun !== null, 'the handler seeing its cancel', 20_000);
       expect(cancelledRun).toEqual({ aborted: true, attempt: 1 });
       await until(async () => (await store.getTask(long.id))?.state === TaskState.CANCELLED, 'the long task CANCELLED', 20_000);
-      // The queue is still full: nothing above read it, and every write above succeeded.
-      expect(await usage()).toBeGreaterThan(0.9);
+      // The queue is still pinned (notices off): every write above succeeded without them.
+      expect(await usage()).toBeGreaterThanOrEqual(NOTICE_QUEUE_LIMIT);
     } finally {
       await worker.stop({ timeoutMs: 5_000 });
     }
     expect(errors.map((e) => `${e.operation}: ${String((e.error as Error)?.message ?? e.error)}`)).toEqual([]);
+  });
+}
+
+describe.each(['pg', 'postgres'] as const)('a hybrid worker with the NOTIFY queue full, pinned by an open transaction (%s)', (driver) => {
+  workerOnFullQueue(driver, SCHEMAS, 'filler');
+});
+
+describe('the NOTIFY queue pinned by a stopped worker process', () => {
+  beforeAll(async () => {
+    // Unpin: the session in an open transaction ends, and the queue drains below half (bounded: 200 × 50 ms).
+    await pinned.end();
+    const probe = new pg.Client({ connectionString: server.url });
+    await probe.connect();
+    try {
+      for (let i = 0; i < 200 && (await usage()) >= 0.5; i++) {
+        await probe.query("select pg_notify('filler', 'x')").catch((error: { code?: string }) => expect(error.code).toBe('54000'));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await probe.end();
+    }
+    expect(await usage()).toBeLessThan(0.5);
+    const child = spawn(process.execPath, [LISTEN_CHILD, JSON.stringify({ url: server.url, schema: STOPPED_SCHEMAS.pg })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    stoppedChild = child;
+    await until(() => child.stdout?.readableLength !== 0 || child.exitCode !== null, 'the listening child ready', 30_000);
+    const first = String(child.stdout?.read() ?? '');
+    expect(first).toContain('ready');
+    process.kill(child.pid as number, 'SIGSTOP');
+    const sent = await fill(defaultNotifyChannel(STOPPED_SCHEMAS.pg));
+    // More than the queue holds (64 pages of 8 kB): the stopped client's socket buffers took the rest first.
+    expect(sent * 7_000).toBeGreaterThan(64 * 8_192);
+    expect(await usage()).toBeGreaterThan(0.9);
+  }, 120_000);
+
+  describe.each(['pg', 'postgres'] as const)('a hybrid worker (%s)', (driver) => {
+    workerOnFullQueue(driver, STOPPED_SCHEMAS, defaultNotifyChannel(STOPPED_SCHEMAS.pg));
+  });
+
+  it('after SIGCONT the stopped process reads again and the queue drains below half', { timeout: 30_000 }, async () => {
+    const child = stoppedChild as ChildProcess;
+    process.kill(child.pid as number, 'SIGCONT');
+    await until(async () => (await usage()) < 0.5, 'the queue drained', 20_000);
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
   });
 });
