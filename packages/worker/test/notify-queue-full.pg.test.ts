@@ -12,8 +12,10 @@
  * Then the same with the queue pinned the other way a production queue gets pinned: a process that
  * listens on Postpone's channel through the store (`fixtures/listen-child.mjs`) is stopped
  * (SIGSTOP: a frozen container, a debugger); once its socket buffers are full its backend stops
- * reading (about 4.5 MB of notices on loopback here) and the queue fills. After SIGCONT it reads
- * again and the queue drains below half.
+ * reading (about 4.5 MB of notices on loopback here) and the queue fills. Postpone's own notices
+ * alone never fill it: scheduling with a notice per task, the queue reaches half full (about 40 000
+ * tasks here, most of them taken by the stopped client's socket buffers) and stays there (0.53 after
+ * 10 000 more). After SIGCONT the stopped process reads again and the queue drains below half.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -179,11 +181,31 @@ describe('the NOTIFY queue pinned by a stopped worker process', () => {
     const first = String(child.stdout?.read() ?? '');
     expect(first).toContain('ready');
     process.kill(child.pid as number, 'SIGSTOP');
-    const sent = await fill(defaultNotifyChannel(STOPPED_SCHEMAS.pg));
-    // More than the queue holds (64 pages of 8 kB): the stopped client's socket buffers took the rest first.
-    expect(sent * 7_000).toBeGreaterThan(64 * 8_192);
-    expect(await usage()).toBeGreaterThan(0.9);
   }, 120_000);
+
+  it("Postpone's own notices stop at half full: scheduling goes on and never fills the queue", { timeout: 120_000 }, async () => {
+    const store = createPgStore({ connectionString: server.url, schema: STOPPED_SCHEMAS.pg, scheduleNotices: 'each' });
+    try {
+      const batch = () => store.scheduleMany(Array.from({ length: 200 }, (_, i) => ({ kind: 'flood', payload: { i } })));
+      // Bounded: 1 000 batches of 200 notices (about 25 MB of them), far above the stopped client's socket buffers and the queue.
+      let batches = 0;
+      while (batches < 1_000 && (await usage()) < NOTICE_QUEUE_LIMIT) {
+        await batch();
+        batches += 1;
+      }
+      expect(await usage()).toBeGreaterThanOrEqual(NOTICE_QUEUE_LIMIT);
+      // 50 batches more (10 000 tasks): no notice sent, so the queue stays where it was, below full.
+      for (let i = 0; i < 50; i++) await batch();
+      const plateau = await usage();
+      expect(plateau).toBeGreaterThanOrEqual(NOTICE_QUEUE_LIMIT);
+      // At most one batch's notices above the limit (200 × ~130 bytes of 512 kB: 0.05).
+      expect(plateau).toBeLessThan(NOTICE_QUEUE_LIMIT + 0.06);
+      expect(await store.countByState()).toMatchObject({ [TaskState.SCHEDULED]: (batches + 50) * 200 });
+      await store.cancelMany({ kinds: ['flood'] }, { batchSize: 1_000 });
+    } finally {
+      await store.close();
+    }
+  });
 
   describe.each(['pg', 'postgres'] as const)('a hybrid worker (%s)', (driver) => {
     workerOnFullQueue(driver, STOPPED_SCHEMAS, defaultNotifyChannel(STOPPED_SCHEMAS.pg));
