@@ -18,7 +18,7 @@
  * waited for b while `cancelMany` held b and waited for holder a, which the batch held: 40P01.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { PostgresStore } from '../src/index.js';
+import { type PostgresStore, statements } from '../src/index.js';
 import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('lock_order');
@@ -172,5 +172,29 @@ describe.each(DRIVERS)('a holder committed while scheduleMany runs (%s)', (drive
       blocker.release();
       await store.close();
     }
+  });
+});
+
+describe('the key locks are taken in one order', () => {
+  it('taskKeyLocks and the keylocks of taskInsertMany call pg_advisory_xact_lock above the sort by lock key', async () => {
+    const s = statements(admin.schema);
+    const batch = JSON.stringify(['b', 'a', 'c'].map((key) => ({ kind: KIND, key })));
+    const plan = async (text: string, params: unknown[]) => {
+      const rows = await admin.query<{ 'QUERY PLAN': string }>(`explain (verbose, costs off) ${text}`, params);
+      return rows.map((r) => r['QUERY PLAN']);
+    };
+    // A generic plan would not show constants; the parameters are given, as the store does.
+    const locks = await plan(s.taskKeyLocks, [batch]);
+    const lockAt = locks.findIndex((l) => l.includes('pg_advisory_xact_lock'));
+    const sortAt = locks.findIndex((l) => l.includes('Sort Key: (hashtextextended'));
+    expect(lockAt).toBeGreaterThanOrEqual(0);
+    expect(sortAt).toBeGreaterThan(lockAt);
+    const insert = await plan(s.taskInsertMany, [null, JSON.stringify(['b', 'a'].map((key) => ({ kind: KIND, key, payload: null, delayMs: 0, runAt: null, maxAttempts: 3, traceContext: null, retry: null, queue: 'default', priority: 0 }))), null, 'keep']);
+    const cte = insert.findIndex((l) => l.includes('CTE keylocks'));
+    const insertLock = insert.findIndex((l, i) => i > cte && l.includes('pg_advisory_xact_lock'));
+    const insertSort = insert.findIndex((l, i) => i > insertLock && l.includes('Sort Key: (hashtextextended'));
+    expect(cte).toBeGreaterThanOrEqual(0);
+    expect(insertLock).toBeGreaterThan(cte);
+    expect(insertSort).toBeGreaterThan(insertLock);
   });
 });
