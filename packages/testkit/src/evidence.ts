@@ -55,6 +55,7 @@ export const CASE_ORDER: readonly string[] = [
   'dedup_key_race',
   'history_split_outcomes',
   'batch_deadlock',
+  'batch_deadlock_workers',
   'large_ids',
   'notify_queue_full',
   'version_skew',
