@@ -592,6 +592,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * (kind, key) a live task holds is decided by `task_key_idx` in the same statement
    * (docs/contract.md#dedup-keys): `keep` returns the holder, `replace` rewrites it while SCHEDULED;
    * `fail` runs the statement in a transaction (a savepoint inside the caller's) and rolls it back.
+   * Lock order (README "Failure modes", batches over the same tasks): keyed inputs first take a
+   * transaction-level advisory lock per (kind, key), sorted, then the live holders' row locks in id
+   * order; a batch with two keys or more takes the key locks in a statement of its own, so it runs
+   * as a transaction (its own: BEGIN, key locks, insert, COMMIT; or the caller's `tx`, where the key
+   * locks are held until it ends).
    * @returns `{ id, dueAt, created, replaced }` in input order
    * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
