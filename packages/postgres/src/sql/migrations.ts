@@ -11,6 +11,9 @@ import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
+import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
+import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -146,12 +149,29 @@ export interface Migration {
  * migration additive (no `minReader`). A later migration may drop it with `minReader` 13. Catalog
  * only (a nullable column without a default: no rewrite). See `./completion-sql.ts`.
  * Re-runnable (`if not exists`; a comment set again).
+ *
  * Version 14 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
  * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
  * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
  * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
  * so a finished task writes two B-tree entries into history instead of three. See `live-index-sql.ts` of `@postpone/postgres`.
  * Re-runnable (`if not exists`, `if exists`).
+ *
+ * Version 15 — paused queues and kinds (docs/contract.md#pause-and-resume): the table `pause`, one row
+ * per paused queue or kind, primary key `(scope, name)`; the claim and peek leave paused work out.
+ * See `./pause-sql.ts`. A new table: additive, no `minReader`. This code runs on a schema before 15
+ * too (it claims without the pause check until the schema has it), so `MIN_SCHEMA_VERSION` does not need 15.
+ * Re-runnable (`create table if not exists`).
+ *
+ * Version 16 — dedup key modes (docs/contract.md#dedup-keys): the table `dedup_throttle`, one row
+ * per (kind, key) that `onConflict: 'throttle'` created a task for, with the time until which the
+ * key's window stays closed; it outlives the task, so the period holds after the task finished. A new
+ * table: additive, no `minReader` (older code never reads it). See `./dedup-sql.ts`. Re-runnable
+ * (`create table if not exists`).
+ *
+ * Version 17 — rate limits (docs/contract.md#rate-limits): the table `rate_limit`, one row per
+ * declared limit of a kind or a queue with its sliding log of claim times; see `./rate-limit-sql.ts`.
+ * A new table only (no `minReader`): code that does not know it applies no limit. Re-runnable.
  *
  * @param schema unquoted schema name
  */
@@ -245,6 +265,12 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: COMPLETION_MIGRATION_VERSION, name: 'effect left to the handler', sql: completionMigrationSql(schema) }),
     // Version 14 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
     Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
+    // Version 15 — paused queues and kinds: see ./pause-sql.ts.
+    Object.freeze({ version: PAUSE_MIGRATION_VERSION, name: 'paused queues and kinds', sql: pauseMigrationSql(schema) }),
+    // Version 16 — dedup key modes (the throttle table): see ./dedup-sql.ts.
+    Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
+    // Version 17 — rate limits: see ./rate-limit-sql.ts. Additive (a new table), no minReader.
+    Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
   ]);
 }
 

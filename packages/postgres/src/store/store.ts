@@ -35,6 +35,8 @@ import {
   type FailResult,
   type Json,
   type NormalizedSchedule,
+  type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   DuplicateKeyError,
   type OnConflict,
   type PeekParams,
@@ -71,6 +73,13 @@ import {
   validateCompleteMany,
   validateExtendMany,
   type ExtendManyParams,
+  type RateLimited,
+  type RateLimitInput,
+  type RateLimitRecord,
+  type RateLimitScope,
+  type RateLimitStore,
+  notifyRateLimited,
+  validateOnRateLimited,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -87,18 +96,34 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { PostgresRateLimits } from './rate-limit.js';
+import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
-import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
+import {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  type PauseNotice,
+  parsePauseNotice,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  type TaskNotice,
+  type WorkerNotice,
+  workerNoticePayload,
+} from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
+import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
+import { PostgresPause } from './pause.js';
+import { PAUSE_MIGRATION_VERSION } from '../sql/pause-sql.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -240,6 +265,13 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
 export const NEAR_NOTICE_MS = 30_000;
 
 /**
+ * On a schema before migration 15 (no `pause` table) the store claims without the pause check and
+ * reads the schema's version again at most this often (ms, at a claim), so a `migrate()` applied under
+ * a running process makes its claims honour pauses within this long (docs/contract.md#pause-and-resume).
+ */
+export const PAUSE_SCHEMA_RECHECK_MS = 5_000;
+
+/**
  * `$1` channel, `$2` payload → one row `{ sent }`: a boolean when the NOTIFY was sent (`pg_notify`
  * returns void; `is null` only puts the call in a select list), null when it was left
  * out because the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full (a listener that
@@ -247,6 +279,11 @@ export const NEAR_NOTICE_MS = 30_000;
  * a data statement: `listen`'s probe, worker presence, coalesced schedule notices.
  */
 const NOTIFY_PROBE = `select case when pg_notification_queue_usage() < ${NOTICE_QUEUE_LIMIT} then pg_notify($1, $2) is null end as sent`;
+
+/** A schedule of two (kind, key) pairs or more takes its key locks in a statement of its own (`taskKeyLocks`). */
+function locksKeys(tasks: readonly { readonly kind: string; readonly key: string | null }[]): boolean {
+  return new Set(tasks.filter((t) => t.key !== null).map((t) => JSON.stringify([t.kind, t.key]))).size >= 2;
+}
 
 /** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
 export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
@@ -312,11 +349,13 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
   readonly sql: Statements;
+  /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
+  readonly dedup: DedupStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
   private readonly driver: Driver<Tx>;
   private readonly clock: Clock | undefined;
@@ -326,6 +365,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private closing: Promise<void> | undefined;
   /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
   private schemaChecked: Promise<unknown> | undefined;
+  /** Whether the last schema check found the `pause` table (migration 15): claims and peeks then leave paused work out. */
+  private pauseTable = false;
+  /** The schema's version at the last check that passed (0 before one). */
+  private schemaVersionSeen = 0;
+  /** `performance.now()` after which a schema without the `pause` table is checked again. */
+  private pauseRecheckAt = 0;
+  /** The claim and peek statements without the pause check, for a schema before migration 15; built on first use. */
+  private beforePauseSql: Statements | undefined;
   private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
   /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
   readonly notices: NoticeCoalescer;
@@ -354,6 +401,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
+    this.dedup = dedupStatements(this.schema);
     const context = {
       driver: driver as Driver<unknown>,
       schema: this.schema,
@@ -365,6 +413,39 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.bulk = new PostgresBulk({ ...context, toTask });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
+    this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
+    this.rateLimits = new PostgresRateLimits(context);
+  }
+
+  /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
+  private readonly pauses: PostgresPause;
+  /**
+   * Pauses a queue or a kind for every claimer of the schema (core `Store.pause`): one statement that
+   * inserts the `pause` row (`on conflict do nothing`) and notifies listening workers at its commit.
+   * @throws ValidationError (nothing sent), SchemaVersionError `SCHEMA_BEHIND` on a schema before migration 15, ConnectionLostError, StoreClosedError, StoreError
+   */
+  pause(target: PauseTarget, options?: PauseOptions): Promise<boolean> {
+    return this.pauses.pause(target, options);
+  }
+  /** Resumes a paused queue or kind (core `Store.resume`): one statement that deletes the row and notifies listening workers. Errors as {@link pause}. */
+  resume(target: PauseTarget): Promise<boolean> {
+    return this.pauses.resume(target);
+  }
+  /** Every paused queue and kind (core `Store.listPaused`). Errors as {@link pause}. */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.pauses.list();
+  }
+
+  /** Rate limits (`RateLimitStore`, docs/contract.md#rate-limits): see `./rate-limit.ts`. */
+  private readonly rateLimits: PostgresRateLimits;
+  setRateLimit(input: RateLimitInput): Promise<RateLimitRecord> {
+    return this.rateLimits.set(input);
+  }
+  deleteRateLimit(scope: RateLimitScope): Promise<boolean> {
+    return this.rateLimits.delete(scope);
+  }
+  listRateLimits(): Promise<RateLimitRecord[]> {
+    return this.rateLimits.list();
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -497,16 +578,41 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return undefined;
   }
 
-  /** {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next time. */
+  /**
+   * {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next
+   * time, and a passed one on a schema without the `pause` table after {@link PAUSE_SCHEMA_RECHECK_MS}.
+   */
   private schemaReady(): Promise<unknown> {
+    if (this.schemaChecked !== undefined && !this.pauseTable && performance.now() >= this.pauseRecheckAt) this.schemaChecked = undefined;
     if (this.schemaChecked === undefined) {
-      const check = this.checkSchema();
+      const check = this.checkSchema().then((found) => {
+        this.schemaVersionSeen = found.schemaVersion;
+        this.pauseTable = found.schemaVersion >= PAUSE_MIGRATION_VERSION;
+        this.pauseRecheckAt = performance.now() + PAUSE_SCHEMA_RECHECK_MS;
+        return found;
+      });
       this.schemaChecked = check;
       check.catch(() => {
         if (this.schemaChecked === check) this.schemaChecked = undefined;
       });
     }
     return this.schemaChecked;
+  }
+
+  /** The claim and peek statements for the schema as last checked: with the pause check from migration 15 on. */
+  private claimSql(): Statements {
+    if (this.pauseTable) return this.sql;
+    this.beforePauseSql ??= statements(this.schema, { pause: false });
+    return this.beforePauseSql;
+  }
+
+  /** Resolves when the schema has the `pause` table (checked afresh when the last check found none). */
+  private async pauseReady(): Promise<void> {
+    if (!this.pauseTable) this.schemaChecked = undefined;
+    await this.schemaReady();
+    if (!this.pauseTable) {
+      throw new SchemaVersionError('SCHEMA_BEHIND', { schema: this.schema, schemaVersion: this.schemaVersionSeen, codeVersion: PAUSE_MIGRATION_VERSION, minReader: null });
+    }
   }
 
   /**
@@ -578,9 +684,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
-    const [scheduled] = await this.insert([task], tx, onConflict);
+    const [scheduled] = await this.insert([task], opts.tx, opts);
     return scheduled as ScheduledTask;
   }
 
@@ -604,10 +710,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
     if (tasks.length === 0) return [];
-    return await this.insert(tasks, tx, onConflict);
+    return await this.insert(tasks, opts.tx, opts);
   }
 
   /**
@@ -652,46 +758,33 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     }
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
+  /**
+   * The schedule of `tasks` (docs/contract.md#dedup-keys). `keep`, `replace` and unkeyed batches are
+   * the one statement `taskInsertMany`; `fail` runs it in a transaction (a savepoint inside the
+   * caller's); `debounce`, `queueBehind` and `throttle` with a keyed input run their statements of `./dedup-sql.ts`
+   * around it in one transaction (the caller's, or their own).
+   */
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, options: NormalizedScheduleOptions): Promise<ScheduledTask[]> {
+    const { onConflict } = options;
     const inTx = tx === undefined ? undefined : this.queryInTx(tx);
-    const json = `[${tasks
-      .map(
-        (t) =>
-          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
-          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
-      )
-      .join(',')}]`;
     // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
     const after = inTx === undefined && this.scheduleNotices === 'coalesced';
     const now = this.clock?.now() ?? Date.now();
     const near = tasks.map((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) <= NEAR_NOTICE_MS);
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
-    const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
-    // Two keys or more: the key locks first, in a statement of their own, so the insert's snapshot
-    // sees every holder and locks them all in id order (`taskKeyLocks`, README "Failure modes").
-    const lockKeys = new Set(tasks.filter((t) => t.key !== null).map((t) => JSON.stringify([t.kind, t.key]))).size >= 2;
-    const run = async (query: QueryFn) => {
-      if (lockKeys) await query(this.sql.taskKeyLocks, [json]);
-      const rows = await query(this.sql.taskInsertMany, params);
-      if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
-      const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
-      const input = tasks[taken];
-      if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
-      return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
-    };
+    const keyed = tasks.some((t) => t.key !== null);
+    // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
+    const ownTx = onConflict === 'fail' || locksKeys(tasks) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
+    const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
-      const scheduled = await this.call(() =>
-        onConflict === 'fail' || lockKeys ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)),
-      );
+      const scheduled = await this.call(autocommit);
       this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
       return scheduled;
     }
     return await this.call(async () => {
-      if (inTx === undefined) {
-        return onConflict === 'fail' || lockKeys ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
-      }
+      if (inTx === undefined) return await autocommit();
       const { query, checked } = inTx;
       if (onConflict !== 'fail') {
         if (!checked) await this.inTransaction(query, this.sql.txCheck);
@@ -708,6 +801,62 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         throw error;
       }
     });
+  }
+
+  /**
+   * The statements of one schedule on `query` (inside a transaction whenever there is more than one):
+   * `debounce` and `queueBehind` first hand the keys of CLAIMED holders over (`releaseKeys`); `throttle` locks each
+   * key's throttle row (`throttleGate`), leaves the refused inputs out of the insert and records the
+   * tasks it created (`throttleRecord`). Results in input order.
+   */
+  private async insertIn(query: QueryFn, tasks: readonly NormalizedSchedule[], options: NormalizedScheduleOptions, channel: string | null): Promise<ScheduledTask[]> {
+    const { onConflict, throttleMs } = options;
+    const slot = (t: { kind: string; key: string | null }) => JSON.stringify([t.kind, t.key]);
+    const keys = JSON.stringify(tasks.filter((t) => t.key !== null).map((t) => ({ kind: t.kind, key: t.key })));
+    const hasKeys = keys !== '[]';
+    // Two keys or more: their advisory locks, sorted, before any statement looks for their holders, so
+    // the insert's snapshot sees every holder and locks them in id order (`taskKeyLocks`, README "Failure modes").
+    if (locksKeys(tasks)) await query(this.sql.taskKeyLocks, [keys]);
+    if (HANDS_OVER_KEY.includes(onConflict) && hasKeys) await query(this.dedup.releaseKeys, [keys]);
+    const refused = new Map<string, ScheduledTask>();
+    if (onConflict === 'throttle' && hasKeys) {
+      for (const row of await query(this.dedup.throttleGate, [this.nowParam(), keys])) {
+        if (row.throttled === true) {
+          refused.set(slot({ kind: String(row.kind), key: String(row.key) }), { id: String(row.taskid), dueAt: date(row.dueatms), created: false, replaced: false, throttled: true });
+        }
+      }
+    }
+    const open = refused.size === 0 ? tasks : tasks.filter((t) => t.key === null || !refused.has(slot(t)));
+    const inserted = open.length === 0 ? [] : await this.insertRows(query, open, onConflict, channel);
+    if (onConflict === 'throttle' && hasKeys) {
+      const made = open.flatMap((t, i) => {
+        const s = inserted[i] as ScheduledTask;
+        return t.key !== null && s.created ? [{ kind: t.kind, key: t.key, id: s.id, dueAt: s.dueAt.toISOString(), throttleMs }] : [];
+      });
+      if (made.length > 0) await query(this.dedup.throttleRecord, [this.nowParam(), JSON.stringify(made)]);
+    }
+    if (refused.size === 0) return inserted;
+    let next = 0;
+    return tasks.map((t) => (t.key !== null && refused.has(slot(t)) ? (refused.get(slot(t)) as ScheduledTask) : (inserted[next++] as ScheduledTask)));
+  }
+
+  /** `taskInsertMany` for `tasks`: `replace` for `replace` and `debounce`, `keep` otherwise; `fail` throws DuplicateKeyError on the first input it did not create. */
+  private async insertRows(query: QueryFn, tasks: readonly NormalizedSchedule[], onConflict: OnConflict, channel: string | null): Promise<ScheduledTask[]> {
+    const json = `[${tasks
+      .map(
+        (t) =>
+          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
+          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
+      )
+      .join(',')}]`;
+    const mode = onConflict === 'replace' || onConflict === 'debounce' ? 'replace' : 'keep';
+    const rows = await query(this.sql.taskInsertMany, [this.nowParam(), json, channel, mode]);
+    if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
+    const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
+    const input = tasks[taken];
+    if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+    return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
   }
 
   /**
@@ -749,7 +898,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
    * With `kindLimits` naming a kind it may take, ONE transaction instead: `kindCapLock` (advisory
    * locks per capped kind, sorted), then `taskClaimCapped` (docs/contract.md#kind-concurrency); without,
-   * the single statement as before.
+   * the single statement as before. With a rate limit on its queue or on a kind it may take
+   * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
+   * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
+   * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
+   * whether everything is held back now. Either way `onRateLimited` is then called.
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -764,15 +917,30 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
     // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
     const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    const onRateLimited = validateOnRateLimited(params.onRateLimited);
     await this.schemaReady();
+    // Rate limits (docs/contract.md#rate-limits) that apply to this claim: from a cache read at most once a second.
+    const limited = await this.rateLimits.applicable(queue, kinds, performance.now());
+    const capsJson = () => JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])));
+    let held: RateLimited | null = null;
+    const sql = this.claimSql();
     const rows = await this.call(() =>
-      capped.length === 0
-        ? this.driver.query(this.sql.taskClaim, claimParams)
+      capped.length === 0 && limited.length === 0
+        ? this.driver.query(sql.taskClaim, claimParams)
         : this.driver.transaction(async (query) => {
-            await query(this.sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
-            return await query(this.sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+            if (capped.length > 0) await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            if (limited.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
+            const plan = await this.rateLimits.plan(query, this.nowParam(), limited, queue, kinds, limit);
+            held = plan.held;
+            if (held !== null || plan.limit === 0) return [];
+            const args = [this.nowParam(), owner, leaseMs, plan.limit, queue, kindsJson, capped.length > 0 ? capsJson() : '{}', JSON.stringify(plan.kindRooms), plan.queueLimited];
+            const claimed = await query(this.rateLimits.sql.taskClaimLimited, args);
+            // Short: did this claim use up the room? Then the caller may sleep until it reopens.
+            if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            return claimed;
           }),
     );
+    if (held !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, held);
     return rows
       .map((r) => ({
         id: String(r.id),
@@ -1016,10 +1184,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
     const { queue, kinds } = validateSelection(params);
     const kindsJson = kinds === null ? null : JSON.stringify(kinds);
-    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    await this.schemaReady();
+    const sql = this.claimSql();
+    const rows = await this.call(() => this.driver.query(sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
     const now = date(rows[0]?.nowms);
     const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
-    return { now, tasks };
+    return { now, tasks, ...(rows[0]?.paused === true ? { paused: true } : {}) };
   }
 
   /** @throws ValidationError INVALID_TASK_ID for a malformed id */
@@ -1064,7 +1234,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
-   * listens again after a lost connection, then calls `options.onReconnect`).
+   * listens again after a lost connection, then calls `options.onReconnect`). Worker presence notices
+   * go to `options.onWorker`, pause and resume notices (docs/contract.md#pause-and-resume) to `options.onPause`.
    *
    * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
    * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
@@ -1078,7 +1249,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    *   and no direct connection was given; StoreError when the probe never arrived;
    *   ConnectionLostError / ConnectionError when the connection failed
    */
-  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void }): Promise<Unlisten> {
+  async listen(
+    onNotice: (notice: TaskNotice) => void,
+    options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void; readonly onPause?: (notice: PauseNotice) => void },
+  ): Promise<Unlisten> {
     this.assertOpen();
     if (this.pooler === 'transaction' && !this.driver.directListen) {
       throw new ValidationError(
@@ -1104,9 +1278,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           if (notice) onNotice(notice);
           else if (payload.startsWith('{"op":"scheduledMany"')) {
             for (const each of parseScheduledMany(payload) ?? []) onNotice(each);
-          } else if (options?.onWorker) {
-            const worker = parseWorkerNotice(payload);
-            if (worker) options.onWorker(worker);
+          } else {
+            const pause = options?.onPause ? parsePauseNotice(payload) : null;
+            if (pause) options?.onPause?.(pause);
+            else if (options?.onWorker) {
+              const worker = parseWorkerNotice(payload);
+              if (worker) options.onWorker(worker);
+            }
           }
         },
         options,
