@@ -6,7 +6,8 @@
  * notifications in the NOTIFY queue" (PostgreSQL 17 NOTIFY, `max_notify_queue_pages`). Postpone's
  * notices are hints, so its own writes must not fail because of them: the store leaves its notices
  * out while the queue is at least half full, and a write whose notices met a full queue anyway is
- * run again without them. Runs on a server of its own with the smallest queue (64 pages of 8 kB).
+ * run again without them; `listen` sends no probe then (it returns the listener unchecked) and a
+ * worker's presence notice is left out. Runs on a server of its own with the smallest queue (64 pages of 8 kB).
  */
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
 import { recordCase } from '@postpone/testkit';
@@ -80,7 +81,7 @@ describe('a full NOTIFY queue', () => {
       await kit.close();
     });
 
-    it('schedule, scheduleMany, claim, fail (retry), release, snooze, cancel, complete and reclaim all succeed', async () => {
+    it('schedule, scheduleMany, claim, fail (retry), release, snooze, cancel, complete, reclaim, listen and announceWorker all succeed', async () => {
       let failed = 0;
       const ok = async <T>(what: string, op: () => Promise<T>): Promise<T | undefined> => {
         try {
@@ -109,6 +110,13 @@ describe('a full NOTIFY queue', () => {
       if (snoozeTarget) await ok('snooze', () => store.snooze({ id: snoozeTarget.id, attempt: snoozeTarget.attempt, delayMs: 0 }));
       await new Promise((resolve) => setTimeout(resolve, 20));
       await ok('reclaim', () => store.reclaimExpired());
+      // The notices sent outside a data statement: listen's probe, a worker's presence, coalesced schedule notices.
+      const unlisten = await ok('listen', () => store.listen(() => {}));
+      await ok('announceWorker', () => store.announceWorker({ worker: 'w', group: 'g', hello: true }));
+      await unlisten?.();
+      const coalesced = kit.store({ schema: `notify_full_${driver}`, scheduleNotices: 'coalesced' });
+      await ok('scheduleCoalesced', () => coalesced.scheduleMany([{ kind: 'k', key: 'c1' }, { kind: 'k', key: 'c2' }]));
+      await coalesced.close();
       const health = await store.vacuumHealth();
       fields[`${driver}_healthNotifyQueue`] = Number(health.notifyQueueUsage.toFixed(3));
       expect(health.notifyQueueUsage).toBeGreaterThan(0.9);

@@ -57,6 +57,8 @@ export const CASE_ORDER: readonly string[] = [
   'dedup_key_race',
   'debounce_throttle',
   'history_split_outcomes',
+  'batch_deadlock',
+  'batch_deadlock_workers',
   'large_ids',
   'notify_queue_full',
   'version_skew',

@@ -19,6 +19,7 @@ import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
+import { keyLockKey, keyLocksSql } from './key-lock-sql.js';
 import { reclaimLockKey } from './reclaim-lock-sql.js';
 
 export { literal, quoteIdent };
@@ -343,12 +344,16 @@ end $upgrade$`,
      * that waits for row locks takes them in id order (`completeMany`, `extendMany`), so two of them
      * never wait on each other in a cycle. Here the `holders` pick first locks, in id order, the live
      * rows holding this batch's keys (`for update`: at least the lock `do update` takes, so no upgrade
-     * follows); the insert then meets only rows it already holds, or holders another scheduler
-     * committed after this statement's snapshot, and it inserts in (kind, key) order. Those late
-     * holders are the gap left: a batch that meets two of them locks them in key order, and a
-     * renewal (`extendMany`) holding them in id order can then be the deadlock victim (40P01: no
-     * verdict, the worker retries it). `where (select count(*) from holders) >= 0` makes the insert
-     * read the pick first: a plain SELECT in WITH runs only when something reads it (PostgreSQL 17 §7.8.4).
+     * follows); it inserts in (kind, key) order. Before the pick, `keylocks` takes the advisory
+     * lock of each key (`./key-lock-sql.ts`), so no other scheduler commits a new holder of these
+     * keys while this one runs. A holder committed after this statement's snapshot would still be
+     * locked by `do update` in key order: so a batch with two keys or more first runs
+     * `taskKeyLocks` as a statement of its own in the same transaction (the store does), and this
+     * statement's snapshot, taken after those locks, sees every holder (0 deadlocks, evidence
+     * `batch_deadlock`). For one key the in-statement lock is enough: the insert then waits for or
+     * locks one row at most. `(select count(*) from keylocks) >= 0` and `(select count(*) from
+     * holders) >= 0` make the pick and the insert read the CTE before them: a plain SELECT in WITH
+     * runs only when something reads it (PostgreSQL 17 §7.8.4).
      */
     taskInsertMany: `with input as (
   select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
@@ -358,10 +363,15 @@ end $upgrade$`,
                queue text, priority smallint))
          with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority, ord)
    order by x.ord
+), keylocks as materialized (
+  select pg_advisory_xact_lock(l.k) as locked
+    from (select distinct ${keyLockKey(schema, 'i.kind', 'i.key')} as k from input i where i.key is not null) l
+   order by l.k
 ), holders as materialized (
   select s.id
     from ${task} s
-   where (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
+   where (select count(*) from keylocks) >= 0
+     and (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
      and s.key is not null
      and s.state in (${S}, ${C})
    order by s.id
@@ -388,6 +398,8 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
        case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
   from matched m
  order by m.ord`,
+    /** See `keyLocksSql` in `./key-lock-sql.ts`: `$1` the batch's JSON text → the key locks, taken in order before `taskInsertMany` in its transaction. */
+    taskKeyLocks: keyLocksSql(schema),
     /**
      * No parameters. Before a schedule or cancel through a caller's `tx` that the driver cannot vouch for
      * (an `SqlExecutor`, a `pg` client not known to be in a transaction): fails with 25P01 outside a

@@ -116,7 +116,7 @@ import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
 import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
-import { type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
@@ -291,8 +291,19 @@ export const NEAR_NOTICE_MS = 30_000;
  */
 export const PAUSE_SCHEMA_RECHECK_MS = 5_000;
 
-/** `$1` channel, `$2` payload: the probe `listen` sends itself. */
-const NOTIFY_PROBE = 'select pg_notify($1, $2)';
+/**
+ * `$1` channel, `$2` payload → one row `{ sent }`: a boolean when the NOTIFY was sent (`pg_notify`
+ * returns void; `is null` only puts the call in a select list), null when it was left
+ * out because the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full (a listener that
+ * stops reading pins it; once full, a notifying commit fails with 54000). For the notices sent outside
+ * a data statement: `listen`'s probe, worker presence, coalesced schedule notices.
+ */
+const NOTIFY_PROBE = `select case when pg_notification_queue_usage() < ${NOTICE_QUEUE_LIMIT} then pg_notify($1, $2) is null end as sent`;
+
+/** A schedule of two (kind, key) pairs or more takes its key locks in a statement of its own (`taskKeyLocks`). */
+function locksKeys(tasks: readonly { readonly kind: string; readonly key: string | null }[]): boolean {
+  return new Set(tasks.filter((t) => t.key !== null).map((t) => JSON.stringify([t.kind, t.key]))).size >= 2;
+}
 
 /** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
 export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
@@ -789,6 +800,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
    * (kind, key) a live task holds is decided by `task_key_idx` in the same statement
    * (docs/contract.md#dedup-keys): `keep` returns the holder, `replace` rewrites it while SCHEDULED;
    * `fail` runs the statement in a transaction (a savepoint inside the caller's) and rolls it back.
+   * Lock order (README "Failure modes", batches over the same tasks): keyed inputs first take a
+   * transaction-level advisory lock per (kind, key), sorted, then the live holders' row locks in id
+   * order; a batch with two keys or more takes the key locks in a statement of its own, so it runs
+   * as a transaction (its own: BEGIN, key locks, insert, COMMIT; or the caller's `tx`, where the key
+   * locks are held until it ends).
    * @returns `{ id, dueAt, created, replaced }` in input order
    * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
@@ -860,7 +876,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const keyed = tasks.some((t) => t.key !== null);
-    const ownTx = onConflict === 'fail' || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
+    const ownTx = onConflict === 'fail' || locksKeys(tasks) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
     const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
     const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
@@ -899,6 +916,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const slot = (t: { kind: string; key: string | null }) => JSON.stringify([t.kind, t.key]);
     const keys = JSON.stringify(tasks.filter((t) => t.key !== null).map((t) => ({ kind: t.kind, key: t.key })));
     const hasKeys = keys !== '[]';
+    // Two keys or more: their advisory locks, sorted, before any statement looks for their holders, so
+    // the insert's snapshot sees every holder and locks them in id order (`taskKeyLocks`, README "Failure modes").
+    if (locksKeys(tasks)) await query(this.sql.taskKeyLocks, [keys]);
     if (HANDS_OVER_KEY.includes(onConflict) && hasKeys) await query(this.dedup.releaseKeys, [keys]);
     const refused = new Map<string, ScheduledTask>();
     if (onConflict === 'throttle' && hasKeys) {
@@ -1332,7 +1352,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
    * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
    * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
    * listening one. A listener that would get nothing (e.g. LISTEN through a transaction pooler)
-   * is stopped and the call throws, so a caller never believes it listens when it does not.
+   * is stopped and the call throws, so a caller never believes it listens when it does not. While
+   * the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full no probe is sent (no
+   * notice is, README "Failure modes") and the listener is returned unchecked.
    *
    * @returns a function that stops listening
    * @throws ValidationError INVALID_OPTION `listenConnectionString` when `pooler` is `'transaction'`
@@ -1382,7 +1404,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      const [sent] = await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      // The NOTIFY queue is at least half full (a listener elsewhere stopped reading): no probe can be
+      // sent, and no notice is sent either until it drains, so there is nothing to check yet. LISTEN
+      // itself succeeded; the worker finds tasks by its fallback poll meanwhile (issue #26 item 4).
+      if (typeof sent?.sent !== 'boolean') return unlisten;
       const heard = await Promise.race([
         arrived.then(() => true),
         new Promise<boolean>((resolve) => {
@@ -1408,7 +1434,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   /**
    * Announces a hybrid worker on this store's channel (one NOTIFY through the pool, delivered to
    * every listener including the sender's; docs/contract.md#discovery-sharing). Listeners get it
-   * through `listen`'s `onWorker` option.
+   * through `listen`'s `onWorker` option. Left out, without an error, while the NOTIFY queue is at
+   * least {@link NOTICE_QUEUE_LIMIT} full.
    * @param notice `worker` (1..200 characters) and `group` (1..200) name the worker and what it claims; `hello` asks the others to answer
    * @throws ValidationError INVALID_OPTION for a bad `worker` or `group`; ConnectionLostError / ConnectionError / StoreError from the database
    */
