@@ -212,9 +212,14 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
  * Run on a connection, ends it when its server is read-only (the backend terminates itself; on a
  * writable server it does nothing): postgres.js offers no way to drop one pooled connection, and
  * keeps a connection whose statement failed, so after 25006 every connection of the `sql` would
- * stay on the old primary. postgres.js opens a new one on the next use.
+ * stay on the old primary. postgres.js opens a new one on the next use. A DO block that sleeps
+ * after the terminate: the FATAL comes before any row. postgres.js 3.4.9 keeps the row count of a
+ * statement cut off after a DataRow, and the first statement on the reconnected connection then
+ * returns `[null, row]` (seen with `select pg_terminate_backend(pg_backend_pid())`, which returns a
+ * row first).
  */
-const LEAVE_IF_READ_ONLY = "select pg_terminate_backend(pg_backend_pid()) as left where current_setting('transaction_read_only') = 'on'";
+const LEAVE_IF_READ_ONLY =
+  "do $$ begin if current_setting('transaction_read_only') = 'on' then perform pg_terminate_backend(pg_backend_pid()); perform pg_sleep(1); end if; end $$";
 
 /** Longest time a sweep of the read-only connections may take (they answer at once, or are half-open). */
 const READ_ONLY_SWEEP_MS = 2_000;
