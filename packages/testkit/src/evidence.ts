@@ -45,6 +45,7 @@ export const CASE_ORDER: readonly string[] = [
   'half_open_connections',
   'host_partition',
   'read_only_window',
+  'failover_promote',
   'pool_starved_by_handlers',
   'migrate_concurrently',
   'pgbouncer_transaction_mode',
