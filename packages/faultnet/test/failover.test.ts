@@ -17,14 +17,21 @@ const DNS_LAG_MS = 2_000;
 /** Longest time a worker connection may stay on the old primary after the endpoint moved. */
 const LEAVE_WITHIN_MS = 15_000;
 
-/** Client sessions on the old primary every 100 ms from the fence until none is left or `untilMs` (from `fromAt`) passed; returns when the last one went, ms after `fromAt` (-1: never). */
-async function watchOldPrimary(pair: PgStandbyPair, fromAt: number, untilMs: number): Promise<{ lastSeenMs: number; emptyAtMs: number; peak: number }> {
+/**
+ * The store's sessions on the old primary every 100 ms from `fromAt` until none is left or `untilMs`
+ * passed; returns when the last one went, ms after `fromAt` (-1: never). With postgres.js the
+ * store's sessions are those named `postgres.js`: the harness child's own `pg` pool (its readiness
+ * probe; idle, closed by pg's idle timeout) is not the store's. With `pg` that pool is the store's.
+ */
+async function watchOldPrimary(pair: PgStandbyPair, variant: Variant, fromAt: number, untilMs: number): Promise<{ lastSeenMs: number; emptyAtMs: number; peak: number }> {
   let lastSeenMs = 0;
   let peak = 0;
+  const applicationName = variant.driver === 'postgres' ? 'postgres.js' : undefined;
   for (let i = 0; i < Math.ceil(untilMs / 100) + 1; i++) {
-    const n = await pair.sessionsOnOldPrimary().catch(() => -1);
+    const n = await pair.sessionsOnOldPrimary(applicationName).catch(() => -1);
     const at = performance.now() - fromAt;
     if (n > 0) {
+      if (process.env.POSTPONE_FAILOVER_DEBUG && i % 10 === 0) console.error(at.toFixed(0), await pair.describeOldPrimarySessions());
       lastSeenMs = at;
       peak = Math.max(peak, n);
     } else if (n === 0) return { lastSeenMs: Math.round(lastSeenMs), emptyAtMs: Math.round(at), peak };
@@ -73,7 +80,7 @@ async function failoverVariant(v: Verdict, variant: Variant): Promise<number> {
           await sleep(DNS_LAG_MS);
           workerEndpoint.retarget('127.0.0.1', standbyPort);
           switchedAt = performance.now();
-          watch = await watchOldPrimary(pair, switchedAt, LEAVE_WITHIN_MS);
+          watch = await watchOldPrimary(pair, variant, switchedAt, LEAVE_WITHIN_MS);
         },
       );
       const claimsAfter = run.children.flatMap((c) => c.eventsOf('claimed')).filter((e) => e.receivedAt > promotedAt);

@@ -206,11 +206,24 @@ export class PgStandbyPair {
     });
   }
 
-  /** Client backends on the old primary other than the caller's (the connections still there). */
-  async sessionsOnOldPrimary(): Promise<number> {
+  /** Client backends on the old primary other than the caller's (the connections still there), only those of `applicationName` when given. */
+  async sessionsOnOldPrimary(applicationName?: string): Promise<number> {
     return await withClient(this.primary.url, async (c) => {
-      const { rows } = await c.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()");
+      const { rows } = await c.query<{ n: number }>(
+        "select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid() and ($1::text is null or application_name = $1)",
+        [applicationName ?? null],
+      );
       return rows[0]!.n;
+    });
+  }
+
+  /** What the client backends on the old primary are doing (application, state, last statement), for a timeline. */
+  async describeOldPrimarySessions(): Promise<string[]> {
+    return await withClient(this.primary.url, async (c) => {
+      const { rows } = await c.query<{ d: string }>(
+        "select application_name || ' ' || state || ' ' || left(query, 60) || ' ' || (now() - backend_start)::text as d from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()",
+      );
+      return rows.map((r) => r.d);
     });
   }
 
