@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, it } from 'vitest';
-import { ALL_VARIANTS, PgStandbyPair, runCase, runVariant, TcpProxy, type Variant, variantName, type Verdict, withCaseContext } from '../src/index.js';
+import { ALL_VARIANTS, childOps, failoverLoss, PgStandbyPair, runCase, runVariant, TcpProxy, type Variant, variantName, type Verdict, withCaseContext } from '../src/index.js';
 
 /**
  * failover_promote (issue #26, item 1): a primary and a synchronous streaming standby; workers reach
@@ -41,9 +41,12 @@ async function watchOldPrimary(pair: PgStandbyPair, variant: Variant, fromAt: nu
   return { lastSeenMs: Math.round(lastSeenMs), emptyAtMs: -1, peak };
 }
 
-async function failoverVariant(v: Verdict, variant: Variant): Promise<number> {
+/** Asynchronous variant: how long the replication link is cut before the crash-like failover (the primary acknowledges commits the standby never gets). */
+const LOSS_WINDOW_MS = 1_000;
+
+async function failoverVariant(v: Verdict, variant: Variant, synchronous = true): Promise<number> {
   const p = `${variantName(variant)}_`;
-  const pair = await PgStandbyPair.start({ synchronous: true });
+  const pair = await PgStandbyPair.start({ synchronous });
   // The test's own endpoint follows the promotion at once (the judge reads the new primary); the workers' lags.
   const testEndpoint = await TcpProxy.forUrl(pair.primary.url);
   const workerEndpoint = await TcpProxy.forUrl(pair.primary.url);
@@ -53,7 +56,7 @@ async function failoverVariant(v: Verdict, variant: Variant): Promise<number> {
       let promotedAt = 0;
       let switchedAt = 0;
       let watch = { lastSeenMs: 0, emptyAtMs: -1, peak: 0 };
-      const { run, violations } = await runVariant(
+      const { run, violations, verdict } = await runVariant(
         v,
         ctx,
         variant,
@@ -69,10 +72,15 @@ async function failoverVariant(v: Verdict, variant: Variant): Promise<number> {
           // needs to run out, so no attempt is used up by it.
           settings: { leaseMs: 6_000, renewEveryMs: 1_000 },
           handler: { workMs: 200 },
+          history: synchronous ? 'strict' : 'report',
         },
         async (_run, startedAt) => {
           await sleep(Math.max(0, startedAt + FAILOVER_AT_MS - performance.now()));
-          const times = await pair.failover();
+          if (!synchronous) {
+            pair.cutReplication();
+            await sleep(LOSS_WINDOW_MS);
+          }
+          const times = await pair.failover({ catchUp: synchronous });
           promotedAt = times.promotedAt;
           v.set(`${p}fenceToPromotedMs`, Math.round(times.promotedAt - times.fencedAt)).set(`${p}lagBytesAtFence`, times.lagBytes);
           testEndpoint.retarget('127.0.0.1', standbyPort);
@@ -105,8 +113,25 @@ async function failoverVariant(v: Verdict, variant: Variant): Promise<number> {
       v.holds(`${p}claimed on the new primary`, firstClaimMs >= 0, 'no claim after the promotion');
       v.holds(`${p}claimed within 5 s after the endpoint moved`, firstClaimMs >= 0 && firstClaimMs <= DNS_LAG_MS + 5_000, `first claim ${firstClaimMs} ms after promotion`);
       v.holds(`${p}workers left the old primary`, watch.emptyAtMs >= 0, `sessions still there ${LEAVE_WITHIN_MS} ms after the endpoint moved`);
-      v.equal(`${p}attempts used up by the failover`, failures, 0);
-      return violations;
+      if (synchronous) {
+        v.equal(`${p}attempts used up by the failover`, failures, 0);
+        return violations;
+      }
+      // Asynchronous: what was lost, exactly, and whether what is there agrees with itself.
+      // The whole history as the judge saw it: the test's schedules and every child's operations, in each child's order.
+      const history = { ...run.recorder.history(), ops: [...run.recorder.ops, ...run.children.flatMap((c) => childOps(c))] };
+      const loss = failoverLoss(history, verdict);
+      v.set(`${p}lostSchedules`, loss.schedules.length)
+        .set(`${p}lostDone`, loss.done.length)
+        .set(`${p}lostDoneFirst`, loss.done.slice(0, 5))
+        .set(`${p}lostClaims`, loss.claims.length)
+        .set(`${p}effectsWithoutDone`, loss.effectsWithoutDone)
+        .set(`${p}duplicateEffects`, loss.duplicateEffects);
+      v.holds(`${p}the cut lost acknowledged DONE transitions`, loss.done.length > 0, 'nothing lost: the case did not test a loss');
+      v.equal(`${p}effects without DONE on the new primary`, loss.effectsWithoutDone, 0);
+      v.equal(`${p}duplicate effects on the new primary`, loss.duplicateEffects, 0);
+      v.equal(`${p}violations not explained by the loss`, loss.unexplained.map((x) => `${x.kind}:${x.taskId}:${x.detail}`).slice(0, 10), []);
+      return loss.unexplained.length;
     });
   } finally {
     await workerEndpoint.close();
@@ -121,6 +146,15 @@ describe('evidence: failover', () => {
       v.set('violations', 0).set('failoverAtMs', FAILOVER_AT_MS).set('dnsLagMs', DNS_LAG_MS).set('replication', 'synchronous');
       let total = 0;
       for (const variant of ALL_VARIANTS) total += await failoverVariant(v, variant);
+      v.set('violations', total);
+    });
+  }, 600_000);
+
+  it('failover_async_loss: asynchronous standby, replication cut 1 s, crash-like promotion: exactly what was lost, and the effects there agree with DONE; one variant per driver', async () => {
+    await runCase('failover_async_loss', async (v) => {
+      v.set('violations', 0).set('failoverAtMs', FAILOVER_AT_MS).set('lossWindowMs', LOSS_WINDOW_MS).set('dnsLagMs', DNS_LAG_MS).set('replication', 'asynchronous');
+      let total = 0;
+      for (const variant of ALL_VARIANTS.filter((x) => ['pgPoll', 'postgresHybrid'].includes(variantName(x)))) total += await failoverVariant(v, variant, false);
       v.set('violations', total);
     });
   }, 600_000);

@@ -15,7 +15,7 @@ import { chownSync, copyFileSync, lstatSync, mkdirSync, readdirSync, rmSync, sta
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
-import { withTimeout } from '@postpone/testkit';
+import { TcpProxy, withTimeout } from '@postpone/testkit';
 import pg from 'pg';
 
 /** The replication slot the standby streams through (keeps the WAL it still needs on the primary). */
@@ -113,6 +113,8 @@ export class PgStandbyPair {
     readonly primary: EmbeddedDatabase,
     readonly standby: EmbeddedDatabase,
     readonly synchronous: boolean,
+    /** The replication link: the standby streams through this proxy, which can cut it ({@link cutReplication}). */
+    private readonly link: TcpProxy,
   ) {}
 
   /**
@@ -123,7 +125,9 @@ export class PgStandbyPair {
   static async start(options: { readonly synchronous: boolean }): Promise<PgStandbyPair> {
     const primary = await startEmbeddedPostgres({ postgresFlags: FLAGS });
     let standby: EmbeddedDatabase | undefined;
+    let link: TcpProxy | undefined;
     try {
+      link = await TcpProxy.forUrl(primary.url);
       standby = await startEmbeddedPostgres({ postgresFlags: FLAGS, onLog: (line) => { if (process.env.POSTPONE_PG_LOG) process.stderr.write(`[standby] ${line}`); } });
       await standby.stopServer('fast');
       const owner = statSync(standby.dataDir);
@@ -144,10 +148,10 @@ export class PgStandbyPair {
         write('standby.signal', '');
       });
       const u = new URL(primary.url);
-      const conninfo = `host=127.0.0.1 port=${u.port} user=${decodeURIComponent(u.username)} password=${decodeURIComponent(u.password)} application_name=${STANDBY_NAME}`;
+      const conninfo = `host=127.0.0.1 port=${link.port} user=${decodeURIComponent(u.username)} password=${decodeURIComponent(u.password)} application_name=${STANDBY_NAME}`;
       appendFileSync(join(standby.dataDir, 'postgresql.auto.conf'), `primary_conninfo = '${conninfo}'\nprimary_slot_name = '${SLOT}'\n`);
       await withTimeout(standby.startServer(), 30_000, 'the standby to start');
-      const pair = new PgStandbyPair(primary, standby, options.synchronous);
+      const pair = new PgStandbyPair(primary, standby, options.synchronous, link);
       await until('the standby to stream', 30_000, async () => (await pair.replicationState()) === 'streaming');
       if (options.synchronous) {
         await withClient(primary.url, async (c) => {
@@ -160,6 +164,7 @@ export class PgStandbyPair {
       }
       return pair;
     } catch (error) {
+      await link?.close().catch(() => {});
       await standby?.stop().catch(() => {});
       await primary.stop().catch(() => {});
       throw error;
@@ -177,7 +182,8 @@ export class PgStandbyPair {
    * the standby has replayed all its WAL, then promotes the standby (`pg_promote`, waiting for it).
    * @throws Error when the standby does not catch up or the promotion does not finish
    */
-  async failover(): Promise<FailoverTimes> {
+  async failover(options: { readonly catchUp?: boolean } = {}): Promise<FailoverTimes> {
+    const catchUp = options.catchUp ?? true;
     return await withClient(this.primary.url, async (old) => {
       await old.query('set default_transaction_read_only = off');
       await old.query('alter system set default_transaction_read_only = on');
@@ -189,6 +195,12 @@ export class PgStandbyPair {
         lagBytes = Number(
           (await standby.query<{ lag: string }>('select pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn())::text as lag', [lsnAtFence])).rows[0]!.lag,
         );
+        if (!catchUp) {
+          // A crash-like failover: promote what the standby has (an asynchronous standby may lack acknowledged commits).
+          const { rows } = await standby.query<{ ok: boolean }>('select pg_promote(true, 30) as ok');
+          if (rows[0]?.ok !== true) throw new Error('pg_promote did not finish within 30 s');
+          return;
+        }
         // Transactions that began before the reload are still read-write: wait for them to end.
         await until('the old primary to have no write transaction open', 5_000, async () => {
           const { rows } = await old.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where backend_xid is not null and pid <> pg_backend_pid()');
@@ -227,8 +239,17 @@ export class PgStandbyPair {
     });
   }
 
+  /**
+   * Cuts the replication link without a FIN or RST (its bytes are swallowed both ways): the standby
+   * receives nothing more, and an asynchronous primary goes on acknowledging commits it alone holds.
+   */
+  cutReplication(): void {
+    this.link.setFault({ mode: 'blackhole' });
+  }
+
   /** Stops both servers and deletes their folders. Idempotent. */
   async close(): Promise<void> {
+    await this.link.close().catch(() => {});
     await this.standby.stop().catch(() => {});
     await this.primary.stop().catch(() => {});
   }
