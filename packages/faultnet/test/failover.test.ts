@@ -44,8 +44,20 @@ async function watchOldPrimary(pair: PgStandbyPair, variant: Variant, fromAt: nu
 /** Asynchronous variant: how long the replication link is cut before the crash-like failover (the primary acknowledges commits the standby never gets). */
 const LOSS_WINDOW_MS = 1_000;
 
-async function failoverVariant(v: Verdict, variant: Variant, synchronous = true): Promise<number> {
-  const p = `${variantName(variant)}_`;
+/**
+ * One variant. `multiHost` (postgres.js): the store's `sql` gets both servers' addresses with
+ * `target_session_attrs=read-write` instead of the lagging endpoint, so a new connection skips a
+ * read-only server itself; the connections it holds on the old primary must still leave it.
+ */
+/** Both servers in one postgres.js URL, the primary first, `target_session_attrs=read-write`. */
+function multiHostUrl(pair: PgStandbyPair): string {
+  const a = new URL(pair.primary.url);
+  const b = new URL(pair.standby.url);
+  return `postgres://${a.username}:${a.password}@127.0.0.1:${a.port},127.0.0.1:${b.port}${a.pathname}?target_session_attrs=read-write`;
+}
+
+async function failoverVariant(v: Verdict, variant: Variant, synchronous = true, multiHost = false): Promise<number> {
+  const p = `${variantName(variant)}${multiHost ? 'MultiHost' : ''}_`;
   const pair = await PgStandbyPair.start({ synchronous });
   // The test's own endpoint follows the promotion at once (the judge reads the new primary); the workers' lags.
   const testEndpoint = await TcpProxy.forUrl(pair.primary.url);
@@ -68,6 +80,7 @@ async function failoverVariant(v: Verdict, variant: Variant, synchronous = true)
           settleMs: 40_000,
           prefix: p,
           databaseUrl: workerEndpoint.rewrite(pair.primary.url),
+          ...(multiHost ? { connection: { postgresJsUrl: multiHostUrl(pair) } } : {}),
           // A lease longer than the failover window (fence, catch-up, promotion, DNS lag): no lease
           // needs to run out, so no attempt is used up by it.
           settings: { leaseMs: 6_000, renewEveryMs: 1_000 },
@@ -104,7 +117,7 @@ async function failoverVariant(v: Verdict, variant: Variant, synchronous = true)
       );
       const failures = rows[0]!.failures;
       v.set(`${p}promotionToFirstClaimMs`, firstClaimMs)
-        .set(`${p}dnsLagMs`, DNS_LAG_MS)
+        .set(`${p}dnsLagMs`, multiHost ? 0 : DNS_LAG_MS)
         .set(`${p}readOnlyErrors`, readOnlyErrors.length)
         .set(`${p}lastReadOnlyErrorAfterPromotionMs`, lastReadOnlyMs)
         .set(`${p}oldPrimarySessionsPeak`, watch.peak)
@@ -146,6 +159,15 @@ describe('evidence: failover', () => {
       v.set('violations', 0).set('failoverAtMs', FAILOVER_AT_MS).set('dnsLagMs', DNS_LAG_MS).set('replication', 'synchronous');
       let total = 0;
       for (const variant of ALL_VARIANTS) total += await failoverVariant(v, variant);
+      v.set('violations', total);
+    });
+  }, 600_000);
+
+  it('failover_multihost: postgres.js with both hosts and target_session_attrs=read-write, synchronous standby promoted, old primary fenced; poll and hybrid', async () => {
+    await runCase('failover_multihost', async (v) => {
+      v.set('violations', 0).set('failoverAtMs', FAILOVER_AT_MS).set('replication', 'synchronous').set('url', 'two hosts, target_session_attrs=read-write');
+      let total = 0;
+      for (const variant of ALL_VARIANTS.filter((x) => x.driver === 'postgres')) total += await failoverVariant(v, variant, true, true);
       v.set('violations', total);
     });
   }, 600_000);

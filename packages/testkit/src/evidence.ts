@@ -46,6 +46,7 @@ export const CASE_ORDER: readonly string[] = [
   'host_partition',
   'read_only_window',
   'failover_promote',
+  'failover_multihost',
   'failover_async_loss',
   'pool_starved_by_handlers',
   'migrate_concurrently',
