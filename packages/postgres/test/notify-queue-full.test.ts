@@ -91,6 +91,9 @@ describe('a full NOTIFY queue', () => {
           return undefined;
         }
       };
+      // A waitFor caller present (migration 18's task_waiter): the finish trigger of complete, cancel,
+      // fail and reclaim would notify, and must leave its notice out as the statements do.
+      await kit.query(`insert into notify_full_${driver}.task_waiter (waiter, until) values ('present', now() + interval '1 hour') on conflict (waiter) do nothing`);
       const one = await ok('schedule', () => store.schedule({ kind: 'k', payload: { n: 1 } }));
       const many = await ok('scheduleMany', () => store.scheduleMany([{ kind: 'k' }, { kind: 'k', key: 'a' }]));
       const claimed = (await ok('claim', () => store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 }))) ?? [];
@@ -98,6 +101,7 @@ describe('a full NOTIFY queue', () => {
       if (a) await ok('fail', () => store.fail({ id: a.id, attempt: a.attempt, error: 'boom', backoffMs: 0 }));
       if (b) await ok('release', () => store.release({ id: b.id, attempt: b.attempt }));
       if (c) await ok('complete', () => store.complete({ id: c.id, attempt: c.attempt, owner: 'w' }));
+      if (c) fields[`${driver}_waitForDone`] = String((await ok('waitFor', () => store.waitFor(c.id, { timeoutMs: 10_000 })))?.state);
       const later = await ok('scheduleLater', () => store.schedule({ kind: 'k', delayMs: 60_000 }));
       const cancelled = later ? await ok('cancel', () => store.cancel(later.id)) : undefined;
       const retried = (await ok('claimAgain', () => store.claim({ owner: 'w', limit: 10, leaseMs: 1 }))) ?? [];

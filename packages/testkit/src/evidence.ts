@@ -19,6 +19,8 @@ export const CASE_ORDER: readonly string[] = [
   'claim_only_known_kinds',
   'priority_order',
   'kind_concurrency_cap',
+  'pause_resume',
+  'rate_limit_exact',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',
@@ -56,12 +58,14 @@ export const CASE_ORDER: readonly string[] = [
   'cron_dst',
   'soak_short',
   'dedup_key_race',
+  'debounce_throttle',
   'history_split_outcomes',
   'large_ids',
   'notify_queue_full',
   'version_skew',
   'shutdown_order',
   'history_maintenance',
+  'await_result',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
