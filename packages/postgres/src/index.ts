@@ -15,7 +15,7 @@ export { defaultNotifyChannel, type PauseNotice, parsePauseNotice, parseTaskNoti
 export { quoteIdent } from './sql/quote.js';
 export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
-export { isCachedPlanChanged, NO_VERDICT_SQLSTATES, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';
+export { isCachedPlanChanged, isReadOnlyNode, NO_VERDICT_SQLSTATES, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';
 export { NoticeCoalescer } from './store/notice-coalescer.js';
 export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PAUSE_SCHEMA_RECHECK_MS, PostgresStore, type PostgresStoreOptions, type SchemaCheck } from './store/store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';

@@ -102,6 +102,12 @@ export interface ConnectionPlan {
    * guard (`pgPoolConfig` / `replyGuardedSocket`), as a user who passes a pool of their own would.
    */
   readonly replyTimeoutMs?: number;
+  /**
+   * postgres.js only: the URL its `sql` connects to when it differs from the child's database URL,
+   * e.g. several hosts with `target_session_attrs=read-write` (the harness's own `pg` pool, which
+   * cannot take several hosts, stays on the database URL).
+   */
+  readonly postgresJsUrl?: string;
 }
 
 /** The broken variants a child may use (negative controls; never part of the product). */

@@ -1299,6 +1299,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     await this.schemaReady();
     const sql = this.claimSql();
     const rows = await this.call(() => this.driver.query(sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    // The statement always answers its clock row first. A result without it is not the statement's
+    // (a driver that mixed up a result after a connection was cut: postgres.js 3.4.9 can answer
+    // `[null, row]` on a reconnected connection): refused, never turned into an Invalid Date.
+    if (rows.length === 0 || rows.some((r) => r === null || typeof r !== 'object') || rows[0]?.nowms === null || rows[0]?.nowms === undefined) {
+      throw new StoreError('peekDue: the answer has no clock row (a malformed driver result; try again)', undefined, { transient: true });
+    }
     const now = date(rows[0]?.nowms);
     const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
     return { now, tasks, ...(rows[0]?.paused === true ? { paused: true } : {}) };
