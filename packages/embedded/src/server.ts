@@ -63,6 +63,8 @@ export interface StartOptions {
   readonly binDir?: string;
   /** Longest wait for `initdb` and for readiness, each (default 60 000). */
   readonly startTimeoutMs?: number;
+  /** Extra environment for the `postgres` server process only (not `initdb`), e.g. `LD_PRELOAD` of libfaketime (fault tests). */
+  readonly serverEnv?: Readonly<Record<string, string>>;
 }
 
 /** Prefix of the data folders under the OS temp dir. */
@@ -104,7 +106,7 @@ export async function startEmbeddedPostgres(options: StartOptions = {}): Promise
   try {
     const dataDir = join(root, 'data');
     await initdb(binDir, root, dataDir, runAs, timeoutMs, log);
-    const server = new Server(binDir, dataDir, runAs, options.postgresFlags ?? [], timeoutMs, log);
+    const server = new Server(binDir, dataDir, runAs, options.postgresFlags ?? [], timeoutMs, log, options.serverEnv ?? {});
     await server.listenOnFreePort(options.port, options.choosePort ?? freePort);
     return track(server, root);
   } catch (error) {
@@ -192,6 +194,7 @@ class Server {
     private readonly flags: readonly string[],
     private readonly timeoutMs: number,
     private readonly log: (line: string) => void,
+    private readonly env: Readonly<Record<string, string>> = {},
   ) {}
 
   async listenOnFreePort(port: number | undefined, choose: () => Promise<number>): Promise<void> {
@@ -217,7 +220,7 @@ class Server {
       let output = '';
       let ready = false;
       // Its own process group: a terminal's Ctrl-C reaches the application, which stops it in order.
-      const child = spawn(join(this.binDir, 'postgres'), args, { ...this.runAs, env: childEnv(), detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(join(this.binDir, 'postgres'), args, { ...this.runAs, env: { ...childEnv(), ...this.env }, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
       this.process = child;
       this.exited = new Promise((done) => child.once('close', () => done()));
       const fail = (code: 'PORT_IN_USE' | 'START_FAILED', message: string) => {

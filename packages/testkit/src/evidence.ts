@@ -68,6 +68,8 @@ export const CASE_ORDER: readonly string[] = [
   'shutdown_order',
   'history_maintenance',
   'await_result',
+  'db_clock_jump',
+  'cron_clock_jump',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
