@@ -36,5 +36,6 @@ export {
   workerNoticePayload,
 } from './notice.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
+export { SqlSplitError, splitStatements } from './split.js';
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

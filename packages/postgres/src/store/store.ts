@@ -93,6 +93,7 @@ import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseT
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
+import { splitStatements } from '../sql/split.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -545,7 +546,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
         for (const m of all) {
           if (applied.has(m.version)) continue;
-          await query(m.sql);
+          // One statement per query: Citus (and any extended-protocol path) refuses several in one.
+          for (const one of splitStatements(m.sql)) await query(one);
           await query(s.migrationInsert, [m.version, m.name]);
           if (m.minReader !== undefined) await query(s.migrationMinReader, [m.version, m.minReader]);
           done.push(m.version);
