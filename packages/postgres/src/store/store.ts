@@ -93,7 +93,7 @@ import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseT
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
-import { splitStatements } from '../sql/split.js';
+import { CITUS_BEFORE_SCHEMA, CITUS_DETECT, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, type Dialect, migrationStatements } from '../sql/citus.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -173,6 +173,14 @@ export interface PostgresStoreOptions {
    * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
    */
   readonly onConnectionError?: (error: PostponeError) => void;
+  /**
+   * The SQL dialect: `'postgres'`, or `'citus'` for a Citus coordinator, where `migrate()` makes the
+   * schema one shard group of schema-based sharding (every statement routed to one node) and sends
+   * the few statements Citus needs in another form (`sql/citus.ts`). Default: detected once, at the
+   * first `migrate()` or call that needs it, from `pg_extension` (`'citus'` when the extension is
+   * installed in the database).
+   */
+  readonly dialect?: Dialect;
 }
 
 /** The options every PostgreSQL store factory takes, beside its driver's own. */
@@ -186,6 +194,7 @@ export const STORE_OPTION_NAMES: readonly string[] = [
   'pooler',
   'listenConnectionString',
   'onConnectionError',
+  'dialect',
 ];
 
 /**
@@ -317,6 +326,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
   private readonly pooler: 'none' | 'transaction';
+  private readonly dialectGiven: Dialect | undefined;
+  private dialectDetected: Promise<Dialect> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
   /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
@@ -348,6 +359,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     );
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
+    if (options.dialect !== undefined && options.dialect !== 'postgres' && options.dialect !== 'citus') {
+      throw new ValidationError('INVALID_OPTION', 'dialect', "must be 'postgres' or 'citus'");
+    }
+    this.dialectGiven = options.dialect;
     this.sql = statements(this.schema);
     const context = {
       driver: driver as Driver<unknown>,
@@ -524,6 +539,24 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
 
   /**
+   * The SQL dialect of this store: the `dialect` option, else detected once from `pg_extension`
+   * (`'citus'` when the Citus extension is installed in the database, see `sql/citus.ts`). A failed
+   * detection is not kept: the next call reads again.
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  dialect(): Promise<Dialect> {
+    if (this.dialectGiven !== undefined) return Promise.resolve(this.dialectGiven);
+    if (this.dialectDetected === undefined) {
+      const detected = this.call(() => this.driver.query(CITUS_DETECT)).then((rows): Dialect => (rows.length > 0 ? 'citus' : 'postgres'));
+      this.dialectDetected = detected;
+      detected.catch(() => {
+        if (this.dialectDetected === detected) this.dialectDetected = undefined;
+      });
+    }
+    return this.dialectDetected;
+  }
+
+  /**
    * Creates the schema and applies missing migrations, in one transaction holding a
    * transaction-level advisory lock (PostgreSQL 17 §9.28.10): concurrent callers wait, then find the
    * versions applied. NOTICEs ("already exists") are silenced for the transaction.
@@ -537,17 +570,23 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const done: number[] = [];
     const all = migrations(this.schema);
     try {
+      const dialect = await this.dialect();
       await this.driver.transaction(async (query) => {
         await query(s.migrationQuiet);
         await query(s.migrationLock, [this.schema]);
+        if (dialect === 'citus') for (const one of CITUS_BEFORE_SCHEMA) await query(one);
         await query(s.schemaCreate);
+        // A schema made before (by hand, or on plain PostgreSQL before Citus) becomes one shard group now.
+        if (dialect === 'citus' && (await query(CITUS_SCHEMA_DISTRIBUTED, [this.schema]))[0]?.distributed !== true) {
+          await query(citusSchemaDistribute, [this.schema]);
+        }
         await query(s.migrationTableCreate);
         await query(s.migrationTableUpgrade);
         const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
         for (const m of all) {
           if (applied.has(m.version)) continue;
           // One statement per query: Citus (and any extended-protocol path) refuses several in one.
-          for (const one of splitStatements(m.sql)) await query(one);
+          for (const one of migrationStatements(m, this.schema, dialect)) await query(one);
           await query(s.migrationInsert, [m.version, m.name]);
           if (m.minReader !== undefined) await query(s.migrationMinReader, [m.version, m.minReader]);
           done.push(m.version);

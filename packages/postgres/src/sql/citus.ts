@@ -1,0 +1,133 @@
+/**
+ * The Citus dialect (issue 25, "Scale II"): Postpone's schema as ONE shard group of Citus's
+ * schema-based sharding (Citus 12+, `citus.enable_schema_based_sharding`), so every table of the
+ * schema lives on one node and every statement of the store is routed to that node whole — FOR
+ * UPDATE SKIP LOCKED, the MATERIALIZED picks, the one-statement complete.
+ *
+ * The migrations stay the frozen texts of `./migrations.ts`; `migrationStatements` splits them into
+ * single statements (`./split.ts`) and, in the Citus dialect only, replaces the few statements
+ * Citus refuses by equivalents, each listed in {@link citusRewrites} with the reason. A rewrite is
+ * keyed by the exact text of the statement it replaces, so a rewrite that no longer matches any
+ * statement is caught by `test/sql/citus.test.ts` instead of silently doing nothing.
+ */
+import { HISTORY_STATES, historyStateTable } from './history-sql.js';
+import type { Migration } from './migrations.js';
+import { literal, quoteIdent } from './quote.js';
+import { splitStatements } from './split.js';
+
+/** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
+export type Dialect = 'postgres' | 'citus';
+
+/**
+ * No parameters → zero or one `{ extversion }` row: the Citus extension installed in the connected
+ * database (`13.2-1`…); none on plain PostgreSQL. Read by `migrate()` when the dialect is not given.
+ */
+export const CITUS_DETECT = `select extversion from pg_extension where extname = 'citus'`;
+
+/**
+ * Statements `migrate()` runs in the Citus dialect, in its transaction, before `create schema`:
+ * schema-based sharding on for this transaction, so the schema created next is a distributed
+ * schema (one shard group) and every table created in it a single-shard table of that group.
+ */
+export const CITUS_BEFORE_SCHEMA: readonly string[] = Object.freeze(['set local citus.enable_schema_based_sharding to on']);
+
+/**
+ * `$1` schema name → `{ distributed }`: true when `citus_schemas` lists the schema (it is a
+ * distributed schema). A schema created before the dialect was chosen is distributed by
+ * {@link citusSchemaDistribute}.
+ */
+export const CITUS_SCHEMA_DISTRIBUTED = `select exists (select 1 from citus_schemas where schema_name = to_regnamespace($1::text)) as distributed`;
+
+/** `$1` schema name. Turns an existing schema and its tables into one shard group (Citus `citus_schema_distribute`). */
+export const citusSchemaDistribute = `select citus_schema_distribute(to_regnamespace($1::text))`;
+
+/** One statement Citus refuses, and what it runs instead. */
+export interface CitusRewrite {
+  readonly version: number;
+  /** The statement of the frozen migration, exactly as `splitStatements` returns it. */
+  readonly original: string;
+  /** What the Citus dialect runs instead (possibly nothing). */
+  readonly replacement: readonly string[];
+  /** Citus's error for the original, and why the replacement leaves the same schema (or how it differs). */
+  readonly why: string;
+}
+
+/**
+ * The statements of the frozen migrations that Citus 13.2 refuses in a distributed schema, with
+ * their replacements:
+ * - migration 3: `add column … check (…)` (0A000 "cannot execute ADD COLUMN command with PRIMARY
+ *   KEY, UNIQUE, FOREIGN and CHECK constraints") → the column, then the CHECK by the name PostgreSQL
+ *   gives it (`task_failures_check`): the same catalog.
+ * - migration 11: the history's second partition level (0A000 "distributing multi-level partitioned
+ *   tables is not supported"). In Citus each state's table (`task_history_done`…) is a plain
+ *   partition of `task_history` (list by state), not partitioned again by day: no `_default`, no
+ *   `_legacy`, no day partitions, and `ensure_history_partitions` makes nothing (returns 0).
+ *   Retention there deletes by row (as it does for a DEFAULT partition on PostgreSQL) instead of
+ *   dropping day partitions.
+ * @param schema unquoted schema name
+ */
+export function citusRewrites(schema: string): readonly CitusRewrite[] {
+  const q = quoteIdent(schema);
+  const task = `${q}.task`;
+  const history = `${q}.task_history`;
+  const rewrites: CitusRewrite[] = [
+    {
+      version: 3,
+      original: `alter table ${task} add column failures integer not null default 0 check (failures >= 0)`,
+      replacement: [
+        `alter table ${task} add column failures integer not null default 0`,
+        `alter table ${task} add constraint task_failures_check check (failures >= 0)`,
+      ],
+      why: 'Citus refuses ADD COLUMN with a CHECK (0A000); the CHECK is added apart under the name PostgreSQL gives it',
+    },
+  ];
+  for (const state of HISTORY_STATES) {
+    const sub = `${q}.${quoteIdent(historyStateTable(state))}`;
+    rewrites.push(
+      {
+        version: 11,
+        original: `create table if not exists ${sub} partition of ${history} for values in (${literal(state)}) partition by range (finished_at)`,
+        replacement: [`create table if not exists ${sub} partition of ${history} for values in (${literal(state)})`],
+        why: 'Citus refuses multi-level partitioned tables (0A000): the state table is not partitioned by day',
+      },
+      {
+        version: 11,
+        original: `create table if not exists ${q}.${quoteIdent(`${historyStateTable(state)}_default`)} partition of ${sub} default`,
+        replacement: [],
+        why: 'no day level, hence no DEFAULT day partition',
+      },
+    );
+  }
+  return rewrites;
+}
+
+/**
+ * Statements of migration 11 replaced in the Citus dialect by a prefix match (their texts are long
+ * plpgsql bodies): the day-partition function becomes one that makes nothing, and the `_legacy`
+ * day partitions are not made.
+ */
+function citusRewriteByPrefix(schema: string, version: number, statement: string): readonly string[] | undefined {
+  if (version !== 11) return undefined;
+  const q = quoteIdent(schema);
+  if (statement.startsWith(`create or replace function ${q}.ensure_history_partitions(p_now timestamptz, p_days integer) returns integer`)) {
+    return [
+      `create or replace function ${q}.ensure_history_partitions(p_now timestamptz, p_days integer) returns integer
+language sql as $fn$ select 0 $fn$`,
+    ];
+  }
+  if (statement.startsWith('do $do$') && statement.includes(`'_legacy'`)) return [];
+  return undefined;
+}
+
+/**
+ * The statements `migrate()` sends for migration `m`, one per query: its text split
+ * (`splitStatements`), and in the Citus dialect the refused ones replaced ({@link citusRewrites}).
+ * @param schema unquoted schema name (the one `m` was made for)
+ * @throws SqlSplitError when the text cannot be split (a frozen migration never throws)
+ */
+export function migrationStatements(m: Migration, schema: string, dialect: Dialect): string[] {
+  const statements = splitStatements(m.sql);
+  if (dialect === 'postgres') return statements;
+  const exact = new Map(citusRewrites(schema).filter((r) => r.version === m.version).map((r) => [r.original, r.replacement] as const));
+  return statements.flatMap((one) => exact.get(one) ?? citusRewriteByPrefix(schema, m.version, one) ?? [one]);
+}
