@@ -1,0 +1,82 @@
+/**
+ * The Citus dialect (`src/sql/citus.ts`): every rewrite still matches a statement of its frozen
+ * migration, the plain dialect sends the split texts unchanged, and against the test database the
+ * store detects its dialect from `pg_extension`; on a Citus coordinator `migrate()` leaves every
+ * table of the schema in ONE shard group of schema-based sharding, on a worker node.
+ */
+import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
+import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgStore } from '../../src/drivers/pg.js';
+import { citusRewrites, migrations, migrationStatements, splitStatements } from '../../src/sql/index.js';
+
+describe('citus rewrites', () => {
+  it('each replaces a statement that its migration still holds, and the postgres dialect changes nothing', () => {
+    const schema = 'postpone';
+    const all = migrations(schema);
+    for (const r of citusRewrites(schema)) {
+      const m = all.find((x) => x.version === r.version);
+      expect(m && splitStatements(m.sql)).toContain(r.original);
+    }
+    for (const m of all) expect(migrationStatements(m, schema, 'postgres')).toEqual(splitStatements(m.sql));
+    const v11 = all.find((m) => m.version === 11);
+    if (v11 === undefined) throw new Error('migration 11 missing');
+    const citus = migrationStatements(v11, schema, 'citus');
+    expect(citus.some((s) => s.includes('partition by range'))).toBe(false);
+    expect(citus.some((s) => s.includes('_legacy'))).toBe(false);
+    expect(citus.filter((s) => s.startsWith('create or replace function "postpone".ensure_history_partitions'))).toHaveLength(1);
+  });
+});
+
+describe('dialect on the test database', () => {
+  const schema = uniqueSchemaName('citus');
+  let client: pg.Client;
+  let citusVersion: string | undefined;
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: testDatabaseUrl() });
+    await client.connect();
+    citusVersion = (await client.query<{ extversion: string }>(`select extversion from pg_extension where extname = 'citus'`)).rows[0]?.extversion;
+  });
+  afterAll(async () => {
+    await client.end();
+    await dropSchema(testDatabaseUrl(), schema);
+  });
+
+  it('is detected from pg_extension; on Citus every table of the schema is one shard group on a worker', async () => {
+    const store = createPgStore({ connectionString: testDatabaseUrl(), schema });
+    try {
+      expect(await store.dialect()).toBe(citusVersion === undefined ? 'postgres' : 'citus');
+      const result = await store.migrate();
+      expect(result.version).toBe(migrations(schema).at(-1)?.version);
+      const id = (await store.schedule({ kind: 'k', payload: { a: 1 } })).id;
+      expect((await store.getTask(id))?.payload).toEqual({ a: 1 });
+    } finally {
+      await store.close();
+    }
+    if (citusVersion === undefined) return;
+    const { rows } = await client.query<{ name: string; type: string; colocation: number; nodes: number }>(
+      `select t.table_name::text as name, t.citus_table_type as type, t.colocation_id::int as colocation,
+              (select count(distinct s.nodeport)::int from citus_shards s where s.table_name = t.table_name) as nodes
+         from citus_tables t where t.table_name::text like $1 order by 1`,
+      [`${schema}.%`],
+    );
+    expect(rows.map((r) => r.name.slice(schema.length + 1))).toEqual([
+      'cron_schedule',
+      'effect',
+      'migration',
+      'task',
+      'task_history',
+      'task_history_cancelled',
+      'task_history_dead',
+      'task_history_done',
+    ]);
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['schema']));
+    expect(new Set(rows.map((r) => r.colocation)).size).toBe(1);
+    expect(rows.every((r) => r.nodes === 1)).toBe(true);
+    const coordinator = (await client.query<{ port: number }>(`select current_setting('port')::int as port`)).rows[0]?.port;
+    const placed = await client.query<{ port: number }>(`select distinct nodeport::int as port from citus_shards where table_name::text like $1`, [`${schema}.%`]);
+    expect(placed.rows).toHaveLength(1);
+    expect(placed.rows[0]?.port).not.toBe(coordinator);
+  });
+});
