@@ -13,6 +13,7 @@
 import { HISTORY_STATES, historyStateTable } from './history-sql.js';
 import type { Migration } from './migrations.js';
 import { literal, quoteIdent } from './quote.js';
+import { NOW } from './sql.js';
 import { splitStatements } from './split.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
@@ -130,4 +131,57 @@ export function migrationStatements(m: Migration, schema: string, dialect: Diale
   if (dialect === 'postgres') return statements;
   const exact = new Map(citusRewrites(schema).filter((r) => r.version === m.version).map((r) => [r.original, r.replacement] as const));
   return statements.flatMap((one) => exact.get(one) ?? citusRewriteByPrefix(schema, m.version, one) ?? [one]);
+}
+
+/** The lease clock of `./sql.ts` (`coalesce($1, clock_timestamp())`), replaced like {@link NOW}. */
+const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
+
+/**
+ * No parameters → one `{ now }` row (ISO text): the coordinator's `clock_timestamp()`, read just before
+ * a time-dependent statement of the Citus dialect and bound as its `$1` (see {@link citusStatement}).
+ */
+export const CITUS_CLOCK = `select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as now`;
+
+/** `taskInsertMany`'s read of its `holders` pick, left out in the Citus dialect (see {@link citusStatement}). */
+const HOLDERS_READ = '\n   where (select count(*) from holders) >= 0';
+
+/** A statement in the Citus dialect, and whether its `$1` must be the database's time (never null). */
+export interface CitusStatement {
+  readonly text: string;
+  /** True when the plain statement reads `$1` as "now, or null for the database clock". */
+  readonly needsNow: boolean;
+}
+
+/**
+ * The Citus form of a plain statement of `./sql.ts` (and the admin, bulk, cron, renew and history
+ * statements built the same way). Same parameters, same result columns and values; it differs where
+ * Citus would refuse the statement or run it elsewhere than on the shard group's node:
+ * - Time: `coalesce($1, now())` and `coalesce($1, clock_timestamp())` become `$1` itself, and the
+ *   caller binds the coordinator's `clock_timestamp()` ({@link CITUS_CLOCK}) when it had null. Citus
+ *   refuses a VOLATILE function in an UPDATE (0A000 "functions used in UPDATE queries on distributed
+ *   tables must not be VOLATILE") and any non-IMMUTABLE one inside CASE/COALESCE; with a constant
+ *   `$1` the whole statement — recursive CTEs of the claim walk included — is routed to the one
+ *   node of the shard group. The database clock stays the only clock: the coordinator's. A lease
+ *   then starts at the time read just before the statement, not at the write (one round trip
+ *   earlier): leases are shortened by that round trip, never lengthened.
+ * - Epoch milliseconds: `floor(extract(epoch from x) * 1000)` becomes `floor(extract(epoch from
+ *   (x - timestamptz 'epoch')) * 1000)`: the same number (an interval's epoch is its length in
+ *   seconds), from IMMUTABLE operators, which Citus accepts in RETURNING.
+ * - `taskInsertMany` no longer reads its `holders` pick: Citus plans that statement recursively
+ *   (its `input` draws ids with `nextval`, which the coordinator evaluates), and the FOR UPDATE pick
+ *   read back inside the INSERT fails on the coordinator with 22P02 `invalid input syntax for type
+ *   bigint: "PGCOPY"` (Citus 13.2.2). So on Citus a batch does not lock the live holders of its keys
+ *   in id order before it inserts: two batches meeting each other's keys in opposite orders can
+ *   deadlock (40P01, no verdict: retried), where on PostgreSQL they cannot (README "Failure modes").
+ * Statements without any of these come back unchanged.
+ * @param plain a statement's text as `./sql.ts` builds it
+ */
+export function citusStatement(plain: string): CitusStatement {
+  const needsNow = plain.includes(NOW) || plain.includes(CLOCK);
+  const text = plain
+    .replaceAll(NOW, '$1::timestamptz')
+    .replaceAll(CLOCK, '$1::timestamptz')
+    .replace(/floor\(extract\(epoch from ([^()]+)\) \* 1000\)/g, "floor(extract(epoch from ($1 - timestamptz 'epoch')) * 1000)")
+    .replace(HOLDERS_READ, '');
+  return { text, needsNow };
 }

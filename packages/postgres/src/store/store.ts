@@ -88,12 +88,13 @@ import {
   validateOwner,
 } from '@postpone/core';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { type DialectDriver, dialectDriver } from './dialect-driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
 import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
-import { CITUS_BEFORE_SCHEMA, CITUS_DETECT, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, type Dialect, migrationStatements } from '../sql/citus.js';
+import { CITUS_BEFORE_SCHEMA, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, type Dialect, migrationStatements } from '../sql/citus.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
@@ -322,12 +323,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   readonly notifyChannel: string;
   readonly sql: Statements;
   readonly connectionBudget: ConnectionBudget | undefined;
-  private readonly driver: Driver<Tx>;
+  /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
+  private readonly driver: DialectDriver<Tx>;
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
   private readonly pooler: 'none' | 'transaction';
-  private readonly dialectGiven: Dialect | undefined;
-  private dialectDetected: Promise<Dialect> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
   /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
@@ -337,7 +337,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   readonly notices: NoticeCoalescer;
 
   /** @throws ValidationError INVALID_OPTION for a bad schema, channel or size limit */
-  constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
+  constructor(adapter: Driver<Tx>, options: PostgresStoreOptions = {}) {
+    if (options.dialect !== undefined && options.dialect !== 'postgres' && options.dialect !== 'citus') {
+      throw new ValidationError('INVALID_OPTION', 'dialect', "must be 'postgres' or 'citus'");
+    }
+    const driver = dialectDriver(adapter, options.dialect);
     this.driver = driver;
     this.name = driver.name;
     this.connectionBudget = driver.connectionBudget;
@@ -359,10 +363,6 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     );
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
-    if (options.dialect !== undefined && options.dialect !== 'postgres' && options.dialect !== 'citus') {
-      throw new ValidationError('INVALID_OPTION', 'dialect', "must be 'postgres' or 'citus'");
-    }
-    this.dialectGiven = options.dialect;
     this.sql = statements(this.schema);
     const context = {
       driver: driver as Driver<unknown>,
@@ -545,15 +545,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * @throws ConnectionLostError, StoreClosedError, StoreError
    */
   dialect(): Promise<Dialect> {
-    if (this.dialectGiven !== undefined) return Promise.resolve(this.dialectGiven);
-    if (this.dialectDetected === undefined) {
-      const detected = this.call(() => this.driver.query(CITUS_DETECT)).then((rows): Dialect => (rows.length > 0 ? 'citus' : 'postgres'));
-      this.dialectDetected = detected;
-      detected.catch(() => {
-        if (this.dialectDetected === detected) this.dialectDetected = undefined;
-      });
-    }
-    return this.dialectDetected;
+    return this.call(() => this.driver.dialect());
   }
 
   /**
@@ -659,7 +651,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     if (isPool(tx) || isPostgresJsSql(tx)) throw new ValidationError('NOT_IN_TRANSACTION', 'tx', `${expected}: got a ${isPool(tx) ? 'pool' : 'top-level or reserved sql'}, which would commit each statement on its own`);
     if (isSqlExecutor(tx)) {
       const status = transactionStatusOf(tx);
-      return { query: async (text, p) => [...(await tx.query(text, p ?? [])).rows], checked: status === 'T' || status === 'E' };
+      return { query: this.driver.wrap(async (text, p) => [...(await tx.query(text, p ?? [])).rows]), checked: status === 'T' || status === 'E' };
     }
     throw new ValidationError('INVALID_OPTION', 'tx', expected);
   }
