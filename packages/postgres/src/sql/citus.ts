@@ -13,7 +13,7 @@
 import { HISTORY_STATES, historyStateTable } from './history-sql.js';
 import type { Migration } from './migrations.js';
 import { literal, quoteIdent } from './quote.js';
-import { NOW } from './sql.js';
+import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
@@ -145,12 +145,39 @@ export const CITUS_CLOCK = `select to_char(clock_timestamp() at time zone 'UTC',
 /** `taskInsertMany`'s read of its `holders` pick, left out in the Citus dialect (see {@link citusStatement}). */
 const HOLDERS_READ = '\n   where (select count(*) from holders) >= 0';
 
+/**
+ * `$1 + delay ms` from IMMUTABLE functions only, for use inside COALESCE (Citus refuses the STABLE
+ * `timestamptz + interval` there): `to_timestamp(epoch seconds of $1 + delay / 1000)`, the same instant
+ * to the microsecond (a float8 resolves today's epoch seconds to about 0.24 µs).
+ */
+function citusPlusMs(delay: string): string {
+  return `to_timestamp(extract(epoch from ($1::timestamptz - timestamptz 'epoch'))::float8 + ${delay}::float8 / 1000)`;
+}
+
 /** A statement in the Citus dialect, and whether its `$1` must be the database's time (never null). */
 export interface CitusStatement {
   readonly text: string;
   /** True when the plain statement reads `$1` as "now, or null for the database clock". */
   readonly needsNow: boolean;
+  /**
+   * The 0-based index of the notify channel parameter when the plain statement sends NOTIFYs:
+   * the Citus form returns each notice's payload (JSON text) in its `notified` column instead, and
+   * the caller sends them from the coordinator ({@link CITUS_NOTIFY}); undefined when it sends none.
+   */
+  readonly channelParam: number | undefined;
 }
+
+/**
+ * `$1` channel, `$2` payloads (a JSON array of text) → no rows: the NOTIFYs a Citus-form statement
+ * returned, sent from the coordinator (where the listeners are) in the caller's transaction (delivered
+ * at its commit) or right after an autocommit statement committed. Left out while the NOTIFY queue is
+ * half full, as the plain statements do (`notice()` of `./sql.ts`).
+ */
+export const CITUS_NOTIFY = `select pg_notify($1::text, p) from jsonb_array_elements_text($2::text::jsonb) p where pg_notification_queue_usage() < ${NOTICE_QUEUE_LIMIT}`;
+
+/** `notice()` of `./sql.ts` after the epoch rewrite: channel, op, row alias, epoch-ms expression. */
+const NOTICE_CALL =
+  /case when \(select pg_notification_queue_usage\(\)\) < [0-9.]+ then pg_notify\((\$(\d+)::text), json_build_object\('op', '(\w+)', 'id', (\w+)\.id::text, 'dueAtMs', (floor\(extract\(epoch from \(\w+\.due_at - timestamptz 'epoch'\)\) \* 1000\)::float8)\)::text\) is null end/g;
 
 /**
  * The Citus form of a plain statement of `./sql.ts` (and the admin, bulk, cron, renew and history
@@ -173,15 +200,26 @@ export interface CitusStatement {
  *   bigint: "PGCOPY"` (Citus 13.2.2). So on Citus a batch does not lock the live holders of its keys
  *   in id order before it inserts: two batches meeting each other's keys in opposite orders can
  *   deadlock (40P01, no verdict: retried), where on PostgreSQL they cannot (README "Failure modes").
+ * - NOTIFY: a pushed-down statement runs on the worker node, and a `pg_notify` there reaches only
+ *   that node's listeners (and Citus refuses it in RETURNING, 0A000). The Citus form returns each
+ *   notice's payload (the same JSON text, built with IMMUTABLE `||`) in the `notified` column, and
+ *   the caller sends them from the coordinator ({@link CITUS_NOTIFY}) — in the same transaction, or
+ *   just after an autocommit statement committed (a notice is a hint: workers also poll).
  * Statements without any of these come back unchanged.
  * @param plain a statement's text as `./sql.ts` builds it
  */
 export function citusStatement(plain: string): CitusStatement {
   const needsNow = plain.includes(NOW) || plain.includes(CLOCK);
+  let channelParam: number | undefined;
   const text = plain
     .replaceAll(NOW, '$1::timestamptz')
     .replaceAll(CLOCK, '$1::timestamptz')
     .replace(/floor\(extract\(epoch from ([^()]+)\) \* 1000\)/g, "floor(extract(epoch from ($1 - timestamptz 'epoch')) * 1000)")
-    .replace(HOLDERS_READ, '');
-  return { text, needsNow };
+    .replace(HOLDERS_READ, '')
+    .replace(/coalesce\((\$\d+::timestamptz), \$1::timestamptz \+ \((\$\d+)::float8 \* interval '1 millisecond'\)\)/g, (_all, given: string, delay: string) => `coalesce(${given}, ${citusPlusMs(delay)})`)
+    .replace(NOTICE_CALL, (_all, channel: string, index: string, op: string, row: string, epochMs: string) => {
+      channelParam = Number(index) - 1;
+      return `case when ${channel} is not null then '{"op":"${op}","id":"' || ${row}.id::text || '","dueAtMs":' || (${epochMs})::text || '}' end`;
+    });
+  return { text, needsNow, channelParam };
 }

@@ -6,7 +6,7 @@
  * transaction: in that transaction). The dialect is the store's option or, when absent, detected
  * once from `pg_extension` before the first statement.
  */
-import { CITUS_CLOCK, CITUS_DETECT, citusStatement, type CitusStatement, type Dialect } from '../sql/citus.js';
+import { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, citusStatement, type CitusStatement, type Dialect } from '../sql/citus.js';
 import type { Driver, Param, QueryFn, Row } from './driver.js';
 
 /** A driver whose statements follow the dialect, and the dialect it resolved. */
@@ -48,10 +48,23 @@ export function dialectDriver<Tx>(driver: Driver<Tx>, given: Dialect | undefined
   /** `send` with the Citus form of `text`, the database time bound as `$1` when it was null. */
   const sendCitus = async (send: QueryFn, text: string, params?: readonly Param[]): Promise<Row[]> => {
     const statement = citus(text);
-    if (!statement.needsNow || params === undefined || params[0] !== null) return await send(statement.text, params);
-    const now = (await send(CITUS_CLOCK))[0]?.now;
-    if (typeof now !== 'string') throw new Error('citus dialect: the coordinator returned no clock_timestamp()');
-    return await send(statement.text, [now, ...params.slice(1)]);
+    let bound = params;
+    if (statement.needsNow && params !== undefined && params[0] === null) {
+      const now = (await send(CITUS_CLOCK))[0]?.now;
+      if (typeof now !== 'string') throw new Error('citus dialect: the coordinator returned no clock_timestamp()');
+      bound = [now, ...params.slice(1)];
+    }
+    const rows = await send(statement.text, bound);
+    const channel = statement.channelParam === undefined ? null : bound?.[statement.channelParam];
+    if (typeof channel !== 'string') return rows;
+    const payloads: string[] = [];
+    for (const row of rows) {
+      if (typeof row.notified !== 'string') continue;
+      payloads.push(row.notified);
+      row.notified = true;
+    }
+    if (payloads.length > 0) await send(CITUS_NOTIFY, [channel, JSON.stringify(payloads)]);
+    return rows;
   };
   const through = async (send: QueryFn, text: string, params?: readonly Param[]): Promise<Row[]> =>
     (await dialect()) === 'citus' ? await sendCitus(send, text, params) : await send(text, params);

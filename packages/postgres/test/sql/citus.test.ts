@@ -9,7 +9,8 @@ import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgStore } from '../../src/drivers/pg.js';
-import { citusRewrites, migrations, migrationStatements, splitStatements } from '../../src/sql/index.js';
+import { adminStatements, citusRewrites, citusStatement, migrations, migrationStatements, splitStatements, statements } from '../../src/sql/index.js';
+import type { TaskNotice } from '../../src/index.js';
 
 describe('citus rewrites', () => {
   it('each replaces a statement that its migration still holds, and the postgres dialect changes nothing', () => {
@@ -29,6 +30,28 @@ describe('citus rewrites', () => {
   });
 });
 
+describe('citusStatement', () => {
+  it('leaves no clock function, NOTIFY or STABLE epoch in any task or admin statement, and keeps the rest', () => {
+    const all = { ...statements('postpone'), ...adminStatements('postpone') };
+    let timed = 0;
+    let notifying = 0;
+    for (const [name, text] of Object.entries(all)) {
+      if (typeof text !== 'string') continue;
+      const c = citusStatement(text);
+      expect([name, c.text.replaceAll('default now()', '').includes('now()'), c.text.includes('clock_timestamp()'), c.text.includes('pg_notify(')]).toEqual([name, false, false, false]);
+      expect([name, /extract\(epoch from [a-z$][\w.:$]*\)/.test(c.text)]).toEqual([name, false]);
+      if (c.needsNow) timed += 1;
+      if (c.channelParam !== undefined) notifying += 1;
+      if (!c.needsNow && c.channelParam === undefined && !text.includes('extract(epoch')) expect(c.text).toBe(text);
+    }
+    expect(timed).toBeGreaterThan(10);
+    expect(notifying).toBe(7);
+    const cancel = citusStatement(statements('postpone').taskCancel);
+    expect(cancel.channelParam).toBe(2);
+    expect(cancel.text).toContain(`case when $3::text is not null then '{"op":"cancelled","id":"' || c.id::text`);
+  });
+});
+
 describe('dialect on the test database', () => {
   const schema = uniqueSchemaName('citus');
   let client: pg.Client;
@@ -44,13 +67,23 @@ describe('dialect on the test database', () => {
   });
 
   it('is detected from pg_extension; on Citus every table of the schema is one shard group on a worker', async () => {
-    const store = createPgStore({ connectionString: testDatabaseUrl(), schema });
+    const store = createPgStore({ connectionString: testDatabaseUrl(), schema, scheduleNotices: 'each' });
     try {
       expect(await store.dialect()).toBe(citusVersion === undefined ? 'postgres' : 'citus');
       const result = await store.migrate();
       expect(result.version).toBe(migrations(schema).at(-1)?.version);
-      const id = (await store.schedule({ kind: 'k', payload: { a: 1 } })).id;
-      expect((await store.getTask(id))?.payload).toEqual({ a: 1 });
+      // The notice of a schedule reaches a listener on the coordinator (on Citus: sent from it).
+      const heard: TaskNotice[] = [];
+      const unlisten = await store.listen((n) => heard.push(n));
+      const before = Date.now();
+      const scheduled = await store.schedule({ kind: 'k', payload: { a: 1 }, delayMs: 60_000 });
+      expect((await store.getTask(scheduled.id))?.payload).toEqual({ a: 1 });
+      for (let i = 0; i < 100 && heard.length === 0; i += 1) await new Promise((r) => setTimeout(r, 20));
+      await unlisten();
+      expect(heard).toHaveLength(1);
+      expect(heard[0]).toMatchObject({ op: 'scheduled', id: scheduled.id });
+      // The due time is the database's clock + 60 s (same machine: within a few seconds of ours).
+      expect(Math.abs(scheduled.dueAt.getTime() - (before + 60_000))).toBeLessThan(5_000);
     } finally {
       await store.close();
     }
