@@ -154,6 +154,9 @@ function citusPlusMs(delay: string): string {
   return `to_timestamp(extract(epoch from ($1::timestamptz - timestamptz 'epoch'))::float8 + ${delay}::float8 / 1000)`;
 }
 
+/** `cronReconcile`'s read of the schedules that existed before its upsert (see {@link citusStatement}). */
+const CRON_EXISTED = '), existed as (';
+
 /** A statement in the Citus dialect, and whether its `$1` must be the database's time (never null). */
 export interface CitusStatement {
   readonly text: string;
@@ -200,6 +203,8 @@ const NOTICE_CALL =
  *   bigint: "PGCOPY"` (Citus 13.2.2). So on Citus a batch does not lock the live holders of its keys
  *   in id order before it inserts: two batches meeting each other's keys in opposite orders can
  *   deadlock (40P01, no verdict: retried), where on PostgreSQL they cannot (README "Failure modes").
+ * - `cronReconcile`'s `existed` CTE is MATERIALIZED: Citus plans that statement in steps, and the
+ *   inlined read ran after the upsert, saw its rows, and reported `changed` for an `added` schedule.
  * - NOTIFY: a pushed-down statement runs on the worker node, and a `pg_notify` there reaches only
  *   that node's listeners (and Citus refuses it in RETURNING, 0A000). The Citus form returns each
  *   notice's payload (the same JSON text, built with IMMUTABLE `||`) in the `notified` column, and
@@ -216,7 +221,8 @@ export function citusStatement(plain: string): CitusStatement {
     .replaceAll(CLOCK, '$1::timestamptz')
     .replace(/floor\(extract\(epoch from ([^()]+)\) \* 1000\)/g, "floor(extract(epoch from ($1 - timestamptz 'epoch')) * 1000)")
     .replace(HOLDERS_READ, '')
-    .replace(/coalesce\((\$\d+::timestamptz), \$1::timestamptz \+ \((\$\d+)::float8 \* interval '1 millisecond'\)\)/g, (_all, given: string, delay: string) => `coalesce(${given}, ${citusPlusMs(delay)})`)
+    .replace(CRON_EXISTED, '), existed as materialized (')
+    .replace(/coalesce\((\$\d+::timestamptz), \$1::timestamptz \+ \((\$\d+(?:::float8)?)::float8 \* interval '1 millisecond'\)\)/g, (_all, given: string, delay: string) => `coalesce(${given}, ${citusPlusMs(delay)})`)
     .replace(NOTICE_CALL, (_all, channel: string, index: string, op: string, row: string, epochMs: string) => {
       channelParam = Number(index) - 1;
       return `case when ${channel} is not null then '{"op":"${op}","id":"' || ${row}.id::text || '","dueAtMs":' || (${epochMs})::text || '}' end`;

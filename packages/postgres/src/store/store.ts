@@ -369,6 +369,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       schema: this.schema,
       notifyChannel: this.notifyChannel,
       nowParam: () => this.nowParam(),
+      dialect: () => driver.dialect(),
       call: <T>(op: () => Promise<T>) => this.call(op),
       assertOpen: () => this.assertOpen(),
     };
