@@ -3,8 +3,8 @@
  * dialect needs it. On plain PostgreSQL it is the driver itself; on Citus each statement goes
  * through `citusStatement` (`../sql/citus.ts`), and a time-dependent one whose `$1` (now) is null gets
  * the coordinator's `clock_timestamp()`, read just before it on the same connection (inside a
- * transaction: in that transaction). The dialect is the store's option or, when absent, detected
- * once from `pg_extension` before the first statement.
+ * transaction: in that transaction). The dialect is the store's option or, when absent, read from
+ * `pg_extension` before the first statement (kept once a read succeeds).
  */
 import { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, citusStatement, type CitusStatement, type Dialect } from '../sql/citus.js';
 import type { Driver, Param, QueryFn, Row } from './driver.js';
@@ -23,16 +23,15 @@ export interface DialectDriver<Tx> extends Driver<Tx> {
  * @param given the store's `dialect` option
  */
 export function dialectDriver<Tx>(driver: Driver<Tx>, given: Dialect | undefined): DialectDriver<Tx> {
-  let detected: Promise<Dialect> | undefined;
-  const dialect = (): Promise<Dialect> => {
-    if (given !== undefined) return Promise.resolve(given);
-    if (detected === undefined) {
-      const attempt = driver.query(CITUS_DETECT).then((rows): Dialect => (rows.length > 0 ? 'citus' : 'postgres'));
-      detected = attempt;
-      attempt.catch(() => {
-        if (detected === attempt) detected = undefined;
-      });
-    }
+  let detected: Dialect | undefined;
+  // Not shared while in flight: each call that starts before the first detection succeeded reads it
+  // itself, so a failure (a pool timeout, a lost connection) is that call's own, reported as it
+  // would be for its statement. Once one succeeds, the dialect is kept.
+  const dialect = async (): Promise<Dialect> => {
+    if (given !== undefined) return given;
+    if (detected !== undefined) return detected;
+    const rows = await driver.query(CITUS_DETECT);
+    detected = rows.length > 0 ? 'citus' : 'postgres';
     return detected;
   };
   const cache = new Map<string, CitusStatement>();
