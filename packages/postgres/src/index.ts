@@ -12,7 +12,7 @@
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './sql/migrations.js';
 export { defaultNotifyChannel, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';
-export { type Dialect, migrationStatements } from './sql/citus.js';
+export { type CitusRewrite, citusRewrites, type Dialect, migrationStatements } from './sql/citus.js';
 export { SqlSplitError, splitStatements } from './sql/split.js';
 export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
