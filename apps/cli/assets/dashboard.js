@@ -89,6 +89,32 @@ function renderOverview(o) {
         return tr;
       }),
     );
+  const pausedKinds = new Set(o.paused.filter((p) => p.scope === 'kind').map((p) => p.name));
+  for (const tr of $('by-kind').querySelectorAll('tbody tr')) {
+    const kind = tr.firstChild.textContent;
+    if (pausedKinds.has(kind)) {
+      tr.firstChild.textContent = `${kind} (paused)`;
+      tr.dataset.paused = 'true';
+    }
+  }
+  $('paused')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...o.paused.map((p) => {
+        const tr = document.createElement('tr');
+        tr.dataset.scope = p.scope;
+        tr.dataset.name = p.name;
+        const resume = document.createElement('button');
+        resume.type = 'button';
+        resume.className = 'resume-button';
+        resume.textContent = 'resume';
+        resume.addEventListener('click', () => pauseAction('resume', { [p.scope]: p.name }));
+        const td = document.createElement('td');
+        td.append(resume);
+        tr.append(cell(p.scope), cell(p.name), cell(iso(p.pausedAt)), cell(text(p.pausedBy)), cell(text(p.reason)), td);
+        return tr;
+      }),
+    );
   $('unclaimed').hidden = o.unclaimed.kinds.length === 0;
   $('unclaimed-kinds')
     .querySelector('tbody')
@@ -96,6 +122,16 @@ function renderOverview(o) {
       ...o.unclaimed.kinds.map((k) => {
         const tr = document.createElement('tr');
         tr.append(cell(k.queue), cell(k.kind), cell(k.due >= 1000 ? `${k.due}+` : String(k.due)), cell(iso(k.oldestDueAt)), cell(ms(k.overdueMs)));
+        return tr;
+      }),
+    );
+  $('rate-limits').hidden = o.rateLimits.length === 0;
+  $('rate-limit-rows')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...o.rateLimits.map((l) => {
+        const tr = document.createElement('tr');
+        tr.append(cell(l.scope), cell(l.name), cell(String(l.limit)), cell(ms(l.windowMs)), cell(String(l.used)), cell(l.used < l.limit ? 'open' : iso(l.reopensAt)));
         return tr;
       }),
     );
@@ -185,6 +221,7 @@ function showDetail(d) {
   $('detail-error').textContent = t.lastError ?? '–';
   $('detail-payload').textContent = JSON.stringify(t.payload, null, 2);
   $('detail-result').textContent = t.result === null ? '–' : JSON.stringify(t.result, null, 2);
+  $('detail-progress').textContent = t.progress === undefined ? '–' : JSON.stringify(t.progress, null, 2);
   $('detail-completion').textContent = d.completion === null ? '–' : `attempt ${d.completion.attempt} by ${d.completion.worker ?? '(unknown)'} at ${iso(d.completion.finishedAt)}`;
   $('retry-button').disabled = !(t.state === 'DEAD' || t.state === 'CANCELLED');
   $('cancel-button').disabled = !(t.state === 'SCHEDULED' || (t.state === 'CLAIMED' && !t.cancelRequested));
@@ -237,6 +274,21 @@ async function act(action) {
     message.dataset.outcome = r.outcome;
     if (r.id !== undefined) message.dataset.newId = r.id;
     else delete message.dataset.newId;
+  } catch (error) {
+    message.textContent = `${action} failed: ${error.message}`;
+    message.dataset.outcome = 'ERROR';
+  }
+  await refresh();
+}
+
+// ---- pause / resume (docs/contract.md#pause-and-resume) ----------------------------------------
+async function pauseAction(action, body) {
+  const message = $('pause-message');
+  const what = body.queue !== undefined ? `queue ${body.queue}` : `kind ${body.kind}`;
+  try {
+    const r = await api(`/api/${action}`, { method: 'POST', headers: { 'x-csrf-token': CSRF, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    message.textContent = action === 'pause' ? (r.changed ? `paused ${what}` : `${what} was already paused`) : r.changed ? `resumed ${what}` : `${what} was not paused`;
+    message.dataset.outcome = r.changed ? 'CHANGED' : 'UNCHANGED';
   } catch (error) {
     message.textContent = `${action} failed: ${error.message}`;
     message.dataset.outcome = 'ERROR';
@@ -309,6 +361,11 @@ function closeDetail() {
 $('detail-close').addEventListener('click', closeDetail);
 $('detail').addEventListener('keydown', (event) => {
   if (event.key === 'Escape') closeDetail();
+});
+$('pause-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const reason = $('pause-reason').value.trim();
+  pauseAction('pause', { [$('pause-scope').value]: $('pause-name').value.trim(), ...(reason === '' ? {} : { reason }) });
 });
 $('retry-button').addEventListener('click', () => act('retry'));
 $('cancel-button').addEventListener('click', () => act('cancel'));

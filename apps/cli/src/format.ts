@@ -2,7 +2,7 @@
  * Output of the CLI: aligned text tables for people, JSON for scripts. Every value is printed as
  * text (no terminal control characters pass through: they are shown escaped).
  */
-import type { Completion, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
+import type { Completion, PausedEntry, RateLimitRecord, StoreStats, TaskRecord, UnclaimedKinds } from '@postpone/core';
 import { NOTICE_QUEUE_LIMIT, type VacuumHealth } from '@postpone/postgres';
 
 /** Control characters (C0, C1, DEL) shown as `\uXXXX`, so a payload cannot drive the terminal. */
@@ -65,6 +65,7 @@ export function taskDetail(task: TaskRecord, completion: Completion | null): str
     ['lease', task.leaseOwner === null ? '-' : `${task.leaseOwner} until ${iso(task.leaseUntil)}`],
     ['payload', JSON.stringify(task.payload)],
     ['result', task.result === null ? '-' : JSON.stringify(task.result)],
+    ['progress', task.progress === undefined ? '-' : JSON.stringify(task.progress)],
     ['last error', task.lastError ?? '-'],
     ['retry of', task.retryOf ?? '-'],
     ['retried as', task.retriedAs ?? '-'],
@@ -76,7 +77,11 @@ export function taskDetail(task: TaskRecord, completion: Completion | null): str
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${printable(v)}`).join('\n');
 }
 
-export function statsText(stats: StoreStats): string {
+/**
+ * `postpone stats`: the live counts, and per kind; a kind paused (docs/contract.md#pause-and-resume)
+ * is marked `(paused)` in the table (`pausedKinds`).
+ */
+export function statsText(stats: StoreStats, pausedKinds: ReadonlySet<string> = new Set()): string {
   const lateness = stats.oldestDueLatenessMs === null ? 'none due' : `${stats.oldestDueLatenessMs} ms`;
   const head = [
     `now                 ${iso(stats.now)}`,
@@ -88,7 +93,19 @@ export function statsText(stats: StoreStats): string {
   if (stats.byKind.length === 0) return head;
   return `${head}\n\n${table(
     ['KIND', 'SCHEDULED', 'DUE', 'CLAIMED', 'DEAD'],
-    stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]),
+    stats.byKind.map((k) => [pausedKinds.has(k.kind) ? `${k.kind} (paused)` : k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]),
+  )}`;
+}
+
+/**
+ * The paused queues and kinds (`store.listPaused`, docs/contract.md#pause-and-resume), a section of
+ * `postpone stats` and the output of `postpone paused`: a table, or one line saying none is.
+ */
+export function pausedText(paused: readonly PausedEntry[]): string {
+  if (paused.length === 0) return 'paused: none';
+  return `paused (no new claims; running tasks finish):\n${table(
+    ['SCOPE', 'NAME', 'SINCE', 'BY', 'REASON'],
+    paused.map((p) => [p.scope, p.name, iso(p.pausedAt), p.pausedBy ?? '', p.reason ?? '']),
   )}`;
 }
 
@@ -128,4 +145,13 @@ export function unclaimedText(unclaimed: UnclaimedKinds): string {
 export function unclaimedRow(unclaimed: UnclaimedKinds): string {
   const list = unclaimed.kinds.map((k) => `${k.queue}/${k.kind} (${k.due >= 1_000 ? `${k.due}+` : k.due} due, ${k.overdueMs} ms)`);
   return `unclaimed kinds     ${printable(unclaimed.kinds.length === 0 ? `none due ${unclaimed.dueForMs} ms or more without a claim` : `${unclaimed.kinds.length}: ${list.join(', ')}`)}`;
+}
+
+/** `postpone limits`: one row per rate limit (docs/contract.md#rate-limits) with its use in the window ending now, or one line when there is none. */
+export function rateLimitsText(limits: readonly RateLimitRecord[]): string {
+  if (limits.length === 0) return 'no rate limits';
+  return table(
+    ['SCOPE', 'NAME', 'LIMIT', 'WINDOW MS', 'USED NOW', 'REOPENS AT'],
+    limits.map((l) => [l.scope, l.name, String(l.limit), String(l.windowMs), String(l.used), l.used < l.limit ? 'open' : iso(l.reopensAt)]),
+  );
 }

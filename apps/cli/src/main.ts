@@ -1,6 +1,7 @@
 /**
  * `postpone` — operate a Postpone schema on PostgreSQL from the shell: migrate, schedule, cancel,
- * show, list, stats, retry, reschedule, delete (cancel, retry, reschedule and delete also in bulk, by filter: ./bulk.ts), prune (by cut-off or by retention per state), and serve a web dashboard (`dashboard`, see ./dashboard/).
+ * show, list, stats, retry, reschedule, delete (cancel, retry, reschedule and delete also in bulk, by filter: ./bulk.ts), prune (by cut-off or by retention per state), pause / resume a queue or a
+ * kind and list what is paused, and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
@@ -10,6 +11,8 @@
  */
 import {
   type Json,
+  type OnConflict,
+  type PauseTarget,
   parseTaskId,
   PostponeError,
   type RetryResult,
@@ -28,7 +31,8 @@ import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
-import { healthText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
+import { pausedOrNone } from './dashboard/data.js';
+import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -115,6 +119,18 @@ async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<Pg
   }
 }
 
+/** The target of `pause` / `resume`: exactly one of `--queue` and `--kind`. @throws UsageError INVALID_OPTION */
+function pauseTarget(opts: { queue?: string; kind?: string }): PauseTarget {
+  if ((opts.queue === undefined) === (opts.kind === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --queue and --kind');
+  return opts.queue !== undefined ? { queue: opts.queue } : { kind: opts.kind as string };
+}
+
+/** `--kind` or `--queue` of `limits set` / `limits delete`, exactly one. @throws UsageError INVALID_OPTION */
+function rateLimitScope(opts: { kind?: string; queue?: string }): { kind: string } | { queue: string } {
+  if ((opts.kind === undefined) === (opts.queue === undefined)) throw new UsageError('INVALID_OPTION', 'give exactly one of --kind and --queue');
+  return opts.kind !== undefined ? { kind: opts.kind } : { queue: opts.queue as string };
+}
+
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -195,11 +211,32 @@ export function buildProgram(out: Out, json = false): Command {
     .option('--queue <name>', "named queue (default 'default')")
     .option('--priority <n>', 'integer -32768..32767; higher is claimed first (default 0)')
     .option('--key <key>', 'dedup key: at most one SCHEDULED or CLAIMED task per kind and key')
-    .addOption(new Option('--on-conflict <mode>', 'when the key is held: keep (default), replace, fail').choices(['keep', 'replace', 'fail']))
+    .addOption(
+      new Option('--on-conflict <mode>', 'dedup mode of the key: keep (default), replace, fail, debounce, queueBehind, throttle (with --throttle)').choices([
+        'keep',
+        'replace',
+        'fail',
+        'debounce',
+        'queueBehind',
+        'throttle',
+      ]),
+    )
+    .option('--throttle <duration>', 'with --on-conflict throttle: at most one task per kind and key per this period (e.g. 60s)')
     .action(
       async (
         kind: string,
-        opts: { payload?: string; payloadFile?: string; delay?: string; runAt?: string; maxAttempts?: string; queue?: string; priority?: string; key?: string; onConflict?: 'keep' | 'replace' | 'fail' },
+        opts: {
+          payload?: string;
+          payloadFile?: string;
+          delay?: string;
+          runAt?: string;
+          maxAttempts?: string;
+          queue?: string;
+          priority?: string;
+          key?: string;
+          onConflict?: OnConflict;
+          throttle?: string;
+        },
         cmd: Command,
       ) => {
         const g = globals(cmd);
@@ -214,7 +251,12 @@ export function buildProgram(out: Out, json = false): Command {
           ...(opts.priority !== undefined ? { priority: (/^-?\d+$/.test(opts.priority) ? Number(opts.priority) : opts.priority) as number } : {}),
           ...(opts.key !== undefined ? { key: opts.key } : {}),
         };
-        const scheduled = await withStore(g, (store) => store.schedule(input, opts.onConflict === undefined ? {} : { onConflict: opts.onConflict })).catch(
+        // --throttle without --on-conflict throttle is passed on, so the store refuses it (INVALID_OPTION options.throttleMs).
+        const options = {
+          ...(opts.onConflict === undefined ? {} : { onConflict: opts.onConflict }),
+          ...(opts.throttle === undefined ? {} : { throttleMs: parseDuration(opts.throttle, '--throttle') }),
+        };
+        const scheduled = await withStore(g, (store) => store.schedule(input, options)).catch(
           (error: unknown) => {
             throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
           },
@@ -222,7 +264,9 @@ export function buildProgram(out: Out, json = false): Command {
         print(out, g, scheduled, () =>
           scheduled.created
             ? `scheduled task ${scheduled.id} (${kind}), due ${scheduled.dueAt.toISOString()}`
-            : `task ${scheduled.id} (${kind}) already holds key ${opts.key}: ${scheduled.replaced ? 'replaced its payload and due time' : 'kept'}, due ${scheduled.dueAt.toISOString()}`,
+            : scheduled.throttled === true
+              ? `throttled: task ${scheduled.id} (${kind}) was made with key ${opts.key} less than ${opts.throttle} ago; nothing scheduled`
+              : `task ${scheduled.id} (${kind}) already holds key ${opts.key}: ${scheduled.replaced ? 'replaced its payload and due time' : 'kept'}, due ${scheduled.dueAt.toISOString()}`,
         );
       },
     );
@@ -249,13 +293,36 @@ export function buildProgram(out: Out, json = false): Command {
   addBulkOptions(
     program
       .command('reschedule [ids...]')
-      .description('move the due time of SCHEDULED tasks (by ids or filter options, in batches); asks first unless --yes')
+      .description(
+        'move the due time of SCHEDULED tasks: one id (fenced on SCHEDULED, prints RESCHEDULED with the due time, NOT_SCHEDULED with the state, or NOT_FOUND; --payload replaces its payload), or several ids or filter options (in batches; asks first unless --yes)',
+      )
       .option('--delay <duration>', 'due this long after now: 0, 30s, 15m, 2h, 7d')
-      .option('--run-at <time>', 'due at this time, ISO 8601'),
+      .option('--run-at <time>', 'due at this time, ISO 8601')
+      .option('--payload <json>', 'one id only: replace the payload with this JSON')
+      .option('--payload-file <path>', 'one id only: replace the payload with the JSON of a file, - for standard input'),
     'reschedule',
-  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string }, cmd: Command) => {
+  ).action(async (ids: string[], opts: BulkCliOptions & { delay?: string; runAt?: string; payload?: string; payloadFile?: string }, cmd: Command) => {
     const g = globals(cmd);
-    await runBulk('reschedule', ids, opts, dueOptions('reschedule', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+    const withPayload = opts.payload !== undefined || opts.payloadFile !== undefined;
+    if (ids.length !== 1 || hasBulkFilter(opts)) {
+      if (withPayload) throw new UsageError('INVALID_OPTION', '--payload and --payload-file apply to one id only');
+      await runBulk('reschedule', ids, opts, dueOptions('reschedule', opts), (fn) => withStore(g, fn), (value, text) => print(out, g, value, text));
+      return;
+    }
+    const id = ids[0] as string;
+    const params = { ...dueOptions('reschedule', opts), ...(withPayload ? { payload: readPayload(opts) } : {}) };
+    const result = await withStore(g, (store) => store.reschedule(id, params)).catch((error: unknown) => {
+      throw opts.payloadFile === undefined ? error : fromPayloadFile(error);
+    });
+    print(out, g, { id, ...result }, () =>
+      result.outcome === 'RESCHEDULED'
+        ? `RESCHEDULED task ${id}, due ${result.dueAt.toISOString()}`
+        : result.outcome === 'NOT_SCHEDULED'
+          ? `NOT_SCHEDULED task ${id}: it is ${result.state}`
+          : `NOT_FOUND task ${id}`,
+    );
+    if (result.outcome === 'NOT_FOUND') throw new OutcomeError('NOT_FOUND', `no task ${id}`);
+    if (result.outcome === 'NOT_SCHEDULED') throw new OutcomeError('NOT_SCHEDULED', `task ${id} is ${result.state}, not SCHEDULED: nothing changed`);
   });
 
   addBulkOptions(
@@ -268,7 +335,7 @@ export function buildProgram(out: Out, json = false): Command {
 
   program
     .command('show <id>')
-    .description('show one task: queue, priority, key, attempts and failures, payload, last error, retry links, completion (attempt and worker of a DONE)')
+    .description('show one task: queue, priority, key, attempts and failures, payload, result, progress, last error, retry links, completion (attempt and worker of a DONE)')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
@@ -324,8 +391,84 @@ export function buildProgram(out: Out, json = false): Command {
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
       const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
-      const [stats, unclaimed] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs })] as const);
-      print(out, g, { ...stats, unclaimed }, () => `${statsText(stats)}\n\n${unclaimedText(unclaimed)}`);
+      const [stats, unclaimed, paused] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs }), await pausedOrNone(store)] as const);
+      const pausedKinds = new Set(paused.filter((p) => p.scope === 'kind').map((p) => p.name));
+      print(out, g, { ...stats, paused, unclaimed }, () => `${statsText(stats, pausedKinds)}\n\n${pausedText(paused)}\n\n${unclaimedText(unclaimed)}`);
+    });
+
+  program
+    .command('pause')
+    .description('pause a queue (--queue) or a kind in every queue (--kind) for every worker: no new claims from the next claim on; running tasks finish; waiting tasks keep their due time and attempts')
+    .option('--queue <name>', 'the queue to pause')
+    .option('--kind <kind>', 'the kind to pause, in every queue')
+    .option('--reason <text>', 'why, shown by `postpone paused`, `stats` and the dashboard')
+    .option('--by <who>', 'who paused it')
+    .action(async (opts: { queue?: string; kind?: string; reason?: string; by?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const target = pauseTarget(opts);
+      const options = { ...(opts.reason !== undefined ? { reason: opts.reason } : {}), ...(opts.by !== undefined ? { by: opts.by } : {}) };
+      const changed = await withStore(g, (store) => store.pause(target, options));
+      const [scope, name] = target.queue !== undefined ? ['queue', target.queue] : ['kind', target.kind as string];
+      print(out, g, { scope, name, paused: true, changed }, () => (changed ? `paused ${scope} ${name}` : `${scope} ${name} was already paused`));
+    });
+
+  program
+    .command('resume')
+    .description('resume a paused queue (--queue) or kind (--kind): its due tasks are claimed from the next claim on')
+    .option('--queue <name>', 'the queue to resume')
+    .option('--kind <kind>', 'the kind to resume')
+    .action(async (opts: { queue?: string; kind?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const target = pauseTarget(opts);
+      const changed = await withStore(g, (store) => store.resume(target));
+      const [scope, name] = target.queue !== undefined ? ['queue', target.queue] : ['kind', target.kind as string];
+      print(out, g, { scope, name, paused: false, changed }, () => (changed ? `resumed ${scope} ${name}` : `${scope} ${name} was not paused`));
+    });
+
+  program
+    .command('paused')
+    .description('list the paused queues and kinds: since when, by whom, why')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const paused = await withStore(g, (store) => store.listPaused());
+      print(out, g, { paused }, () => pausedText(paused));
+    });
+
+  // Rate limits (docs/contract.md#rate-limits): list them with their use now, set one, delete one.
+  const limits = program
+    .command('limits')
+    .description('rate limits of kinds and queues (claims per window, for every process) with their use now; `limits set` and `limits delete` change them')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const rows = await withStore(g, (store) => store.listRateLimits());
+      print(out, g, rows, () => rateLimitsText(rows));
+    });
+  limits
+    .command('set')
+    .description('set the rate limit of one kind or one queue: at most --limit claims in any --window (sliding, database clock)')
+    .option('--kind <kind>', 'limit this kind (in every queue)')
+    .option('--queue <name>', 'limit this queue (every kind)')
+    .requiredOption('--limit <n>', 'claims per window, 1..10000')
+    .requiredOption('--window <duration>', 'the window: 1s, 500ms, 1m… up to 1d')
+    .action(async (opts: { kind?: string; queue?: string; limit: string; window: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const scope = rateLimitScope(opts);
+      const input = { ...scope, limit: parseInteger(opts.limit, '--limit'), windowMs: parseDuration(opts.window, '--window') };
+      const row = await withStore(g, (store) => store.setRateLimit(input));
+      print(out, g, row, () => rateLimitsText([row]));
+    });
+  limits
+    .command('delete')
+    .description('remove the rate limit of one kind or one queue')
+    .option('--kind <kind>', 'the kind')
+    .option('--queue <name>', 'the queue')
+    .action(async (opts: { kind?: string; queue?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const scope = rateLimitScope(opts);
+      const deleted = await withStore(g, (store) => store.deleteRateLimit(scope));
+      const what = 'kind' in scope ? `kind ${scope.kind}` : `queue ${scope.queue}`;
+      print(out, g, { deleted }, () => (deleted ? `rate limit of ${what} deleted` : `no rate limit of ${what}`));
+      if (!deleted) throw new OutcomeError('NOT_FOUND', `no rate limit of ${what}`);
     });
 
   program
@@ -393,7 +536,8 @@ export function buildProgram(out: Out, json = false): Command {
       const dropped = result.partitionsDropped === undefined ? '' : `, ${plural(result.partitionsDropped, 'partition')} dropped`;
       // Effect rows exist only where code before migration 13 wrote them: named only when some were deleted.
       const effects = result.effectsDeleted === 0 ? '' : ` and ${plural(result.effectsDeleted, 'legacy effect row')}`;
-      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')}${effects} in ${plural(result.batches, 'batch', 'batches')}${dropped}`);
+      const throttle = result.throttleRowsDeleted === undefined ? '' : `, ${plural(result.throttleRowsDeleted, 'reopened throttle window')} deleted`;
+      print(out, g, result, () => `pruned ${plural(result.deleted, 'task')}${effects} in ${plural(result.batches, 'batch', 'batches')}${dropped}${throttle}`);
     });
 
   registerDashboard(program, async (options, cmd) => {
@@ -457,10 +601,14 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   all: '--all',
   filter: 'the filter',
   dueAt: '--run-at',
+  'options.reason': '--reason',
+  'options.by': '--by',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */
 function asOptionText(error: ValidationError): string {
+  const whole = OPTION_OF[error.field];
+  if (whole !== undefined && error.field.includes('.')) return `${whole}${error.message.slice(error.field.length)}`;
   const root = /^\w+/.exec(error.field)?.[0] ?? '';
   const option = OPTION_OF[root];
   const message = option === undefined ? error.message : `${option}${error.message.slice(root.length)}`;

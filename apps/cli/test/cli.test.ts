@@ -13,6 +13,7 @@ import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { migrations } from '@postpone/postgres';
 import { TestClock } from '@postpone/core';
 import { createPgStore } from '@postpone/postgres/pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const BIN = fileURLToPath(new URL('../bin/postpone.js', import.meta.url));
@@ -74,7 +75,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['dashboard']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['limits'], ['limits', 'set'], ['limits', 'delete'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
@@ -206,6 +207,20 @@ describe('postpone', () => {
     expect(badPriority.code).not.toBe(0);
     expect(badPriority.stderr).toMatch(/INVALID_PRIORITY/);
     expect(await postpone(['cancel', first.id])).toMatchObject({ code: 0, stdout: `CANCELLED task ${first.id}\n` });
+  });
+
+  it('schedules with the dedup modes debounce and throttle (--throttle); --throttle alone is refused', async () => {
+    const first = await json<{ id: string; created: boolean }>(['schedule', 'flush-cart', '--key', 'c-1', '--delay', '5s', '--on-conflict', 'debounce']);
+    expect(first.created).toBe(true);
+    const pushed = await json<{ id: string; created: boolean; replaced: boolean }>(['schedule', 'flush-cart', '--key', 'c-1', '--delay', '10s', '--on-conflict', 'debounce']);
+    expect(pushed).toMatchObject({ id: first.id, created: false, replaced: true });
+    const made = await json<{ id: string; created: boolean }>(['schedule', 'digest', '--key', 'u-1', '--on-conflict', 'throttle', '--throttle', '1h']);
+    expect(made.created).toBe(true);
+    const throttled = await postpone(['schedule', 'digest', '--key', 'u-1', '--on-conflict', 'throttle', '--throttle', '1h']);
+    expect(throttled).toMatchObject({ code: 0, stdout: `throttled: task ${made.id} (digest) was made with key u-1 less than 1h ago; nothing scheduled\n` });
+    const alone = await postpone(['schedule', 'digest', '--key', 'u-1', '--throttle', '1h']);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toMatch(/INVALID_OPTION.*options\.throttleMs/);
   });
 
   it('list and show say attempt (claims) apart from failures of the allowed, with queue, priority and key; list --queue (issue 27 item 6)', async () => {
@@ -500,5 +515,163 @@ describe('postpone stats / health: kinds due with nobody claiming', () => {
     expect(await run(['stats', '--unclaimed-after', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --unclaimed-after: expected a duration/) });
     // Past the 100-year cap the store's refusal names the flag, not its own field (found by a new user).
     expect(await run(['stats', '--unclaimed-after', '99999999999d'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --unclaimed-after: must be/) });
+  });
+});
+
+describe('postpone pause / resume / paused (docs/contract.md#pause-and-resume)', () => {
+  const own = uniqueSchemaName('cli_pause');
+  afterAll(async () => {
+    await dropSchema(url, own);
+  });
+
+  it('pauses and resumes a queue and a kind (idempotent, --json), lists them, marks them in stats; a paused task is not claimed', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect((await run(['migrate'])).code).toBe(0);
+    expect(await run(['pause', '--queue', 'mail', '--reason', 'provider down', '--by', 'ops'])).toEqual({ code: 0, stdout: 'paused queue mail\n', stderr: '' });
+    expect(await run(['pause', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'queue mail was already paused\n', stderr: '' });
+    expect(JSON.parse((await run(['--json', 'pause', '--kind', 'send-sms'])).stdout)).toEqual({ scope: 'kind', name: 'send-sms', paused: true, changed: true });
+    expect((await run(['schedule', 'send-sms'])).code).toBe(0);
+
+    const listed = await run(['paused']);
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    expect(listed.stdout).toMatch(/^paused \(no new claims; running tasks finish\):\nSCOPE\s+NAME\s+SINCE\s+BY\s+REASON\nqueue\s+mail\s+\S+Z\s+ops\s+provider down\nkind\s+send-sms\s+\S+Z\s*\n$/);
+    const json = JSON.parse((await run(['--json', 'paused'])).stdout) as { paused: { scope: string; name: string; pausedBy: string | null; reason: string | null }[] };
+    expect(json.paused.map((p) => [p.scope, p.name, p.pausedBy, p.reason])).toEqual([
+      ['queue', 'mail', 'ops', 'provider down'],
+      ['kind', 'send-sms', null, null],
+    ]);
+
+    const stats = await run(['stats']);
+    expect(stats.stdout).toMatch(/\nsend-sms \(paused\)\s+1\s+1\s+0\s+0\n/);
+    expect(stats.stdout).toMatch(/\n\npaused \(no new claims; running tasks finish\):\n/);
+    const statsJson = JSON.parse((await run(['--json', 'stats'])).stdout) as { paused: { name: string }[] };
+    expect(statsJson.paused.map((p) => p.name)).toEqual(['mail', 'send-sms']);
+    const store = createPgStore({ connectionString: url, schema: own });
+    try {
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 10_000 })).toEqual([]);
+      expect(await run(['resume', '--kind', 'send-sms'])).toEqual({ code: 0, stdout: 'resumed kind send-sms\n', stderr: '' });
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 10_000 })).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    expect(JSON.parse((await run(['--json', 'resume', '--kind', 'send-sms'])).stdout)).toEqual({ scope: 'kind', name: 'send-sms', paused: false, changed: false });
+    expect(await run(['resume', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'resumed queue mail\n', stderr: '' });
+    expect(await run(['paused'])).toEqual({ code: 0, stdout: 'paused: none\n', stderr: '' });
+  });
+
+  it('bad usage is exit 2 with the typed code, naming the option; nothing is paused', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect(await run(['pause'])).toMatchObject({ code: 2, stderr: 'postpone: error INVALID_OPTION: give exactly one of --queue and --kind\n' });
+    expect(await run(['pause', '--queue', 'q', '--kind', 'k'])).toMatchObject({ code: 2, stderr: 'postpone: error INVALID_OPTION: give exactly one of --queue and --kind\n' });
+    expect(await run(['resume', '--queue', ' '])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_QUEUE: --queue: must be a string/) });
+    expect(await run(['pause', '--kind', 'k', '--reason', 'x'.repeat(501)])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^postpone: error INVALID_OPTION: --reason: must be a string of 1\.\.500 characters/) });
+    expect(await run(['--json', 'paused'])).toEqual({ code: 0, stdout: `${JSON.stringify({ paused: [] }, null, 2)}\n`, stderr: '' });
+  });
+});
+
+describe('postpone limits: rate limits (docs/contract.md#rate-limits)', () => {
+  it('sets, lists (with the use now) and deletes the rate limit of a kind and of a queue; bad usage exits 2, a missing limit 1', async () => {
+    expect(await postpone(['limits'])).toEqual({ code: 0, stdout: 'no rate limits\n', stderr: '' });
+    const set = await postpone(['limits', 'set', '--kind', 'send-email', '--limit', '20', '--window', '1s']);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/^SCOPE +NAME +LIMIT +WINDOW MS +USED NOW +REOPENS AT\nkind +send-email +20 +1000 +0 +open\n$/);
+    expect(await json(['limits', 'set', '--queue', 'mail', '--limit', '2', '--window', '1m'])).toMatchObject({ scope: 'queue', name: 'mail', limit: 2, windowMs: 60_000, used: 0 });
+    // Two claims of the queue fill its window: the row shows 2 used and when it reopens.
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      await store.scheduleMany([{ kind: 'a', queue: 'mail' }, { kind: 'a', queue: 'mail' }, { kind: 'a', queue: 'mail' }]);
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 60_000, queue: 'mail' })).toHaveLength(2);
+    } finally {
+      await store.close();
+    }
+    const listed = await json<{ scope: string; name: string; used: number; reopensAt: string }[]>(['limits']);
+    expect(listed.map((l) => [l.scope, l.name, l.used])).toEqual([
+      ['kind', 'send-email', 0],
+      ['queue', 'mail', 2],
+    ]);
+    expect(Date.parse(listed[1]!.reopensAt)).toBeGreaterThan(Date.now() + 50_000);
+    expect((await postpone(['limits'])).stdout).toMatch(/\nqueue +mail +2 +60000 +2 +\d{4}-\d\d-\d\dT/);
+    expect(await postpone(['limits', 'delete', '--queue', 'mail'])).toEqual({ code: 0, stdout: 'rate limit of queue mail deleted\n', stderr: '' });
+    expect(await postpone(['limits', 'delete', '--queue', 'mail'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^postpone: error NOT_FOUND: no rate limit of queue mail/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--queue', 'q', '--limit', '1', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: give exactly one of --kind and --queue/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '0', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --limit: must be an integer 1\.\.10000, got 0/) });
+    expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '5', '--window', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --window: expected a duration/) });
+    expect((await json<unknown[]>(['limits'])).length).toBe(1);
+  });
+});
+
+describe('postpone reschedule and progress', () => {
+  it('reschedule <id> --delay / --run-at moves a SCHEDULED task (and its payload); NOT_SCHEDULED and NOT_FOUND exit 1; bad usage exits 2; show prints progress', async () => {
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      const { id } = await store.schedule({ kind: 'resched', payload: { v: 1 }, delayMs: 3_600_000 });
+      const moved = await json<{ id: string; outcome: string; dueAt: string }>(['reschedule', id, '--delay', '5m']);
+      expect(moved).toMatchObject({ id, outcome: 'RESCHEDULED' });
+      expect((await store.getTask(id))?.dueAt.toISOString()).toBe(moved.dueAt);
+      const at = '2031-01-02T03:04:05.000Z';
+      expect(await postpone(['reschedule', id, '--run-at', at, '--payload', '{"v":2}'])).toEqual({ code: 0, stdout: `RESCHEDULED task ${id}, due ${at}\n`, stderr: '' });
+      expect(await store.getTask(id)).toMatchObject({ dueAt: new Date(at), payload: { v: 2 } });
+      const both = await postpone(['reschedule', id, '--run-at', at, '--delay', '5m']);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/INVALID_OPTION/);
+      expect((await postpone(['reschedule', id, '--delay', 'soon'])).code).toBe(2);
+      expect((await postpone(['reschedule', '987654321', '--delay', '1s'])).code).toBe(1);
+      expect(await postpone(['reschedule', id, '987654321', '--delay', '1s', '--payload', '{}'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --payload and --payload-file apply to one id only/) });
+
+      const { id: running } = await store.schedule({ kind: 'resched-run' });
+      const [claimed] = await store.claim({ owner: 'cli-test', limit: 1, leaseMs: 60_000, kinds: ['resched-run'] });
+      expect(claimed?.id).toBe(running);
+      const refused = await postpone(['reschedule', running, '--delay', '1m']);
+      expect(refused).toMatchObject({ code: 1, stdout: `NOT_SCHEDULED task ${running}: it is CLAIMED\n` });
+      expect(refused.stderr).toMatch(/NOT_SCHEDULED/);
+      expect(await store.reportProgress({ id: running, attempt: 1, progress: { rows: 40, of: 100 } })).toBe(true);
+      expect((await postpone(['show', running])).stdout).toMatch(/^progress +\{"of":100,"rows":40\}$/m);
+      expect((await json<{ task: { progress: unknown } }>(['show', running])).task.progress).toEqual({ rows: 40, of: 100 });
+      expect((await postpone(['show', id])).stdout).toMatch(/^progress +-$/m);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('ids past 2^53 (issue #26, large identifiers)', () => {
+  const own = uniqueSchemaName('cli_big_ids');
+  afterAll(async () => {
+    await dropSchema(url, own);
+  });
+
+  it('schedule, show, list, cancel and retry print and take the exact digits of ids around 2^53', async () => {
+    const run = (args: readonly string[]) => postpone(['--schema', own, ...args]);
+    expect((await run(['migrate'])).code).toBe(0);
+    const first = 2n ** 53n - 1n;
+    const store = createPgStore({ connectionString: url, schema: own });
+    try {
+      // The id sequence restarted below 2^53: the next ids are …991, …992, …993 (a JS number rounds …993 to …992).
+      await store.schedule({ kind: 'warm' });
+      await store.cancel((await store.listTasks({})).tasks[0]!.id);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`alter table "${own}".task alter column id restart with ${first}`);
+      await admin.end();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await run(['--json', 'schedule', 'big', '--payload', `{"i":${i}}`]);
+        expect(r.code).toBe(0);
+        ids.push((JSON.parse(r.stdout) as { id: string }).id);
+      }
+      expect(ids).toEqual([first, first + 1n, first + 2n].map(String));
+      expect(ids[2]).toBe('9007199254740993');
+      const shown = JSON.parse((await run(['--json', 'show', ids[2]!])).stdout) as { task: { id: string; payload: unknown } };
+      expect(shown.task).toMatchObject({ id: '9007199254740993', payload: { i: 2 } });
+      expect((await run(['show', ids[2]!])).stdout).toMatch(/9007199254740993/);
+      const listed = JSON.parse((await run(['--json', 'list', '--kind', 'big'])).stdout) as { tasks: { id: string }[] };
+      expect(listed.tasks.map((t) => t.id)).toEqual([...ids].reverse());
+      expect(await run(['cancel', ids[1]!])).toMatchObject({ code: 0, stdout: `CANCELLED task ${ids[1]}\n` });
+      const retried = JSON.parse((await run(['--json', 'retry', ids[1]!])).stdout) as { outcome: string; id: string };
+      expect(retried).toMatchObject({ outcome: 'RETRIED', id: (first + 3n).toString() });
+      expect((await store.getTaskRecord(retried.id))?.retryOf).toBe(ids[1]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -141,6 +141,7 @@ beforeAll(async () => {
   await store.migrate();
 
   const dead = await claimNew('mail', { to: 'ops@example.com' }, 1);
+  expect(await store.reportProgress({ id: dead.id, attempt: 1, progress: { sent: 2, of: 3 } })).toBe(true);
   expect(await store.fail({ id: dead.id, attempt: 1, error: 'smtp said 550', backoffMs: 0 })).toEqual({ outcome: 'DEAD' });
   ids.dead = dead.id;
   const done = await claimNew('report', { day: '2030-01-01' });
@@ -194,6 +195,7 @@ describe('postpone dashboard', () => {
     expect(byKind).toEqual(stats.byKind.map((k) => [k.kind, String(k.scheduled), String(k.due), String(k.claimed), String(k.dead)]));
     // Nothing has waited a minute with nobody claiming: the section stays hidden.
     expect(await page.isHidden('#unclaimed')).toBe(true);
+    expect(await page.isHidden('#rate-limits')).toBe(true);
     // The charts hold the store's data: 6 tasks due within the hour; one CLAIMED and one DONE claim.
     const charts = await page.evaluate(() => {
       const C = (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { data: unknown[] }[] } } } }).Chart;
@@ -219,12 +221,15 @@ describe('postpone dashboard', () => {
     expect(await page.innerHTML('#detail-payload')).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(await page.evaluate(() => document.querySelectorAll('script').length)).toBe(2); // chart.js and dashboard.js only
     expect(await page.textContent('#detail-attempts')).toBe('attempt 0, failures 0 of 5 allowed');
+    expect(await page.textContent('#detail-progress')).toBe('–');
 
     // Retry the DEAD task with its button: a new SCHEDULED task appears, linked both ways.
     await filter(page, 'DEAD');
     await expect.poll(() => rows(page), { timeout: UI_TIMEOUT_MS }).toEqual([[ids.dead, 'DEAD']]);
     await openTask(page, ids.dead);
     expect(await page.textContent('#detail-error')).toBe('smtp said 550');
+    // The progress its handler reported before the failure, kept on the DEAD task.
+    expect(await page.textContent('#detail-progress')).toBe(JSON.stringify({ of: 3, sent: 2 }, null, 2));
     await page.click('#retry-button');
     await page.waitForFunction(() => document.getElementById('action-message')?.dataset.outcome === 'RETRIED', undefined, { timeout: UI_TIMEOUT_MS });
     const newId = (await page.getAttribute('#action-message', 'data-new-id')) as string;
@@ -421,6 +426,70 @@ describe('postpone dashboard', () => {
     }
   });
 
+  it('shows the paused queues and kinds, pauses a kind from its form (by dashboard) and resumes it with its button (docs/contract.md#pause-and-resume)', async () => {
+    expect(await store.pause({ queue: 'mail' }, { reason: 'provider down', by: 'ops' })).toBe(true);
+    try {
+      const { child, url: base } = await startDashboard();
+      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { paused: { scope: string; name: string; pausedBy: string; reason: string }[] };
+      expect(overview.paused).toMatchObject([{ scope: 'queue', name: 'mail', pausedBy: 'ops', reason: 'provider down' }]);
+      const page = await browser!.newPage();
+      await page.goto(base);
+      await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+      const pausedRows = () => page.$$eval('#paused tbody tr', (trs) => trs.map((tr) => [...tr.children].slice(0, 5).map((td) => td.textContent)));
+      expect((await pausedRows()).map((r) => [r[0], r[1], r[3], r[4]])).toEqual([['queue', 'mail', 'ops', 'provider down']]);
+
+      await page.selectOption('#pause-scope', 'kind');
+      await page.fill('#pause-name', 'remind');
+      await page.fill('#pause-reason', 'too many reminders');
+      await page.click('#pause-form button[type="submit"]');
+      await page.waitForFunction(() => document.getElementById('pause-message')?.textContent === 'paused kind remind', undefined, { timeout: UI_TIMEOUT_MS });
+      expect((await store.listPaused()).map((p) => [p.scope, p.name, p.pausedBy, p.reason])).toEqual([
+        ['queue', 'mail', 'ops', 'provider down'],
+        ['kind', 'remind', 'dashboard', 'too many reminders'],
+      ]);
+      await page.waitForFunction(() => document.querySelectorAll('#paused tbody tr').length === 2, undefined, { timeout: UI_TIMEOUT_MS });
+      expect(await page.$$eval('#by-kind tbody tr[data-paused="true"]', (trs) => trs.map((tr) => tr.firstChild?.textContent))).toEqual(['remind (paused)']);
+
+      await page.click('#paused tbody tr[data-name="remind"] .resume-button');
+      await page.waitForFunction(() => document.getElementById('pause-message')?.textContent === 'resumed kind remind', undefined, { timeout: UI_TIMEOUT_MS });
+      expect((await store.listPaused()).map((p) => p.name)).toEqual(['mail']);
+      // Bad input is the store's ValidationError: 400, nothing paused.
+      const csrf = (await page.getAttribute('meta[name="csrf-token"]', 'content')) as string;
+      const origin = base.replace(/\/$/, '');
+      const bad = await page.evaluate(
+        async ([token]) => (await fetch('/api/pause', { method: 'POST', headers: { 'x-csrf-token': token as string, 'content-type': 'application/json' }, body: '{"queue":"a","kind":"b"}' })).status,
+        [csrf],
+      );
+      expect(bad).toBe(400);
+      expect((await http('POST', `${base}api/resume`, { Origin: origin })).status).toBe(403);
+      expect((await store.listPaused()).map((p) => p.name)).toEqual(['mail']);
+      await page.close();
+      expect(await stopChild(child)).toBe(0);
+    } finally {
+      await store.resume({ queue: 'mail' });
+      await store.resume({ kind: 'remind' });
+    }
+  });
+
+  it('the stats view lists the rate limits with their use now (store.listRateLimits)', async () => {
+    await store.setRateLimit({ kind: 'send-email', limit: 20, windowMs: 1_000 });
+    try {
+      const { child, url: base } = await startDashboard();
+      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { rateLimits: unknown[] };
+      expect(overview.rateLimits).toMatchObject([{ scope: 'kind', name: 'send-email', limit: 20, windowMs: 1_000, used: 0 }]);
+      const page = await browser!.newPage();
+      await page.goto(base);
+      await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
+      expect(await page.isVisible('#rate-limits')).toBe(true);
+      const rows = await page.$$eval('#rate-limit-rows tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+      expect(rows).toEqual([['kind', 'send-email', '20', '1.0 s', '0', 'open']]);
+      await page.close();
+      expect(await stopChild(child)).toBe(0);
+    } finally {
+      expect(await store.deleteRateLimit({ kind: 'send-email' })).toBe(true);
+    }
+  });
+
   it('with --token, every request must carry it; the token link sets an HttpOnly cookie', async () => {
     const token = 'tok-0123456789abcdef0123';
     const { child, url: base } = await startDashboard(['--token', token]);
@@ -449,6 +518,35 @@ describe('postpone dashboard', () => {
       held.release();
       await store.close();
       await pool.end();
+    }
+  });
+
+  it('the task API keeps ids past 2^53 exact: listed, shown, cancelled and retried by their digits (issue #26)', async () => {
+    const own = uniqueSchemaName('dash_big_ids');
+    const big = createPgStore({ connectionString: url, schema: own });
+    try {
+      await big.migrate();
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`alter table "${own}".task alter column id restart with ${2n ** 53n}`);
+      await admin.end();
+      const [a, b] = await big.scheduleMany([{ kind: 'big' }, { kind: 'big' }]);
+      expect([a!.id, b!.id]).toEqual(['9007199254740992', '9007199254740993']);
+      const app = createDashboardApp({ store: big, schema: own, token: null, refreshMs: 5_000, host: '127.0.0.1', port: () => 7070 });
+      const headers = { host: '127.0.0.1:7070' };
+      const listed = (await (await app.request('/api/tasks?kind=big', { headers })).json()) as { tasks: { id: string }[] };
+      expect(listed.tasks.map((t) => t.id)).toEqual(['9007199254740993', '9007199254740992']);
+      const shown = (await (await app.request('/api/tasks/9007199254740993', { headers })).json()) as { task: { id: string } };
+      expect(shown.task.id).toBe('9007199254740993');
+      const page = await (await app.request('/', { headers })).text();
+      const csrf = /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '';
+      const post = (path: string) => app.request(path, { method: 'POST', headers: { ...headers, origin: 'http://127.0.0.1:7070', 'x-csrf-token': csrf } });
+      expect(await (await post('/api/tasks/9007199254740993/cancel')).json()).toEqual({ outcome: 'CANCELLED' });
+      expect(await (await post('/api/tasks/9007199254740993/retry')).json()).toMatchObject({ outcome: 'RETRIED', id: '9007199254740994' });
+      expect((await big.getTask('9007199254740992'))?.state).toBe('SCHEDULED');
+    } finally {
+      await big.close();
+      await dropSchema(url, own);
     }
   });
 

@@ -6,6 +6,7 @@
  */
 import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';
+import { rateLimitCases } from './cases-rate-limit.js';
 import { HISTORY_CASES } from './history/index.js';
 import { OPERATIONS_CASES } from './ops/index.js';
 import { QUEUE_CASES } from './queues/index.js';
@@ -15,8 +16,10 @@ import { claimCases } from './cases-claim.js';
 import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
+import { progressWaitCases } from './cases-progress-wait.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
+import { dedupModeCases } from './cases-dedup-modes.js';
 import { failCases } from './cases-fail.js';
 import { failuresCases } from './cases-failures.js';
 import { leaseCases } from './cases-lease.js';
@@ -30,11 +33,13 @@ import { validationCases } from './cases-validation.js';
 export const CONFORMANCE_CASES = [
   scheduleCases,
   dedupCases,
+  dedupModeCases,
   claimCases,
   leaseCases,
   completeCases,
   completeManyCases,
   keepDoneCases,
+  progressWaitCases,
   failCases,
   releaseCases,
   failuresCases,
@@ -47,6 +52,7 @@ export const CONFORMANCE_CASES = [
   ...QUEUE_CASES,
   ...HISTORY_CASES,
   cronCases,
+  rateLimitCases,
 ] as const;
 
 /**

@@ -9,11 +9,13 @@ describe('conformance suite', () => {
     expect(CONFORMANCE_CASES.map((f) => f.name)).toEqual([
       'scheduleCases',
       'dedupCases',
+      'dedupModeCases',
       'claimCases',
       'leaseCases',
       'completeCases',
       'completeManyCases',
       'keepDoneCases',
+      'progressWaitCases',
       'failCases',
       'releaseCases',
       'failuresCases',
@@ -33,14 +35,16 @@ describe('conformance suite', () => {
       'bulkCases',
       'queueCases',
       'kindLimitCases',
+      'pauseCases',
       'historyCases',
       'retentionCases',
       'cronCases',
+      'rateLimitCases',
     ]);
   });
 
-  it('registers the reads and operations of packages/conformance/src/ops, then packages/conformance/src/queues, then packages/conformance/src/history, in their order, then the cron cases', () => {
+  it('registers the reads and operations of packages/conformance/src/ops, then packages/conformance/src/queues, then packages/conformance/src/history, in their order, then the cron and rate-limit cases', () => {
     const tail = OPERATIONS_CASES.length + QUEUE_CASES.length + HISTORY_CASES.length;
-    expect(CONFORMANCE_CASES.slice(-tail - 1, -1)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
+    expect(CONFORMANCE_CASES.slice(-tail - 2, -2)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
   });
 });

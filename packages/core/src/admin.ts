@@ -139,6 +139,12 @@ export interface PruneResult {
    * lasts (docs/contract.md#retention). Empty when nothing was skipped; absent otherwise.
    */
   readonly partitionsSkipped?: readonly HistoryPartitionSkip[];
+  /**
+   * Throttle rows deleted: those whose window had reopened, which a later `onConflict: 'throttle'`
+   * schedule would find open anyway (docs/contract.md#dedup-keys). Every prune deletes them, whatever
+   * its parameters; absent when there were none.
+   */
+  readonly throttleRowsDeleted?: number;
 }
 
 /**

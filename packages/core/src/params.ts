@@ -76,7 +76,7 @@ export function validateSnoozeParams(params: unknown, nowMs: number = Date.now()
  * writes (docs/contract.md#input-errors).
  */
 export const CALL_FIELDS = Object.freeze({
-  claim: ['owner', 'limit', 'leaseMs', 'kinds', 'queue', 'kindLimits'],
+  claim: ['owner', 'limit', 'leaseMs', 'kinds', 'queue', 'kindLimits', 'onRateLimited'],
   extend: ['id', 'attempt', 'leaseMs'],
   complete: ['id', 'attempt', 'owner', 'result', 'work', 'keep'],
   fail: ['id', 'attempt', 'error', 'backoffMs', 'retryable', 'maxAttempts'],

@@ -14,7 +14,10 @@ import type { CancelOutcome, CompleteOutcome, FailResult, ReclaimOutcome, Releas
 import type { Json } from './input/json.js';
 import type { OnConflict, ScheduleInput, TaskId } from './input/validate.js';
 import type { ClaimedTask, Completion, Task } from './task.js';
+import type { RateLimited } from './rate-limit.js';
 import type { UnclaimedKinds, UnclaimedKindsParams } from './unclaimed.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from './pause.js';
+import type { ProgressParams, RescheduleParams, RescheduleResult, WaitForOptions } from './progress-wait.js';
 
 /** What schedule returns: the new task, or the one holding the dedup key (docs/contract.md#dedup-keys). */
 export interface ScheduledTask {
@@ -23,8 +26,14 @@ export interface ScheduledTask {
   readonly dueAt: Date;
   /** True for a new task; false when a task of the same kind and key was kept or replaced. */
   readonly created: boolean;
-  /** True when `onConflict: 'replace'` rewrote the payload and due time of a SCHEDULED task; false otherwise (a CLAIMED one is kept). */
+  /** True when `onConflict: 'replace'` or `'debounce'` rewrote the payload and due time of a SCHEDULED task; false otherwise (a CLAIMED one is kept). */
   readonly replaced: boolean;
+  /**
+   * Present (true) only when `onConflict: 'throttle'` refused the schedule: a task of this kind and
+   * key was created less than its `throttleMs` ago. Nothing was written; `id` and `dueAt` are that
+   * last task's (its due time as created), whatever its state now (docs/contract.md#dedup-keys).
+   */
+  readonly throttled?: true;
 }
 
 export interface ScheduleOptions<Tx> {
@@ -33,9 +42,22 @@ export interface ScheduleOptions<Tx> {
   /**
    * When a SCHEDULED or CLAIMED task of the same kind and `key` exists: `'keep'` it (default; returned
    * with `created: false`), `'replace'` its payload and due time if still SCHEDULED, or `'fail'` with
-   * `DuplicateKeyError` (nothing written). Tasks without a key never conflict.
+   * `DuplicateKeyError` (nothing written). `'debounce'`: a SCHEDULED holder gets the new payload and
+   * due time (`replaced: true`); a CLAIMED holder hands its key to a new task queued behind it
+   * (`created: true`; the running task's `key` reads null from then on). `'queueBehind'` (one
+   * running plus one queued): a SCHEDULED holder is kept, a CLAIMED one hands its key over as with
+   * `'debounce'`; it bounds the waiting tasks of a key to one, not the running ones. `'throttle'` (with
+   * `throttleMs`): a new task only when none of the kind and key was created by a throttle schedule
+   * in the last `throttleMs`, else `throttled: true`; a live holder past the period is kept as with
+   * `'keep'`. Tasks without a key never conflict (docs/contract.md#dedup-keys).
    */
   readonly onConflict?: OnConflict;
+  /**
+   * With `onConflict: 'throttle'` only, and then required: the period in whole ms,
+   * 1..`MAX_DELAY_MS`, counted on the store's clock from the creation of the last task the throttle
+   * let through. Else ValidationError INVALID_OPTION `options.throttleMs`.
+   */
+  readonly throttleMs?: number;
 }
 
 /** Options of `cancel` (docs/contract.md#transactions). */
@@ -63,6 +85,15 @@ export interface ClaimParams {
    * pass a kind's cap ignore it, so every claimer of a capped kind must pass the same caps.
    */
   readonly kindLimits?: Readonly<Record<string, number>>;
+  /**
+   * Called (before the claim resolves) when rate limits hold back everything this claim may take —
+   * its queue's limit has no room, or it names `kinds` and every one of them is at its limit
+   * (docs/contract.md#rate-limits) — either before it took anything, or because its own claims,
+   * fewer than `limit`, used up the room. `reopensInMs` is how long until a claim may take one
+   * again, so a worker sleeps that long instead of polling. Not called while a claim could still
+   * take something. What the callback throws is dropped.
+   */
+  readonly onRateLimited?: (limited: RateLimited) => void;
 }
 
 export interface ExtendParams {
@@ -157,6 +188,12 @@ export interface PeekResult {
   /** The store's now at the query: place timers by `dueAt - now`, never by the local wall clock. */
   readonly now: Date;
   readonly tasks: readonly { readonly id: TaskId; readonly dueAt: Date }[];
+  /**
+   * True when nothing of the selection can be claimed because it is paused: its queue is paused, or
+   * `kinds` were given and every one of them is paused (docs/contract.md#pause-and-resume); absent
+   * otherwise. Paused tasks are never listed; a timing wheel may ignore `scheduled` notices while this holds.
+   */
+  readonly paused?: boolean;
 }
 
 export type StateCounts = Readonly<Record<TaskState, number>>;
@@ -275,6 +312,35 @@ export interface Store<Tx = unknown> {
   /** Lists SCHEDULED tasks due within `withinMs` without claiming them (for the timing wheel). */
   peekDue(params: PeekParams): Promise<PeekResult>;
 
+  /**
+   * Records the current attempt's progress on the task (docs/contract.md#progress), fenced: only while
+   * the task is CLAIMED with this attempt (a stale attempt's write changes nothing). It replaces the
+   * previous value; nothing else changes (one HOT update in PostgreSQL: `progress` is in no index).
+   * Workers call it through `ctx.progress`, coalesced to at most one write per `progressIntervalMs`.
+   * @returns true when written, false when the attempt is not the current holder's (stale, finished, unknown id)
+   * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION, INVALID_PROGRESS, PROGRESS_TOO_LARGE (nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  reportProgress(params: ProgressParams): Promise<boolean>;
+
+  /**
+   * Changes a SCHEDULED task's due time — and its payload, when given — by id (docs/contract.md#reschedule),
+   * fenced on SCHEDULED in one statement; sends the schedule notice so hybrid workers learn the new due time.
+   * @returns RESCHEDULED with the new due time, NOT_SCHEDULED with the task's state (nothing changed), NOT_FOUND
+   * @throws ValidationError as schedule's (`dueAt` or `delayMs`, exactly one; `payload`), nothing written; StoreClosedError, ConnectionLostError, StoreError
+   */
+  reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult>;
+
+  /**
+   * Resolves with the task once it is terminal (DONE, DEAD or CANCELLED; its `result`, `lastError`…),
+   * at once when it already is (docs/contract.md#awaiting-a-result). Woken by the store's own
+   * notice of the finish (PostgreSQL: LISTEN on one shared connection per store), with a bounded
+   * batched re-read of every pending id as fallback — never a query per caller per interval.
+   * @throws ValidationError INVALID_TASK_ID, INVALID_OPTION; TaskNotFoundError NOT_FOUND when no task
+   *   has the id (`vanished: true` when it was seen live and then left no row: DONE not kept, or pruned);
+   *   WaitTimeoutError WAIT_TIMEOUT after `timeoutMs`; the signal's reason when it aborts; StoreClosedError
+   */
+  waitFor(id: TaskId, options?: WaitForOptions): Promise<Task>;
+
   /** Reads one task, or null. */
   getTask(id: TaskId): Promise<Task | null>;
 
@@ -357,6 +423,27 @@ export interface Store<Tx = unknown> {
    * @throws ValidationError (see `validateUnclaimedKindsParams`), StoreClosedError, ConnectionLostError, StoreError
    */
   unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds>;
+
+  /**
+   * Pauses a queue (`{ queue }`) or a kind in every queue (`{ kind }`) for every claimer: from the
+   * commit on, no claim takes its tasks (they stay SCHEDULED, due time and attempts unchanged) and
+   * `peekDue` does not list them; tasks already CLAIMED finish normally. Durable (a row); idempotent.
+   * The PostgreSQL store also notifies listening workers (docs/contract.md#pause-and-resume).
+   * @returns true when this call paused it, false when it was paused already (the first pause's row is kept)
+   * @throws ValidationError (core `validatePauseTarget`, `validatePauseOptions`; nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  pause(target: PauseTarget, options?: PauseOptions): Promise<boolean>;
+
+  /**
+   * Resumes a paused queue or kind: its due tasks are claimed again from the next claim on (a
+   * listening hybrid worker is notified and re-reads at once). Idempotent.
+   * @returns true when it was paused, false when it was not
+   * @throws ValidationError (core `validatePauseTarget`; nothing written), StoreClosedError, ConnectionLostError, StoreError
+   */
+  resume(target: PauseTarget): Promise<boolean>;
+
+  /** Every paused queue and kind: queues first, then kinds, each by name. */
+  listPaused(): Promise<PausedEntry[]>;
 
   /** The store's clock. */
   now(): Promise<Date>;

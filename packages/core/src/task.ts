@@ -37,6 +37,11 @@ export interface Task {
   readonly traceContext?: TraceContext;
   /** The task's own retry policy given at schedule (docs/contract.md#retry-policy); absent when none. */
   readonly retry?: RetryPolicy;
+  /**
+   * The last progress its handler reported (`ctx.progress`, `reportProgress`; docs/contract.md#progress),
+   * kept when the task finishes; absent when none was reported.
+   */
+  readonly progress?: Json;
 }
 
 /**

@@ -7,6 +7,7 @@
 import type { Json } from './input/json.js';
 import { CancelOutcome, CompleteOutcome, type FailResult, type ReclaimOutcome, type ReleaseOutcome, type SnoozeResult, TaskState } from './states.js';
 import type { Task } from './task.js';
+import type { RescheduleResult } from './progress-wait.js';
 
 export type Command =
   /** SCHEDULED → CLAIMED when `dueAt <= now`: attempt+1, lease until now + leaseMs. */
@@ -52,7 +53,14 @@ export type Command =
    */
   | { readonly type: 'release'; readonly attempt: number }
   /** A schedule with `onConflict: 'replace'` met this task by its dedup key: SCHEDULED → SCHEDULED with the new payload and due time; any other state unchanged. */
-  | { readonly type: 'replace'; readonly payload: Json; readonly dueAt: Date };
+  | { readonly type: 'replace'; readonly payload: Json; readonly dueAt: Date }
+  /** The holder reports progress (docs/contract.md#progress): CLAIMED, same attempt → `progress` replaced; nothing else changes (not `updatedAt`). */
+  | { readonly type: 'progress'; readonly attempt: number; readonly progress: Json }
+  /**
+   * Reschedule by id (docs/contract.md#reschedule): SCHEDULED → SCHEDULED due at `dueAt`, with
+   * `payload` when given (`undefined`: unchanged); any other state unchanged (NOT_SCHEDULED).
+   */
+  | { readonly type: 'reschedule'; readonly dueAt: Date; readonly payload?: Json };
 
 export type Result =
   | { readonly type: 'claim'; readonly claimed: boolean }
@@ -68,7 +76,9 @@ export type Result =
   | { readonly type: 'reclaim'; readonly outcome: ReclaimOutcome | null }
   | { readonly type: 'release'; readonly outcome: ReleaseOutcome }
   | { readonly type: 'snooze'; readonly result: SnoozeResult }
-  | { readonly type: 'replace'; readonly replaced: boolean };
+  | { readonly type: 'replace'; readonly replaced: boolean }
+  | { readonly type: 'progress'; readonly written: boolean }
+  | { readonly type: 'reschedule'; readonly result: RescheduleResult };
 
 export interface Step {
   /** The row after the command (the same object when nothing changed; null only for a missing task). */
@@ -212,6 +222,19 @@ export function transition(task: Task | null, command: Command, nowMs: number): 
     case 'replace': {
       if (task === null || task.state !== TaskState.SCHEDULED) return { task, result: { type: 'replace', replaced: false } };
       return { task: { ...task, payload: command.payload, dueAt: command.dueAt, updatedAt: now }, result: { type: 'replace', replaced: true } };
+    }
+    case 'progress': {
+      if (task === null || task.state !== TaskState.CLAIMED || task.attempt !== command.attempt) return { task, result: { type: 'progress', written: false } };
+      return { task: { ...task, progress: command.progress }, result: { type: 'progress', written: true } };
+    }
+    case 'reschedule': {
+      if (task === null) return { task, result: { type: 'reschedule', result: { outcome: 'NOT_FOUND' } } };
+      if (task.state !== TaskState.SCHEDULED) return { task, result: { type: 'reschedule', result: { outcome: 'NOT_SCHEDULED', state: task.state } } };
+      const payload = command.payload === undefined ? task.payload : command.payload;
+      return {
+        task: { ...task, payload, dueAt: command.dueAt, updatedAt: now },
+        result: { type: 'reschedule', result: { outcome: 'RESCHEDULED', dueAt: command.dueAt } },
+      };
     }
   }
 }

@@ -176,6 +176,18 @@ const ROWS: Row[] = [
   ['replace refused: CLAIMED is kept unchanged', claimed({ key: 'r42' }), replace, { type: 'replace', replaced: false }, UNCHANGED],
   ['replace refused: DONE', done(), replace, { type: 'replace', replaced: false }, UNCHANGED],
   ['replace refused: missing', null, replace, { type: 'replace', replaced: false }, UNCHANGED],
+  // progress (docs/contract.md#progress): fenced by the attempt, nothing else changes (not updatedAt).
+  ['progress: current attempt', claimed(), { type: 'progress', attempt: 1, progress: { p: 1 } }, { type: 'progress', written: true }, { progress: { p: 1 }, updatedAt: T(-5_000) }],
+  ['progress rejected: stale attempt', claimed(), { type: 'progress', attempt: 2, progress: 1 }, { type: 'progress', written: false }, UNCHANGED],
+  ['progress rejected: SCHEDULED', task({ attempt: 1 }), { type: 'progress', attempt: 1, progress: 1 }, { type: 'progress', written: false }, UNCHANGED],
+  ['progress rejected: DONE', done(), { type: 'progress', attempt: 1, progress: 1 }, { type: 'progress', written: false }, UNCHANGED],
+  ['progress rejected: missing', null, { type: 'progress', attempt: 1, progress: 1 }, { type: 'progress', written: false }, UNCHANGED],
+  // reschedule by id (docs/contract.md#reschedule): SCHEDULED only.
+  ['reschedule: SCHEDULED', task(), { type: 'reschedule', dueAt: T(9_000) }, { type: 'reschedule', result: { outcome: 'RESCHEDULED', dueAt: T(9_000) } }, { dueAt: T(9_000) }],
+  ['reschedule: SCHEDULED with a payload', task(), { type: 'reschedule', dueAt: T(-9_000), payload: null }, { type: 'reschedule', result: { outcome: 'RESCHEDULED', dueAt: T(-9_000) } }, { dueAt: T(-9_000), payload: null }],
+  ['reschedule rejected: CLAIMED', claimed(), { type: 'reschedule', dueAt: T(9_000) }, { type: 'reschedule', result: { outcome: 'NOT_SCHEDULED', state: 'CLAIMED' } }, UNCHANGED],
+  ['reschedule rejected: DEAD', dead(), { type: 'reschedule', dueAt: T(9_000) }, { type: 'reschedule', result: { outcome: 'NOT_SCHEDULED', state: 'DEAD' } }, UNCHANGED],
+  ['reschedule rejected: missing', null, { type: 'reschedule', dueAt: T(9_000) }, { type: 'reschedule', result: { outcome: 'NOT_FOUND' } }, UNCHANGED],
 ];
 
 describe('transition', () => {
@@ -191,7 +203,7 @@ describe('transition', () => {
 
   it('covers every command type and every outcome value', () => {
     const types = new Set(ROWS.map(([, , c]) => c.type));
-    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'reclaim', 'release', 'replace', 'snooze']);
+    expect([...types].sort()).toEqual(['cancel', 'claim', 'complete', 'extend', 'fail', 'progress', 'reclaim', 'release', 'replace', 'reschedule', 'snooze']);
     const outcomes = new Set(ROWS.map(([, , , r]) => JSON.stringify(r)));
     for (const o of ['CANCELLED', 'REQUESTED', 'TOO_LATE', 'ALREADY_CANCELLED', 'NOT_FOUND']) expect(outcomes).toContain(JSON.stringify({ type: 'cancel', outcome: o }));
     for (const o of ['SCHEDULED', 'DEAD', 'CANCELLED']) expect([...outcomes].some((r) => r.includes(`"reclaim","outcome":"${o}"`))).toBe(true);
@@ -246,6 +258,8 @@ const arbCommand: fc.Arbitrary<Command> = fc.oneof(
   ),
   fc.tuple(arbAttempt, fc.integer({ min: -2_000, max: 2_000 })).map(([attempt, offset]): Command => ({ type: 'snooze', attempt, dueAt: T(offset) })),
   fc.integer({ min: -2_000, max: 2_000 }).map((offset): Command => ({ type: 'replace', payload: offset, dueAt: T(offset) })),
+  fc.tuple(arbAttempt, fc.integer()).map(([attempt, progress]): Command => ({ type: 'progress', attempt, progress })),
+  fc.integer({ min: -2_000, max: 2_000 }).map((offset): Command => ({ type: 'reschedule', dueAt: T(offset), ...(offset % 2 === 0 ? { payload: offset } : {}) })),
 );
 
 describe('transition properties', () => {

@@ -231,7 +231,7 @@ class Server {
         this.log(text);
         if (ready) return;
         output += text;
-        if (output.includes('database system is ready to accept connections')) {
+        if (/database system is ready to accept (read-only )?connections/.test(output)) {
           ready = true;
           output = '';
           clearTimeout(timer);

@@ -133,8 +133,16 @@ export class MemoryAdmin {
       if (batch.length < p.batchSize) break;
       await Promise.resolve(); // let other calls run between batches, as separate transactions do
     }
+    // Throttle rows whose window has reopened (docs/contract.md#dedup-key-modes), as the PostgreSQL store's prune.
+    let throttleRowsDeleted = 0;
+    for (const [slot, row] of this.ctx.db.throttle) {
+      if (row.closedUntilMs <= nowMs) {
+        this.ctx.db.throttle.delete(slot);
+        throttleRowsDeleted += 1;
+      }
+    }
     // No legacy `effect` table here (that is PostgreSQL's, written before its migration 13): none deleted.
-    return { deleted, effectsDeleted: 0, batches };
+    return { deleted, effectsDeleted: 0, batches, ...(throttleRowsDeleted > 0 ? { throttleRowsDeleted } : {}) };
   }
 
   async stats(): Promise<StoreStats> {

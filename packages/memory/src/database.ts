@@ -17,6 +17,15 @@ interface StagedRow {
 
 type WriteSetStatus = 'open' | 'committed' | 'rolled back';
 
+/** A row of the throttle table `dedup_throttle` (migration 16, docs/contract.md#dedup-keys), keyed by (kind, key). */
+export interface ThrottleRow {
+  /** Epoch ms until which a throttle schedule of the key creates nothing. */
+  readonly closedUntilMs: number;
+  /** The last task the throttle let through, and its due time as created. */
+  readonly taskId: TaskId;
+  readonly dueAtMs: number;
+}
+
 /** One transaction's staged writes. Made by {@link MemoryDatabase.begin}. */
 export class WriteSet {
   readonly tasks = new Map<TaskId, Task>();
@@ -27,6 +36,8 @@ export class WriteSet {
   readonly based = new Map<TaskId, Task | undefined>();
   /** Tasks this transaction deletes at commit (DONE not kept): their last row stays in {@link tasks} until then. */
   readonly dropped = new Set<TaskId>();
+  /** Staged throttle rows, with the committed row each was based on (first committer wins at commit). */
+  readonly throttle = new Map<string, { readonly row: ThrottleRow; readonly based: ThrottleRow | undefined }>();
   #status: WriteSetStatus = 'open';
 
   constructor(readonly db: MemoryDatabase) {}
@@ -73,7 +84,21 @@ export class WriteSet {
     for (const task of this.tasks.values()) if (keySlot(task) === slot && !isTerminal(task.state)) return task;
     const id = this.db.liveKeys.get(slot);
     const task = id === undefined ? undefined : (this.tasks.get(id) ?? this.db.tasks.get(id));
-    return task !== undefined && !isTerminal(task.state) ? task : undefined;
+    return task !== undefined && !isTerminal(task.state) && keySlot(task) === slot ? task : undefined;
+  }
+
+  /** The throttle row of (kind, key) as this transaction sees it, or undefined. */
+  getThrottle(kind: string, key: string): ThrottleRow | undefined {
+    const slot = `${kind}\u0000${key}`;
+    return this.throttle.get(slot)?.row ?? this.db.throttle.get(slot);
+  }
+
+  /** Stages the throttle row of (kind, key). */
+  putThrottle(kind: string, key: string, row: ThrottleRow): void {
+    this.assertOpen();
+    const slot = `${kind}\u0000${key}`;
+    const based = this.throttle.has(slot) ? this.throttle.get(slot)?.based : this.db.throttle.get(slot);
+    this.throttle.set(slot, { row, based });
   }
 
   /** Stages the completion of a task this write set moves to DONE (kept): the history row's worker and finish time. */
@@ -130,6 +155,10 @@ export class MemoryDatabase {
   /** The completion of each DONE task kept (`getCompletion`); deleted with the task by prune. */
   readonly completions = new Map<TaskId, Completion>();
   readonly tables = new Map<string, Map<string, unknown>>();
+  /** The throttle table: `kind \u0000 key` → its row (docs/contract.md#dedup-keys). */
+  readonly throttle = new Map<string, ThrottleRow>();
+  /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
+  onCommit: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
   #lastId = 0n;
 
@@ -166,8 +195,11 @@ export class MemoryDatabase {
         const slot = keySlot(task);
         const holder = slot === undefined || isTerminal(task.state) ? undefined : this.liveKeys.get(slot);
         const held = holder === undefined || holder === task.id ? undefined : (ws.tasks.get(holder) ?? this.tasks.get(holder));
-        if (held !== undefined && !isTerminal(held.state)) throw uniqueViolation('task', `kind, key=${task.kind}, ${task.key}`, 'task_key_idx');
+        // A holder this transaction took the key from (debounce) no longer holds it.
+        if (held !== undefined && !isTerminal(held.state) && keySlot(held) === slot) throw uniqueViolation('task', `kind, key=${task.kind}, ${task.key}`, 'task_key_idx');
       }
+      // The PostgreSQL store locks the throttle row until commit; here another transaction that wrote it first wins.
+      for (const [slot, staged] of ws.throttle) if (this.throttle.get(slot) !== staged.based) throw serializationFailure(`throttle ${slot.replace('\u0000', ', ')}`);
       for (const [table, rows] of ws.rows) {
         const committed = this.tables.get(table);
         for (const [key, row] of rows) if (row.inserted && committed?.has(key)) throw uniqueViolation(table, `key=${key}`);
@@ -183,17 +215,21 @@ export class MemoryDatabase {
         if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
         continue;
       }
+      const before = keySlot(this.tasks.get(task.id) ?? task);
+      if (before !== undefined && before !== slot && this.liveKeys.get(before) === task.id) this.liveKeys.delete(before);
       this.tasks.set(task.id, task);
       if (slot !== undefined && !isTerminal(task.state)) this.liveKeys.set(slot, task.id);
       else if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
     }
     for (const completion of ws.completions.values()) this.completions.set(completion.taskId, completion);
+    for (const [slot, staged] of ws.throttle) this.throttle.set(slot, staged.row);
     for (const [table, rows] of ws.rows) {
       let committed = this.tables.get(table);
       if (committed === undefined) this.tables.set(table, (committed = new Map()));
       for (const [key, row] of rows) committed.set(key, row.value);
     }
     ws.end('committed');
+    this.onCommit?.(ws);
   }
 
   rollback(ws: WriteSet): void {

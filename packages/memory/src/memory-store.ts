@@ -17,6 +17,8 @@ import {
   type FailParams,
   type FailResult,
   type NormalizedSchedule,
+  type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   type PeekParams,
   type PeekResult,
   type ReclaimedTask,
@@ -44,7 +46,6 @@ import {
   transition,
   DEFAULT_MAX_PAYLOAD_BYTES,
   DuplicateKeyError,
-  type OnConflict,
   parseTaskId,
   validateAttempt,
   validateCompleteMany,
@@ -63,6 +64,14 @@ import {
   type CancelOptions,
   rejectUnknownFields,
   ValidationError,
+  type ProgressParams,
+  type RescheduleParams,
+  type RescheduleResult,
+  TaskWaiters,
+  type WaitForOptions,
+  validateProgressParams,
+  validateReschedule,
+  validateWaitFor,
 } from '@postpone/core';
 import { MemoryDatabase, type WriteSet } from './database.js';
 import { MemoryTx, writeSetOf } from './memory-tx.js';
@@ -72,6 +81,10 @@ import { MemoryAdmin } from './admin.js';
 import { MemoryBulk } from './bulk.js';
 import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, RescheduleManyOptions, RescheduleManyResult, RetryManyOptions, RetryManyResult } from '@postpone/core';
 import { MemoryCron } from './cron.js';
+import { MemoryPause } from './pause.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
+import { MemoryRateLimits } from './rate-limit.js';
+import { notifyRateLimited, type RateLimitInput, type RateLimitRecord, type RateLimitScope, type RateLimitStore, validateOnRateLimited } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -82,13 +95,16 @@ export interface MemoryStoreOptions {
   readonly maxPayloadBytes?: number;
 }
 
+
+/** The options of an internal insert (retry, cron): `keep`, no throttle. */
+const KEEP: NormalizedScheduleOptions = Object.freeze({ onConflict: 'keep', throttleMs: null });
 /** The columns a raw task UPDATE may set (see {@link MemoryStore.rawUpdateTask}). */
 export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -99,7 +115,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     db: this.#db,
     locks: this.#locks,
     nowMs: () => this.#clock.now(),
-    insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
+    insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
     assertOpen: () => this.#assertOpen(),
   });
 
@@ -114,10 +130,62 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     this.#cron = new MemoryCron({
       nowMs: () => this.#clock.now(),
       maxPayloadBytes: this.#maxPayloadBytes,
-      insert: (input) => this.#insertTasks([input], undefined, 'keep')[0] as ScheduledTask,
+      insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
       assertOpen: () => this.#assertOpen(),
     });
+    this.#db.onCommit = (ws) => {
+      for (const id of ws.tasks.keys()) {
+        if (this.#waiters.has(id)) this.#waiters.settle(id, this.#db.tasks.get(id) ?? null);
+      }
+    };
   }
+
+  /** The `waitFor` callers, woken in-process by every commit that touches their task. */
+  readonly #waiters = new TaskWaiters();
+
+  /** `transition('progress')` under the row lock: CLAIMED with this attempt → progress replaced. */
+  async reportProgress(params: ProgressParams): Promise<boolean> {
+    this.#assertOpen();
+    const p = validateProgressParams(params);
+    return resultOf(await this.#apply(p.id, { type: 'progress', attempt: p.attempt, progress: p.value }), 'progress').written;
+  }
+
+  /** `transition('reschedule')` under the row lock; `delayMs` counts from this store's clock at the write. */
+  async reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult> {
+    this.#assertOpen();
+    const p = validateReschedule(id, params, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() });
+    const step = await this.#locks.run(p.id, () => {
+      this.#assertOpen();
+      const nowMs = this.#clock.now();
+      const ws = this.#db.begin();
+      const command: Command = { type: 'reschedule', dueAt: p.dueAt ?? new Date(nowMs + p.delayMs), ...(p.payload === null ? {} : { payload: p.payload.value }) };
+      const staged = this.#stage(ws, p.id, command, nowMs);
+      this.#db.commit(ws);
+      return staged;
+    });
+    const { result } = resultOf(step, 'reschedule');
+    return result.outcome === 'RESCHEDULED' ? { outcome: 'RESCHEDULED', dueAt: new Date(result.dueAt) } : result;
+  }
+
+  /** In-process: resolves at the commit that makes the task terminal (or at once when it is). */
+  async waitFor(id: TaskId, options?: WaitForOptions): Promise<Task> {
+    this.#assertOpen();
+    const w = validateWaitFor(id, options);
+    const waiting = this.#waiters.add(w.id, w.timeoutMs, w.signal);
+    this.#waiters.settle(w.id, this.#db.tasks.get(w.id) ?? null);
+    return await waiting;
+  }
+
+  /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
+  readonly #pause = new MemoryPause({ nowMs: () => this.#clock.now(), assertOpen: () => this.#assertOpen() });
+  pause = (target: PauseTarget, options?: PauseOptions): Promise<boolean> => this.#pause.pause(target, options);
+  resume = (target: PauseTarget): Promise<boolean> => this.#pause.resume(target);
+  listPaused = (): Promise<PausedEntry[]> => this.#pause.list();
+  /** Rate limits (`RateLimitStore`, docs/contract.md#rate-limits): see `./rate-limit.ts`. */
+  readonly #rateLimits = new MemoryRateLimits({ nowMs: () => this.#clock.now(), assertOpen: () => this.#assertOpen() });
+  setRateLimit = (input: RateLimitInput): Promise<RateLimitRecord> => this.#rateLimits.set(input);
+  deleteRateLimit = (scope: RateLimitScope): Promise<boolean> => this.#rateLimits.delete(scope);
+  listRateLimits = (): Promise<RateLimitRecord[]> => this.#rateLimits.list();
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
   readonly #cron: MemoryCron;
@@ -133,15 +201,15 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async schedule(input: ScheduleInput, options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask> {
     this.#assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
-    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() })], tx as MemoryTx | undefined, onConflict);
+    const opts = validateScheduleOptions(options);
+    const [scheduled] = this.#insertTasks([validateSchedule(input, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() })], opts.tx as MemoryTx | undefined, opts);
     return scheduled as ScheduledTask;
   }
 
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<MemoryTx>): Promise<ScheduledTask[]> {
     this.#assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
-    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() }), tx as MemoryTx | undefined, onConflict);
+    const opts = validateScheduleOptions(options);
+    return this.#insertTasks(validateScheduleMany(inputs, { maxPayloadBytes: this.#maxPayloadBytes, nowMs: this.#clock.now() }), opts.tx as MemoryTx | undefined, opts);
   }
 
   /**
@@ -180,7 +248,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     // The partial index `task_claim_idx` of docs/contract.md#data-model (SCHEDULED rows of the queue and kinds),
     // in (priority desc, dueAt, id) order; transition() decides which rows are due. Rows locked by a running command are skipped.
     const caps = validateKindLimits(params.kindLimits);
-    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter(selected);
+    // Paused queues and kinds are left out, as the PostgreSQL claim's levels (docs/contract.md#pause-and-resume).
+    const candidates = this.#unlocked(TaskState.SCHEDULED, (t) => t.dueAt.getTime(), true).filter((t) => selected(t) && !this.#pause.holds(t.queue, t.kind));
     // Per-kind caps (docs/contract.md#kind-concurrency): the room of a capped kind is its cap less the
     // committed CLAIMED tasks of that kind in any queue; this method runs without awaiting, so no other
     // claim interleaves (the PostgreSQL store's per-kind advisory lock).
@@ -192,14 +261,29 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
         if (left !== undefined) room.set(t.kind, left - 1);
       }
     }
+    // Rate limits (docs/contract.md#rate-limits): a limited kind's room is the least of its cap room and its rate room.
+    const onRateLimited = validateOnRateLimited(params.onRateLimited);
+    const chosen = validateSelection(params);
+    const rated = this.#rateLimits.rooms(chosen.queue, chosen.kinds, limit, nowMs);
+    if (rated.held !== null) {
+      if (onRateLimited !== undefined) notifyRateLimited(onRateLimited, rated.held);
+      return [];
+    }
+    for (const [kind, rateRoom] of rated.kindRooms) room.set(kind, Math.min(rateRoom, room.get(kind) ?? rateRoom));
     const admit = (t: Task): boolean => (room.get(t.kind) ?? 1) > 0;
-    const { changed } = this.#applyBatch(candidates, command, nowMs, limit, (r) => {
+    const { changed } = this.#applyBatch(candidates, command, nowMs, rated.limit, (r) => {
       if (!resultOf(r, 'claim').claimed) return false;
       const kind = (r.task as Task).kind;
       const left = room.get(kind);
       if (left !== undefined) room.set(kind, left - 1);
       return true;
     }, admit);
+    const byKind = new Map<string, number>();
+    for (const task of changed) byKind.set(task.kind, (byKind.get(task.kind) ?? 0) + 1);
+    this.#rateLimits.log(chosen.queue, byKind, nowMs);
+    // Short: did this claim use up the room? (as the PostgreSQL store's `rateLimitRooms` read)
+    const after = changed.length < limit && onRateLimited !== undefined ? this.#rateLimits.rooms(chosen.queue, chosen.kinds, 1, nowMs).held : null;
+    if (after !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, after);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }
 
@@ -338,10 +422,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     const nowMs = this.#clock.now();
     const selected = selection(params);
     const tasks = this.#byState(TaskState.SCHEDULED, (t) => t.dueAt.getTime())
-      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs && selected(t))
+      .filter((t) => t.dueAt.getTime() <= nowMs + withinMs && selected(t) && !this.#pause.holds(t.queue, t.kind))
       .slice(0, limit)
       .map((t) => ({ id: t.id, dueAt: new Date(t.dueAt) }));
-    return { now: new Date(nowMs), tasks };
+    const { queue, kinds } = validateSelection(params);
+    return { now: new Date(nowMs), tasks, ...(this.#pause.holdsAll(queue, kinds) ? { paused: true } : {}) };
   }
 
   async getTask(id: TaskId): Promise<Task | null> {
@@ -395,6 +480,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#waiters.closeAll();
   }
 
   /**
@@ -463,12 +549,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
   /**
    * Inserts the tasks in one write set, all or none. An input whose (kind, key) a SCHEDULED or CLAIMED
    * task holds (`task_key_idx`, docs/contract.md#dedup-keys) inserts nothing: `keep` returns that task,
-   * `replace` runs `transition('replace')` on it, `fail` throws before anything is staged. A caller
-   * transaction holds no row lock here: a key taken by another transaction that commits first makes
-   * this one's commit fail with 23505, where PostgreSQL would wait and then decide.
+   * `replace` (and `debounce`) runs `transition('replace')` on it, `fail` throws before anything is
+   * staged. `debounce` and `queueBehind` first take the key off a CLAIMED holder (its `key` becomes null), so a new task
+   * is queued behind it; `throttle` reads the key's throttle row and creates nothing while its window
+   * is closed (`throttled: true`), else records the task it created. A caller transaction holds no row
+   * lock here: a key taken by another transaction that commits first makes this one's commit fail with
+   * 23505 (a throttle row written first: 40001), where PostgreSQL would wait and then decide.
    * @throws DuplicateKeyError (`fail`)
    */
-  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined, onConflict: OnConflict): ScheduledTask[] {
+  #insertTasks(inputs: readonly NormalizedSchedule[], tx: MemoryTx | undefined, options: NormalizedScheduleOptions): ScheduledTask[] {
+    const { onConflict, throttleMs } = options;
     const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
     ws.assertOpen();
     const now = new Date(this.#clock.now());
@@ -483,9 +573,20 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
     }
     const scheduled = inputs.map((input, i): ScheduledTask => {
       const dueAt = input.runAt ?? new Date(now.getTime() + input.delayMs);
-      const holder = holders[i];
+      let holder = holders[i];
+      if (onConflict === 'throttle' && input.key !== null) {
+        const row = ws.getThrottle(input.kind, input.key);
+        if (row !== undefined && row.closedUntilMs > now.getTime()) {
+          return { id: row.taskId, dueAt: new Date(row.dueAtMs), created: false, replaced: false, throttled: true };
+        }
+      }
+      if (HANDS_OVER_KEY.includes(onConflict) && holder?.state === TaskState.CLAIMED) {
+        ws.putTask({ ...holder, key: null });
+        holder = undefined;
+      }
       if (holder !== undefined) {
-        const step = onConflict === 'replace' ? transition(holder, { type: 'replace', payload: JSON.parse(input.payloadText), dueAt }, now.getTime()) : null;
+        const replacing = onConflict === 'replace' || onConflict === 'debounce';
+        const step = replacing ? transition(holder, { type: 'replace', payload: JSON.parse(input.payloadText), dueAt }, now.getTime()) : null;
         const replaced = step !== null && resultOf(step, 'replace').replaced;
         if (replaced) ws.putTask(step?.task as Task);
         return { id: holder.id, dueAt: new Date(replaced ? dueAt : holder.dueAt), created: false, replaced };
@@ -513,6 +614,9 @@ export class MemoryStore implements Store<MemoryTx>, CronStore {
         ...(input.retry === null ? {} : { retry: { ...input.retry } }),
       };
       ws.putTask(task);
+      if (onConflict === 'throttle' && input.key !== null) {
+        ws.putThrottle(input.kind, input.key, { closedUntilMs: now.getTime() + (throttleMs as number), taskId: task.id, dueAtMs: dueAt.getTime() });
+      }
       return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
     });
     if (tx === undefined) this.#db.commit(ws);

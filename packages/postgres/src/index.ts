@@ -10,13 +10,16 @@
  * conformance suite. This entry re-exports what those two packages offer applications.
  */
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './sql/migrations.js';
-export { defaultNotifyChannel, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
+export { PAUSE_MIGRATION_VERSION } from './sql/pause-sql.js';
+export { defaultNotifyChannel, type PauseNotice, parsePauseNotice, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';
 export { type CitusRewrite, citusRewrites, type Dialect, migrationStatements } from './sql/citus.js';
 export { SqlSplitError, splitStatements } from './sql/split.js';
 export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
-export { isCachedPlanChanged, NO_VERDICT_SQLSTATES, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';
+export { isCachedPlanChanged, isReadOnlyNode, NO_VERDICT_SQLSTATES, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';
 export { NoticeCoalescer } from './store/notice-coalescer.js';
-export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PostgresStore, type PostgresStoreOptions, type SchemaCheck } from './store/store.js';
+export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PAUSE_SCHEMA_RECHECK_MS, PostgresStore, type PostgresStoreOptions, type SchemaCheck } from './store/store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';
+export { finishChannel, MAX_IDS_PER_FINISH_NOTICE, parseFinishNotice, PROGRESS_MIGRATION_VERSION, progressWaitStatements, type ProgressWaitStatements } from './sql/progress-wait-sql.js';
+export { DEFAULT_WAIT_FALLBACK_MS, WAIT_READ_BATCH, type WaitForStats } from './store/wait-for.js';

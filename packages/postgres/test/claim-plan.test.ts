@@ -32,13 +32,16 @@ function planNodes(node: PlanNode): PlanNode[] {
 }
 
 /** The claim of `kinds` (limit 10, database clock) under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON), rolled back; the second, warm run. */
-async function explainClaim(kinds: readonly string[] | null): Promise<{ root: PlanNode; nodes: PlanNode[]; buffers: number; pickBuffers: number }> {
+async function explainClaim(
+  kinds: readonly string[] | null,
+  claimSql: string = statements(admin.schema).taskClaim,
+): Promise<{ root: PlanNode; nodes: PlanNode[]; buffers: number; pickBuffers: number }> {
   const params = [null, 'w', 30_000, 10, 'default', kinds === null ? null : JSON.stringify(kinds)];
   let root: PlanNode | undefined;
   for (let run = 0; run < 2; run += 1) {
     await admin.query('begin');
     try {
-      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, buffers, format json) ${statements(admin.schema).taskClaim}`, params);
+      const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, buffers, format json) ${claimSql}`, params);
       root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
     } finally {
       await admin.query('rollback');
@@ -152,5 +155,61 @@ describe(`claim plan at ${ROWS} rows, 20 kinds`, () => {
     expect(taskScans.map((n) => n['Node Type']).filter((k) => !/^Index (Only )?Scan$/.test(k))).toEqual([]);
     expect(removed).toBe(0);
     expect(buffers).toBeLessThan(tablePages / 5);
+  });
+
+  it('pause (migration 15): nothing paused costs the claim a few buffers over the statement without the check; a paused kind is not walked, a paused queue walks nothing', async () => {
+    const taskScans = (nodes: PlanNode[]) => nodes.filter((n) => n['Relation Name'] === 'task' && n['Node Type'] !== 'ModifyTable');
+    const removedOf = (nodes: PlanNode[]) => taskScans(nodes).reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0), 0);
+    // The same claim without the pause check (what a store on a schema before 15 sends) against the one with it, nothing paused.
+    const before = await explainClaim(['k3', 'k11'], statements(admin.schema, { pause: false }).taskClaim);
+    const unpaused = await explainClaim(['k3', 'k11']);
+    const everyBefore = await explainClaim(null, statements(admin.schema, { pause: false }).taskClaim);
+    const everyUnpaused = await explainClaim(null);
+    expect(taskScans(unpaused.nodes).map((n) => n['Node Type']).filter((k) => !/^Index (Only )?Scan$/.test(k))).toEqual([]);
+    expect(taskScans(unpaused.nodes).filter((n) => /due_at <=/.test(n['Index Cond'] ?? '')).every((n) => n['Index Name'] === 'task_claim_idx')).toBe(true);
+    expect(removedOf(unpaused.nodes)).toBe(0);
+    // One probe of the empty pause table for the queue and one per kind: at most a buffer or two each.
+    expect(unpaused.pickBuffers - before.pickBuffers).toBeLessThanOrEqual(2 * (2 + 1));
+    expect(everyUnpaused.pickBuffers - everyBefore.pickBuffers).toBeLessThanOrEqual(2 * (20 + 1));
+
+    await admin.query(`insert into ${admin.t('pause')} (scope, name) values ('kind', 'k3')`);
+    await admin.query(`analyze ${admin.t('pause')}`);
+    let kindPaused: Awaited<ReturnType<typeof explainClaim>>;
+    let queuePaused: Awaited<ReturnType<typeof explainClaim>>;
+    try {
+      kindPaused = await explainClaim(['k3', 'k11']);
+      expect(removedOf(kindPaused.nodes)).toBe(0);
+      // Index scans of task_claim_idx only (and the UPDATE's primary-key lookup of the picked ids).
+      const scans = taskScans(kindPaused.nodes).map((n) => `${n['Node Type']}/${n['Index Name']}`);
+      expect(scans.filter((x) => !/^Index (Only )?Scan\/task_claim_idx$/.test(x) && x !== 'Index Scan/task_pkey')).toEqual([]);
+      await admin.query('begin');
+      try {
+        const claimed = await admin.query<{ kind: string }>(statements(admin.schema).taskClaim, [null, 'w', 30_000, 10, 'default', JSON.stringify(['k3', 'k11'])]);
+        expect(claimed).toHaveLength(10);
+        expect(new Set(claimed.map((r) => r.kind))).toEqual(new Set(['k11']));
+      } finally {
+        await admin.query('rollback');
+      }
+      // The paused kind's levels are not walked: about half the pick of the two kinds.
+      expect(kindPaused.pickBuffers).toBeLessThan(unpaused.pickBuffers);
+
+      await admin.query(`insert into ${admin.t('pause')} (scope, name) values ('queue', 'default')`);
+      await admin.query(`analyze ${admin.t('pause')}`);
+      queuePaused = await explainClaim(null);
+      await admin.query('begin');
+      try {
+        expect(await admin.query(statements(admin.schema).taskClaim, [null, 'w', 30_000, 10, 'default', null])).toEqual([]);
+      } finally {
+        await admin.query('rollback');
+      }
+      // The queue's probe is a One-Time Filter: no level is walked, no row of task read.
+      expect(queuePaused.pickBuffers).toBeLessThanOrEqual(4);
+    } finally {
+      await admin.query(`delete from ${admin.t('pause')}`);
+    }
+    console.log(
+      `claim plan and pauses at ${ROWS} rows: 2 of 20 kinds pickBuffers without the check ${before.pickBuffers}, with it nothing paused ${unpaused.pickBuffers}, ` +
+        `k3 paused ${kindPaused.pickBuffers}; every kind without ${everyBefore.pickBuffers}, with nothing paused ${everyUnpaused.pickBuffers}, queue paused ${queuePaused.pickBuffers}`,
+    );
   });
 });

@@ -103,8 +103,8 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     ['40P01', true],
     ['40001', true],
     ['57014', true],
-    // A standby after a failover: "wrong node", not "try again here".
-    ['25006', false],
+    // A read-only node after a failover: "wrong node"; the adapter discards the connection, so a retry goes elsewhere.
+    ['25006', true],
     ['23505', false],
     ['42P01', false],
   ])('SQLSTATE %s raised by the server → StoreError transient %s', async (sqlState, transient) => {
@@ -112,7 +112,8 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe(sqlState);
     expect((error as StoreError).transient).toBe(transient);
-    expect(NO_VERDICT_SQLSTATES.has(sqlState)).toBe(transient);
+    // 25006 is not a no-verdict code (the same connection would answer the same): transient because its connection is discarded.
+    expect(NO_VERDICT_SQLSTATES.has(sqlState)).toBe(transient && sqlState !== '25006');
   });
 
   it('57P01 (backend terminated) → ConnectionLostError', async () => {

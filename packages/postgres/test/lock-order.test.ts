@@ -9,22 +9,40 @@
  * would close the cycle (the batch wants id 3) and PostgreSQL would abort one of them with 40P01
  * after `deadlock_timeout` — which is what this test met before `taskInsertMany` locked holders in id
  * order.
+ *
+ * The second block forces the gap that was left (a holder another scheduler commits while a
+ * `scheduleMany` is already running, which `on conflict do update` locked in key order): a
+ * scheduler's open transaction holds a new task with key b (the smallest id), the batch
+ * [m, b, a] is held up by a third session on holder m, the scheduler commits, and a `cancelMany`
+ * over [holder a, b] locks them in id order. Before the key locks (`taskKeyLocks`) the batch then
+ * waited for b while `cancelMany` held b and waited for holder a, which the batch held: 40P01.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { PostgresStore } from '../src/index.js';
+import { type PostgresStore, statements } from '../src/index.js';
 import { DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
 
 const admin = migratedSchema('lock_order');
 const KIND = 'lock-order';
 const LEASE_MS = 600_000;
 
-/** Sessions of this database waiting for a lock (a row lock is waited for on the holder's transaction id, which has no database). */
-async function waiting(): Promise<number> {
+/**
+ * Sessions of this database waiting for a lock (a row lock is waited for on the holder's transaction
+ * id, which has no database); `rowOnly`: not counting waits for an advisory lock (a key lock).
+ */
+async function waiting(rowOnly = false): Promise<number> {
   const [row] = await admin.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%' || $1 || '%'`,
-    [admin.schema],
+    `select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query like '%' || $1 || '%'
+        and (not $2::boolean or wait_event <> 'advisory')`,
+    [admin.schema, rowOnly],
   );
   return row?.n ?? 0;
+}
+
+async function deadlocks(): Promise<number> {
+  // The counter of this database as the statistics collector last flushed it (PostgreSQL 17 §27.2.2).
+  const [row] = await admin.query<{ n: number }>('select deadlocks::int as n from pg_stat_database where datname = current_database()');
+  return row?.n ?? -1;
 }
 
 const BATCHES = ['completeMany', 'extendMany'] as const;
@@ -87,5 +105,96 @@ describe.each(DRIVERS)('lock order of batches (%s)', (driver) => {
         await store.close();
       }
     });
+  });
+});
+
+describe.each(DRIVERS)('a holder committed while scheduleMany runs (%s)', (driver) => {
+  const kit = makeKit(driver);
+  afterAll(() => kit.close());
+
+  it('scheduleMany [m, b, a] against cancelMany [a, b] with b committed meanwhile: both succeed, no deadlock', { timeout: 30_000 }, async () => {
+    await admin.truncate();
+    const store: PostgresStore<any> = kit.store({ schema: admin.schema });
+    const deadlocksBefore = await deadlocks();
+    let commitB: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      commitB = resolve;
+    });
+    let heldB: (id: string) => void = () => {};
+    const bScheduled = new Promise<string>((resolve) => {
+      heldB = resolve;
+    });
+    // b: drawn first (id 1), committed only when the gate opens.
+    const scheduler = kit.inTransaction(async (tx) => {
+      const [b] = await store.scheduleMany([{ kind: KIND, key: 'b', payload: { by: 'scheduler' } }], { tx });
+      heldB((b as { id: string }).id);
+      await gate;
+    }, 'commit');
+    const blocker = await admin.pool.connect();
+    try {
+      const bId = await bScheduled;
+      const holderA = await store.schedule({ kind: KIND, key: 'a', payload: {} });
+      const holderM = await store.schedule({ kind: KIND, key: 'm', payload: {} });
+      expect(BigInt(bId) < BigInt(holderA.id) && BigInt(holderA.id) < BigInt(holderM.id)).toBe(true);
+
+      await blocker.query('begin');
+      await blocker.query(`select id from ${admin.t('task')} where id = $1::bigint for update`, [holderM.id]);
+      const batch = Promise.allSettled([store.scheduleMany(['m', 'b', 'a'].map((key) => ({ kind: KIND, key, payload: { again: key } })))]);
+      // Before the fix: waiting for holder m with a lock on holder a. After: waiting for key b's lock.
+      await waitFor(async () => (await waiting()) === 1, 'scheduleMany waiting');
+      commitB();
+      await scheduler;
+      // Now waiting for holder m in both cases (after the fix: with b and a locked, in id order).
+      await waitFor(async () => (await waiting(true)) === 1, 'scheduleMany waiting for holder m');
+      const cancel = Promise.allSettled([store.cancelMany({ ids: [holderA.id, bId] })]);
+      await waitFor(async () => (await waiting(true)) === 2, 'cancelMany waiting');
+      await blocker.query('commit');
+      const [[batchOutcome], [cancelOutcome]] = await Promise.all([batch, cancel]);
+      expect(batchOutcome).toMatchObject({ status: 'fulfilled' });
+      expect(cancelOutcome).toMatchObject({ status: 'fulfilled' });
+      const scheduled = (batchOutcome as PromiseFulfilledResult<Awaited<ReturnType<typeof store.scheduleMany>>>).value;
+      // The batch ran first (cancelMany waited for it): `keep` returned the three holders.
+      expect(scheduled.map((r) => [r.id, r.created])).toEqual([
+        [holderM.id, false],
+        [bId, false],
+        [holderA.id, false],
+      ]);
+      const cancelled = (cancelOutcome as PromiseFulfilledResult<Awaited<ReturnType<typeof store.cancelMany>>>).value;
+      expect(cancelled.counts.CANCELLED).toBe(2);
+      const left = await admin.query<{ key: string }>(`select key from ${admin.t('task')} order by id`);
+      expect(left.map((r) => r.key)).toEqual(['m']);
+      await waitFor(async () => (await deadlocks()) >= deadlocksBefore, 'statistics');
+      expect((await deadlocks()) - deadlocksBefore).toBe(0);
+    } finally {
+      commitB();
+      await scheduler.catch(() => {});
+      await blocker.query('rollback').catch(() => {});
+      blocker.release();
+      await store.close();
+    }
+  });
+});
+
+describe('the key locks are taken in one order', () => {
+  it('taskKeyLocks and the keylocks of taskInsertMany call pg_advisory_xact_lock above the sort by lock key', async () => {
+    const s = statements(admin.schema);
+    const batch = JSON.stringify(['b', 'a', 'c'].map((key) => ({ kind: KIND, key })));
+    const plan = async (text: string, params: unknown[]) => {
+      const rows = await admin.query<{ 'QUERY PLAN': string }>(`explain (verbose, costs off) ${text}`, params);
+      return rows.map((r) => r['QUERY PLAN']);
+    };
+    // A generic plan would not show constants; the parameters are given, as the store does.
+    const locks = await plan(s.taskKeyLocks, [batch]);
+    const lockAt = locks.findIndex((l) => l.includes('pg_advisory_xact_lock'));
+    const sortAt = locks.findIndex((l) => l.includes('Sort Key: (hashtextextended'));
+    expect(lockAt).toBeGreaterThanOrEqual(0);
+    expect(sortAt).toBeGreaterThan(lockAt);
+    const insert = await plan(s.taskInsertMany, [null, JSON.stringify(['b', 'a'].map((key) => ({ kind: KIND, key, payload: null, delayMs: 0, runAt: null, maxAttempts: 3, traceContext: null, retry: null, queue: 'default', priority: 0 }))), null, 'keep']);
+    const cte = insert.findIndex((l) => l.includes('CTE keylocks'));
+    const insertLock = insert.findIndex((l, i) => i > cte && l.includes('pg_advisory_xact_lock'));
+    const insertSort = insert.findIndex((l, i) => i > insertLock && l.includes('Sort Key: (hashtextextended'));
+    expect(cte).toBeGreaterThanOrEqual(0);
+    expect(insertLock).toBeGreaterThan(cte);
+    expect(insertSort).toBeGreaterThan(insertLock);
   });
 });

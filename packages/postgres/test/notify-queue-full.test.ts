@@ -6,7 +6,8 @@
  * notifications in the NOTIFY queue" (PostgreSQL 17 NOTIFY, `max_notify_queue_pages`). Postpone's
  * notices are hints, so its own writes must not fail because of them: the store leaves its notices
  * out while the queue is at least half full, and a write whose notices met a full queue anyway is
- * run again without them. Runs on a server of its own with the smallest queue (64 pages of 8 kB).
+ * run again without them; `listen` sends no probe then (it returns the listener unchecked) and a
+ * worker's presence notice is left out. Runs on a server of its own with the smallest queue (64 pages of 8 kB).
  */
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
 import { recordCase } from '@postpone/testkit';
@@ -80,7 +81,7 @@ describe('a full NOTIFY queue', () => {
       await kit.close();
     });
 
-    it('schedule, scheduleMany, claim, fail (retry), release, snooze, cancel, complete and reclaim all succeed', async () => {
+    it('schedule, scheduleMany, claim, fail (retry), release, snooze, cancel, complete, reclaim, listen and announceWorker all succeed', async () => {
       let failed = 0;
       const ok = async <T>(what: string, op: () => Promise<T>): Promise<T | undefined> => {
         try {
@@ -91,6 +92,9 @@ describe('a full NOTIFY queue', () => {
           return undefined;
         }
       };
+      // A waitFor caller present (migration 18's task_waiter): the finish trigger of complete, cancel,
+      // fail and reclaim would notify, and must leave its notice out as the statements do.
+      await kit.query(`insert into notify_full_${driver}.task_waiter (waiter, until) values ('present', now() + interval '1 hour') on conflict (waiter) do nothing`);
       const one = await ok('schedule', () => store.schedule({ kind: 'k', payload: { n: 1 } }));
       const many = await ok('scheduleMany', () => store.scheduleMany([{ kind: 'k' }, { kind: 'k', key: 'a' }]));
       const claimed = (await ok('claim', () => store.claim({ owner: 'w', limit: 10, leaseMs: 60_000 }))) ?? [];
@@ -98,6 +102,7 @@ describe('a full NOTIFY queue', () => {
       if (a) await ok('fail', () => store.fail({ id: a.id, attempt: a.attempt, error: 'boom', backoffMs: 0 }));
       if (b) await ok('release', () => store.release({ id: b.id, attempt: b.attempt }));
       if (c) await ok('complete', () => store.complete({ id: c.id, attempt: c.attempt, owner: 'w' }));
+      if (c) fields[`${driver}_waitForDone`] = String((await ok('waitFor', () => store.waitFor(c.id, { timeoutMs: 10_000 })))?.state);
       const later = await ok('scheduleLater', () => store.schedule({ kind: 'k', delayMs: 60_000 }));
       const cancelled = later ? await ok('cancel', () => store.cancel(later.id)) : undefined;
       const retried = (await ok('claimAgain', () => store.claim({ owner: 'w', limit: 10, leaseMs: 1 }))) ?? [];
@@ -105,6 +110,13 @@ describe('a full NOTIFY queue', () => {
       if (snoozeTarget) await ok('snooze', () => store.snooze({ id: snoozeTarget.id, attempt: snoozeTarget.attempt, delayMs: 0 }));
       await new Promise((resolve) => setTimeout(resolve, 20));
       await ok('reclaim', () => store.reclaimExpired());
+      // The notices sent outside a data statement: listen's probe, a worker's presence, coalesced schedule notices.
+      const unlisten = await ok('listen', () => store.listen(() => {}));
+      await ok('announceWorker', () => store.announceWorker({ worker: 'w', group: 'g', hello: true }));
+      await unlisten?.();
+      const coalesced = kit.store({ schema: `notify_full_${driver}`, scheduleNotices: 'coalesced' });
+      await ok('scheduleCoalesced', () => coalesced.scheduleMany([{ kind: 'k', key: 'c1' }, { kind: 'k', key: 'c2' }]));
+      await coalesced.close();
       const health = await store.vacuumHealth();
       fields[`${driver}_healthNotifyQueue`] = Number(health.notifyQueueUsage.toFixed(3));
       expect(health.notifyQueueUsage).toBeGreaterThan(0.9);

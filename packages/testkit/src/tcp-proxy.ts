@@ -232,13 +232,30 @@ export class TcpProxy {
   private defaultFault: ProxyFault = { mode: 'pass' };
   private acceptedCount = 0;
   private readonly counters = { turns: 0, holds: { chunks: 0, heldMs: 0 } };
+  /** Where new connections go (see {@link retarget}); open ones stay with the server they reached. */
+  private target: TcpProxyOptions;
 
   private constructor(
     private readonly server: Server,
     private readonly options: TcpProxyOptions,
     /** The port the proxy listens on (127.0.0.1). */
     readonly port: number,
-  ) {}
+  ) {
+    this.target = options;
+  }
+
+  /**
+   * Sends connections accepted from now on to another server (a DNS name or a cloud endpoint
+   * that moved, e.g. after a failover); connections already open stay where they are.
+   */
+  retarget(targetHost: string, targetPort: number): void {
+    this.target = { ...this.options, targetHost, targetPort };
+  }
+
+  /** Host and port new connections go to. */
+  get targetAddress(): { readonly host: string; readonly port: number } {
+    return { host: this.target.targetHost, port: this.target.targetPort };
+  }
 
   /**
    * Starts a proxy listening on 127.0.0.1.
@@ -329,7 +346,7 @@ export class TcpProxy {
   private accept(socket: Socket): void {
     this.acceptedCount++;
     const id = this.nextId++;
-    const connection = new ProxyConnection(id, socket, this.defaultFault, this.options, () => this.connections.delete(id), this.counters);
+    const connection = new ProxyConnection(id, socket, this.defaultFault, this.target, () => this.connections.delete(id), this.counters);
     if (connection.open) this.connections.set(id, connection);
   }
 }

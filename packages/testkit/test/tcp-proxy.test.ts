@@ -103,4 +103,25 @@ describe('TcpProxy in front of PostgreSQL', () => {
     expect(rows[0]?.ok).toBe(true);
     expect(() => proxy!.setConnectionFault(999, { mode: 'pass' })).toThrow(/no open proxy connection 999/);
   });
+
+  it('retargets: new connections go to the new server, open ones stay where they are (a DNS name that moved)', async () => {
+    const other = await TcpProxy.forUrl(testDatabaseUrl()); // stands for the other node
+    try {
+      proxy = await TcpProxy.forUrl(testDatabaseUrl());
+      const before = await open();
+      proxy.retarget('127.0.0.1', other.port);
+      expect(proxy.targetAddress).toEqual({ host: '127.0.0.1', port: other.port });
+      expect(other.accepted).toBe(0);
+      const after = await open();
+      expect(other.accepted).toBe(1);
+      const [a, b] = await Promise.all([before.query<{ n: number }>('select 1 as n'), after.query<{ n: number }>('select 2 as n')]);
+      expect([a.rows[0]?.n, b.rows[0]?.n]).toEqual([1, 2]);
+      // The open connection never went through the other node.
+      expect(other.accepted).toBe(1);
+      expect(proxy.list().filter((c) => c.open)).toHaveLength(2);
+    } finally {
+      await Promise.all(clients.splice(0).map((c) => c.end().catch(() => {})));
+      await other.close();
+    }
+  });
 });

@@ -51,6 +51,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   maxAbandonGraceMs: 5_000,
   completeBatchSize: 50,
   completeBatchDelayMs: 0,
+  /** `ctx.progress` writes at most once a second per task (docs/contract.md#progress). */
+  progressIntervalMs: 1_000,
   prefetch: 0,
   /** One minute: due tasks of a kind nobody claims are reported after this long. */
   unclaimedAfterMs: 60_000,
@@ -202,6 +204,13 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    */
   readonly completeBatchDelayMs?: number;
   /**
+   * `ctx.progress(value)` of a handler writes the task's progress at most once per this many ms per
+   * task, 1..2³¹−1 (default 1 000; docs/contract.md#progress): values reported meanwhile are
+   * coalesced (only the newest is written), and the last one is always written before the attempt's
+   * end is reported. Each write is one fenced UPDATE (`store.reportProgress`).
+   */
+  readonly progressIntervalMs?: number;
+  /**
    * The local queue: how many tasks the worker may claim AHEAD of its free slots, 0..10 000 (default
    * 0: off, each claim asks only for the free slots). With `prefetch` n a claim asks for up to
    * `concurrency + n − running − queued` tasks, and the loop claims again once the queue is down to
@@ -266,6 +275,7 @@ export interface ResolvedOptions {
   readonly abandonGraceMs: number;
   readonly completeBatchSize: number;
   readonly completeBatchDelayMs: number;
+  readonly progressIntervalMs: number;
   /** Tasks claimed ahead of free slots (the local queue); 0: off. */
   readonly prefetch: number;
   /** Null: no scheduled prune. */
@@ -340,6 +350,7 @@ const RULES: readonly Rule[] = [
   rule('abandonGraceMs', (r) => Math.min(r.leaseMs, defaults.maxAbandonGraceMs), nonNegativeMs(MAX_TIMER_MS)),
   rule('completeBatchSize', () => defaults.completeBatchSize, count(MAX_COMPLETE_MANY)),
   rule('completeBatchDelayMs', () => defaults.completeBatchDelayMs, nonNegativeMs(MAX_TIMER_MS)),
+  rule('progressIntervalMs', () => defaults.progressIntervalMs, positiveMs(MAX_TIMER_MS)),
   rule('prefetch', () => defaults.prefetch, (value, field) => (value === 0 ? 0 : validatePositiveInt(value, field, MAX_CONCURRENCY))),
   rule('prune', () => null, resolvePrune),
   rule('unclaimedAfterMs', () => defaults.unclaimedAfterMs, (value, field) => (value === null ? null : validatePositiveMs(value, field, MAX_TIMER_MS))),

@@ -6,7 +6,8 @@
  *
  * At the reclaim sweep, at most once per `unclaimedAfterMs` (the first time `unclaimedAfterMs` after
  * `start()`, so a fleet starting together does not report each other's kinds), the watch reads
- * `store.unclaimedKinds({ dueForMs: unclaimedAfterMs })` — the (queue, kind) pairs whose oldest task
+ * `store.unclaimedKinds({ dueForMs: unclaimedAfterMs })` (less the pairs whose queue or kind is paused,
+ * read with `store.listPaused()` only when there are pairs) — the (queue, kind) pairs whose oldest task
  * has been due that long while none of them is CLAIMED (core `unclaimed.ts`) — and keeps the pairs
  * this worker does not handle (another queue, or a kind without a handler here). For those it emits
  * one `unclaimedKinds` event per check and logs one `warn` line per pair: when the pair first shows
@@ -80,9 +81,12 @@ export class UnclaimedWatch {
       logger.debug({ err: error }, `could not read the kinds nobody claims; next try in ${afterMs} ms`);
       return;
     }
+    const paused = found.length === 0 ? null : await pausedTargets(store);
     const handled = kinds ?? [];
     const reports: UnclaimedKindReport[] = found
       .filter((k) => k.queue !== queue || (kinds !== null && !kinds.includes(k.kind)))
+      // Paused on purpose (docs/contract.md#pause-and-resume): nobody claims it, as asked.
+      .filter((k) => paused === null || !(paused.has(`queue\u0000${k.queue}`) || paused.has(`kind\u0000${k.kind}`)))
       .map((k) => ({ ...k, closestHandledKind: closestKind(k.kind, handled) }));
     const now = pacing.now();
     const logged = new Map<string, number>();
@@ -111,6 +115,20 @@ export class UnclaimedWatch {
     this.logged = logged;
     this.latest = reports;
     if (reports.length > 0) events.emit('unclaimedKinds', { kinds: reports, queue, handledKinds: handled });
+  }
+}
+
+/**
+ * The paused queues and kinds (`store.listPaused`) as `scope\u0000name` keys; null when the store cannot
+ * say (no such method, a schema before migration 15, a failed read): then nothing is left out.
+ */
+async function pausedTargets(store: { listPaused?: unknown }): Promise<ReadonlySet<string> | null> {
+  if (typeof store.listPaused !== 'function') return null;
+  try {
+    const paused = (await (store as { listPaused(): Promise<readonly { scope: string; name: string }[]> }).listPaused()) ?? [];
+    return new Set(paused.map((p) => `${p.scope}\u0000${p.name}`));
+  } catch {
+    return null;
   }
 }
 

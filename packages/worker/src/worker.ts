@@ -12,6 +12,7 @@ import {
   type ClaimedTask,
   type Json,
   PostponeError,
+  type RateLimited,
   type ReclaimedTask,
   type Store,
   ValidationError,
@@ -116,6 +117,15 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private loopDone: Promise<void> | null = null;
   private wake = new AbortController();
   private sleepingFull = false;
+  /**
+   * Until when (pacing clock) rate limits hold back everything this worker may claim, as the last
+   * claim's `onRateLimited` said (docs/contract.md#rate-limits): the loop sleeps until then instead of polling.
+   */
+  private rateLimitedUntil = Number.NEGATIVE_INFINITY;
+  private readonly onRateLimited = ({ reopensInMs }: RateLimited): void => {
+    this.rateLimitedUntil = this.options.pacing.now() + reopensInMs;
+    this.logger.debug({ reopensInMs }, 'rate limits hold back every task this worker may claim');
+  };
   private stopping: Promise<StopResult> | null = null;
   private handedBackUnstarted = 0;
   /** Hand-backs at stop whose release did not reach the store ({@link StopResult.handBackFailed}). */
@@ -246,7 +256,14 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     const claim = (async () => {
       try {
         const caps = this.options.kindConcurrency;
-        return await this.store.claim({ owner: this.id, limit, leaseMs: this.options.leaseMs, ...this.selection, ...(caps === null ? {} : { kindLimits: caps }) });
+        return await this.store.claim({
+          owner: this.id,
+          limit,
+          leaseMs: this.options.leaseMs,
+          ...this.selection,
+          ...(caps === null ? {} : { kindLimits: caps }),
+          onRateLimited: this.onRateLimited,
+        });
       } finally {
         this.reserved -= limit;
       }
@@ -443,6 +460,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
     const { pacing, reclaimEveryMs } = this.options;
     let nextReclaimAt = pacing.now();
     await this.discoverer.start();
+    // Set after a rate-limited sleep: claim once then, whatever discovery says (its timers fired while held back).
+    let reopened = false;
     while (this.currentState === 'running') {
       if (pacing.now() >= nextReclaimAt) {
         await this.guard('reclaim', () => this.reclaim());
@@ -451,12 +470,23 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         nextReclaimAt = pacing.now() + reclaimEveryMs;
       }
       if (this.isStopping()) break;
-      if (this.wantsClaim() && this.discoverer.wantsClaim()) {
+      const heldForMs = this.rateLimitedUntil - pacing.now();
+      if (heldForMs > 0) {
+        // Rate limits hold back everything this worker may claim: no claim until the window reopens
+        // (or the next reclaim); only stop interrupts this wait.
+        if (this.wake.signal.aborted) this.wake = new AbortController();
+        await pacing.sleep(Math.max(0, Math.min(heldForMs, nextReclaimAt - pacing.now())), this.wake.signal);
+        reopened = pacing.now() >= this.rateLimitedUntil;
+        continue;
+      }
+      if (this.wantsClaim() && (reopened || this.discoverer.wantsClaim())) {
+        reopened = false;
         const asked = this.freeSlots;
         const token = this.discoverer.claimStarted();
         const claimed = await this.guard('claim', () => this.runOnce());
         this.discoverer.claimFinished(token, asked, claimed);
         if (this.isStopping()) break;
+        if (this.rateLimitedUntil > pacing.now()) continue;
         // A full batch means more may be due: claim again at once while slots are free.
         if (claimed !== null && claimed.length === asked && this.wantsClaim()) continue;
       }

@@ -85,7 +85,7 @@ describe.each([
     const { id, dueAt } = await r.h.store.schedule({ kind: 'job', delayMs: 1_500 });
     await until(() => r.worker.discovery.notices === 1 && r.worker.discovery.wheelSize === 1, 'the notice');
     // Placed by the notice: the store was read once, at start, before this task existed.
-    expect(r.worker.discovery.rebuilds).toEqual({ start: 1, fallback: 0, horizon: 0, gap: 0, reconnect: 0 });
+    expect(r.worker.discovery.rebuilds).toEqual({ start: 1, fallback: 0, horizon: 0, gap: 0, reconnect: 0, pauseNotice: 0 });
     await until(() => r.claimed.length === 1, 'the claim');
     expect(r.claimed[0]?.task.id).toBe(id);
     expect(r.claimed[0]?.task.claimedAt.getTime()).toBeGreaterThanOrEqual(dueAt.getTime());

@@ -170,11 +170,19 @@ describe('shutdown order', () => {
         // stop() counts a hand-back that did not reach the store as failed: each such task is still CLAIMED.
         if (report.stopOutcome?.ok) expect(report.stopOutcome.result?.handBackFailed ?? -1).toBe(Math.min(claimedLeft, report.stopOutcome.result?.handedBack ?? 0));
         const leases = await leaseEndsWithin(schema);
+        const leaseEndAt = Date.now() + leases;
+        // When the last lease left behind ends, in ms from the child's exit (≤ the lease; negative: it ended that long before).
+        fields[`${tag}_leaseEndsInMs`] = Math.round(leases);
         expect(leases).toBeLessThanOrEqual(leaseMs);
         const second = createWorker({ store, leaseMs, reclaimEveryMs: 100, pollIntervalMs: 20, unclaimedAfterMs: null, handlers: { job: async () => 'second' } });
         let reclaimed = 0;
-        second.on('reclaimed', () => void (reclaimed += 1));
+        let lastReclaimAt = 0;
+        second.on('reclaimed', () => {
+          reclaimed += 1;
+          lastReclaimAt = Date.now();
+        });
         second.start();
+        const secondStartedAt = Date.now();
         try {
           await until(async () => (await store.countByState())[TaskState.DONE] === 2, 'both tasks DONE', 3 * leaseMs + 5_000);
         } finally {
@@ -182,6 +190,9 @@ describe('shutdown order', () => {
           await store.close();
         }
         fields[`${tag}_reclaimedBySecond`] = reclaimed;
+        // Reported, not asserted (wall clock): how long a task stayed CLAIMED past the end of its lease once a
+        // worker was there to reclaim it (reclaimEveryMs 100), from the later of the lease's end and its start.
+        fields[`${tag}_claimedPastLeaseMs`] = reclaimed > 0 ? Math.max(0, Math.round(lastReclaimAt - Math.max(leaseEndAt, secondStartedAt))) : 'none';
         expect(reclaimed).toBeLessThanOrEqual(claimedLeft);
       }), 60_000);
   });

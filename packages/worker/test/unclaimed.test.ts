@@ -73,6 +73,22 @@ describe.each(HARNESSES)('kinds nobody claims (%s store)', (_name, makeHarness) 
     hold.open();
   });
 
+  it('a paused queue or kind is not reported: nobody claims it on purpose (docs/contract.md#pause-and-resume)', async () => {
+    const h = await t.open(makeHarness);
+    await h.store.schedule({ kind: 'typo-kind', payload: null });
+    await h.store.schedule({ kind: 'paused-kind', payload: null });
+    await h.store.schedule({ kind: 'mail', queue: 'paused-queue', payload: null });
+    expect(await h.store.pause({ kind: 'paused-kind' })).toBe(true);
+    expect(await h.store.pause({ queue: 'paused-queue' })).toBe(true);
+    const worker = t.track(
+      createWorker({ store: h.store, pollIntervalMs: 10, reclaimEveryMs: 20, unclaimedAfterMs: 200, logger: pino({ level: 'silent' }), handlers: { job: async () => null } }),
+    );
+    const event = waitForEvent(worker, 'unclaimedKinds');
+    worker.start();
+    const [first] = (await event) as [WorkerEvents['unclaimedKinds']];
+    expect(first.kinds.map((k) => `${k.queue}/${k.kind}`)).toEqual(['default/typo-kind']);
+  });
+
   it('a failing read is an error event (operation unclaimedKinds), never a rejection; the worker keeps working', async () => {
     const h = await t.open(makeHarness);
     let reads = 0;

@@ -1,15 +1,15 @@
 /**
- * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listTasks`,
- * `getTaskRecord`, `getCompletion`): the live counts, the tasks due in the next hour, and the lateness of
+ * What the dashboard shows, read through the store's operations only (`stats`, `unclaimedKinds`, `listRateLimits`, `listTasks`,
+ * `getTaskRecord`, `getCompletion`, `listPaused`): the live counts, the tasks due in the next hour, and the lateness of
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
-import type { Completion, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
-import { MAX_LIST_LIMIT } from '@postpone/core';
+import type { Completion, PausedEntry, RateLimitRecord, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
+import { MAX_LIST_LIMIT, SchemaVersionError } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany' | 'listPaused' | 'pause' | 'resume' | 'listRateLimits'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;
@@ -55,6 +55,10 @@ export interface Overview {
   readonly stats: StoreStats;
   /** Kinds due with nobody claiming (`store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })`). */
   readonly unclaimed: UnclaimedKinds;
+  /** The paused queues and kinds (`store.listPaused`, docs/contract.md#pause-and-resume); none on a schema before migration 15. */
+  readonly paused: readonly PausedEntry[];
+  /** Rate limits of kinds and queues with their use now (`store.listRateLimits()`, docs/contract.md#rate-limits). */
+  readonly rateLimits: readonly RateLimitRecord[];
   readonly due: DueHistogram;
   readonly lateness: readonly LatenessPoint[];
 }
@@ -105,8 +109,27 @@ export async function recentLateness(store: DashboardStore): Promise<LatenessPoi
 
 export async function overview(store: DashboardStore): Promise<Overview> {
   const stats = await store.stats();
-  const [due, lateness, unclaimed] = await Promise.all([dueHistogram(store, stats.now), recentLateness(store), store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS })]);
-  return { stats, unclaimed, due, lateness };
+  const [due, lateness, unclaimed, paused, rateLimits] = await Promise.all([
+    dueHistogram(store, stats.now),
+    recentLateness(store),
+    store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS }),
+    pausedOrNone(store),
+    store.listRateLimits(),
+  ]);
+  return { stats, unclaimed, paused, rateLimits, due, lateness };
+}
+
+/**
+ * The paused queues and kinds for `postpone stats` and the dashboard: none on a schema before
+ * migration 15 (no `pause` table: nothing can be paused there), so both keep working on an older schema.
+ */
+export async function pausedOrNone(store: Pick<DashboardStore, 'listPaused'>): Promise<PausedEntry[]> {
+  try {
+    return await store.listPaused();
+  } catch (error) {
+    if (SchemaVersionError.isInstance(error) && error.code === 'SCHEMA_BEHIND') return [];
+    throw error;
+  }
 }
 
 /** A task with its completion, or null when there is no such task. */

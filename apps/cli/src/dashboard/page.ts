@@ -55,6 +55,11 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     (no worker handles it — a missing handler or a typo at the call site — or every worker is down or busy).</p>
     <table id="unclaimed-kinds"><thead><tr><th>queue</th><th>kind</th><th>due</th><th>oldest due</th><th>waiting</th></tr></thead><tbody></tbody></table>
   </div>
+  <div id="rate-limits" hidden>
+    <p class="note"><b>Rate limits</b>: at most <i>limit</i> claims of the kind or queue in any window, for every worker
+    (<code>postpone limits</code>); tasks held back stay SCHEDULED.</p>
+    <table id="rate-limit-rows"><thead><tr><th>scope</th><th>name</th><th>limit</th><th>window</th><th>used now</th><th>reopens</th></tr></thead><tbody></tbody></table>
+  </div>
 </section>
 <section class="charts">
   <figure>
@@ -97,6 +102,18 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   </div>
   <p><button id="first-page" type="button" disabled>first page</button> <button id="next-page" type="button" disabled>next page</button> <span id="list-info"></span></p>
 </section>
+<section id="paused-section" aria-label="Paused queues and kinds">
+  <h2>Paused</h2>
+  <p class="note">Paused queues and kinds: no worker claims their tasks (they keep their due time and attempts); running tasks finish.</p>
+  <table id="paused"><thead><tr><th>scope</th><th>name</th><th>since</th><th>by</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
+  <form id="pause-form">
+    <label>pause <select id="pause-scope"><option value="queue">queue</option><option value="kind">kind</option></select></label>
+    <input id="pause-name" type="text" maxlength="200" placeholder="name" autocomplete="off" required>
+    <input id="pause-reason" type="text" maxlength="500" placeholder="reason (optional)" autocomplete="off">
+    <button type="submit">pause</button>
+    <span id="pause-message" role="status"></span>
+  </form>
+</section>
 <section id="detail" aria-label="Task detail" tabindex="-1" hidden>
   <div class="detail-head">
     <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>
@@ -121,6 +138,7 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <dt>last error</dt><dd><pre id="detail-error"></pre></dd>
     <dt>payload</dt><dd><pre id="detail-payload"></pre></dd>
     <dt>result</dt><dd><pre id="detail-result"></pre></dd>
+    <dt>progress</dt><dd><pre id="detail-progress"></pre></dd>
     <dt>completed</dt><dd id="detail-completion"></dd>
   </dl>
 </section>

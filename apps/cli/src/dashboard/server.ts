@@ -6,8 +6,10 @@
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
  * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
- * `POST /api/tasks/:id/cancel` the two writing actions on one task; `POST /api/bulk/cancel|retry|delete`
- * (body `{ filter, dryRun? }`) the bulk actions, which the page runs with `dryRun` first to state the count.
+ * `POST /api/tasks/:id/cancel` the two writing actions on one task; `POST /api/pause` and `POST /api/resume`
+ * (a JSON body `{ queue }` or `{ kind }`, pause also `reason`; docs/contract.md#pause-and-resume);
+ * `POST /api/bulk/cancel|retry|delete` (body `{ filter, dryRun? }`) the bulk actions, which the page runs
+ * with `dryRun` first to state the count.
  *
  * Guards, on every request: with an access token, the request must carry it (`Authorization: Bearer`,
  * the cookie set by opening `/?token=…` once, or `?token=`), else 401; without one (loopback only),
@@ -24,7 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAdaptorServer } from '@hono/node-server';
 import { OutcomeError, UsageError } from '../args.js';
-import { type BulkFilter, parseTaskId, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
+import { type BulkFilter, parseTaskId, type PauseTarget, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
 import { type Context, Hono } from 'hono';
 import { type DashboardStore, overview, taskDetail } from './data.js';
 import { pageHtml } from './page.js';
@@ -191,6 +193,19 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
     const result = op === 'cancel' ? await store.cancelMany(filter, options) : op === 'retry' ? await store.retryMany(filter, options) : await store.deleteMany(filter, options);
     return c.json(result);
   });
+  // Pause and resume: the body is checked by the store (a ValidationError is a 400); `by` names the dashboard.
+  const pauseBody = async (c: Context): Promise<{ target: { queue?: string; kind?: string }; reason?: string }> => {
+    const body = (await c.req.json().catch(() => null)) as Record<string, unknown> | null;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('INVALID_OPTION', 'body', 'must be a JSON object { queue } or { kind }');
+    const { reason, ...target } = body;
+    return { target: target as { queue?: string; kind?: string }, ...(reason === undefined || reason === '' ? {} : { reason: reason as string }) };
+  };
+  app.post('/api/pause', async (c) => {
+    const { target, reason } = await pauseBody(c);
+    const changed = await store.pause(target as PauseTarget, { by: 'dashboard', ...(reason === undefined ? {} : { reason }) });
+    return c.json({ changed });
+  });
+  app.post('/api/resume', async (c) => c.json({ changed: await store.resume((await pauseBody(c)).target as PauseTarget) }));
   return app;
 }
 

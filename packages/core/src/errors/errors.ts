@@ -18,6 +18,10 @@ export type ValidationCode =
   | 'INVALID_TASK_ID'
   | 'INVALID_OPTION'
   | 'INVALID_RESULT'
+  /** A progress value (`ctx.progress`, `reportProgress`) JSON cannot hold (docs/contract.md#progress). */
+  | 'INVALID_PROGRESS'
+  /** A progress value longer than `MAX_PROGRESS_BYTES` of UTF-8 JSON (docs/contract.md#progress). */
+  | 'PROGRESS_TOO_LARGE'
   | 'INVALID_KEY'
   | 'INVALID_QUEUE'
   | 'INVALID_PRIORITY'
@@ -43,7 +47,9 @@ export type PostponeErrorCode =
   | 'TASK_ABORTED'
   | 'NON_RETRYABLE'
   | 'SNOOZE'
-  | 'WORKER_STOPPED';
+  | 'WORKER_STOPPED'
+  | 'WAIT_TIMEOUT'
+  | 'NOT_FOUND';
 
 export class PostponeError extends Error {
   readonly [MARKER] = true;
@@ -266,5 +272,42 @@ export class SchemaVersionError extends PostponeError {
     this.schemaVersion = schemaVersion;
     this.codeVersion = codeVersion;
     this.minReader = minReader;
+  }
+}
+
+/**
+ * `waitFor` gave up: the task was not terminal within `timeoutMs` (docs/contract.md#awaiting-a-result).
+ * The task is untouched: it may still finish later; wait again or read it with `getTask`.
+ */
+export class WaitTimeoutError extends PostponeError {
+  readonly taskId: string;
+  readonly timeoutMs: number;
+  constructor(taskId: string, timeoutMs: number) {
+    super('WAIT_TIMEOUT', `task ${taskId} was not finished within ${timeoutMs} ms`);
+    this.name = 'WaitTimeoutError';
+    this.taskId = taskId;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * No task has this id (docs/contract.md#awaiting-a-result). `vanished` is true when the task was
+ * seen live by the caller and then disappeared: it finished as DONE not kept (`keep: false`,
+ * docs/contract.md#done-not-kept), which leaves no row — so its result cannot be read — or it was
+ * pruned; false when the id was found nowhere in the first place.
+ */
+export class TaskNotFoundError extends PostponeError {
+  readonly taskId: string;
+  readonly vanished: boolean;
+  constructor(taskId: string, vanished = false) {
+    super(
+      'NOT_FOUND',
+      vanished
+        ? `task ${taskId} disappeared while awaited: it finished without history (DONE not kept, keep: false) or was pruned, so it has no result to read`
+        : `no task has id ${taskId}`,
+    );
+    this.name = 'TaskNotFoundError';
+    this.taskId = taskId;
+    this.vanished = vanished;
   }
 }

@@ -278,13 +278,13 @@ export function validateJson(
   value: unknown,
   field = 'payload',
   maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
-  code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' = 'INVALID_PAYLOAD',
+  code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' | 'INVALID_PROGRESS' = 'INVALID_PAYLOAD',
 ): { value: Json; text: string } {
   const normalized = toJson(value, field, code, new Set());
   const text = JSON.stringify(normalized);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
-    throw new ValidationError(code === 'INVALID_PAYLOAD' ? 'PAYLOAD_TOO_LARGE' : code, field, `is ${bytes} bytes of JSON, the limit is ${maxBytes}`);
+    throw new ValidationError(code === 'INVALID_PAYLOAD' ? 'PAYLOAD_TOO_LARGE' : code === 'INVALID_PROGRESS' ? 'PROGRESS_TOO_LARGE' : code, field, `is ${bytes} bytes of JSON, the limit is ${maxBytes}`);
   }
   return { value: normalized, text };
 }
@@ -310,7 +310,7 @@ function shortPath(path: string): string {
   return path.length <= 120 ? path : `${path.slice(0, 60)}…${path.slice(-59)}`;
 }
 
-function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT', seen: Set<object>, viaToJson = false): Json {
+function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' | 'INVALID_PROGRESS', seen: Set<object>, viaToJson = false): Json {
   switch (typeof value) {
     case 'string':
       if (value.includes('\u0000')) throw new ValidationError(code, shortPath(path), 'contains \\u0000, which jsonb cannot store');
@@ -500,9 +500,26 @@ export function rejectUnknownFields(value: object, known: readonly string[], pre
   }
 }
 
-/** What a schedule does when its (kind, key) is held by a SCHEDULED or CLAIMED task (docs/contract.md#dedup-keys). */
-export type OnConflict = 'keep' | 'replace' | 'fail';
-const ON_CONFLICT: readonly OnConflict[] = ['keep', 'replace', 'fail'];
+/**
+ * What a schedule does with its dedup key (docs/contract.md#dedup-keys): `'keep'`, `'replace'` and
+ * `'fail'` decide what happens when a SCHEDULED or CLAIMED task holds (kind, key); `'debounce'`
+ * replaces a SCHEDULED holder's payload and due time (the due time pushed to the new schedule's) and
+ * queues a new task behind a CLAIMED one; `'queueBehind'` keeps a SCHEDULED holder and queues a new
+ * task behind a CLAIMED one; `'throttle'` creates at most one task per key per `throttleMs`, counted
+ * from the last task it created, even after that task finished.
+ */
+export type OnConflict = 'keep' | 'replace' | 'fail' | 'debounce' | 'queueBehind' | 'throttle';
+export const ON_CONFLICT: readonly OnConflict[] = Object.freeze(['keep', 'replace', 'fail', 'debounce', 'queueBehind', 'throttle']);
+/** The modes in which a CLAIMED holder hands its key to a new task queued behind it. */
+export const HANDS_OVER_KEY: readonly OnConflict[] = Object.freeze(['debounce', 'queueBehind']);
+
+/** The validated options of schedule / scheduleMany. */
+export interface NormalizedScheduleOptions {
+  readonly tx?: unknown;
+  readonly onConflict: OnConflict;
+  /** With `onConflict: 'throttle'` the throttle period in ms; null otherwise. */
+  readonly throttleMs: number | null;
+}
 
 /**
  * Checks the options of schedule / scheduleMany: `undefined`, or an object with `tx` and
@@ -520,15 +537,29 @@ export function validateCancelOptions(options: unknown): { readonly tx?: unknown
   return tx === undefined ? {} : { tx };
 }
 
-export function validateScheduleOptions(options: unknown): { readonly tx?: unknown; readonly onConflict: OnConflict } {
-  if (options === undefined) return { onConflict: 'keep' };
+/**
+ * Checks the options of schedule / scheduleMany: `undefined`, or an object with `tx`, `onConflict`
+ * (default `'keep'`) and, with `onConflict: 'throttle'` only and then required, `throttleMs` (whole
+ * ms, 1..{@link MAX_DELAY_MS}). Whether `tx` is really the store's transaction handle is the store's check.
+ * @throws ValidationError INVALID_OPTION naming `options.onConflict` or `options.throttleMs`
+ */
+export function validateScheduleOptions(options: unknown): NormalizedScheduleOptions {
+  if (options === undefined) return { onConflict: 'keep', throttleMs: null };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ValidationError('INVALID_OPTION', 'options', `must be an object such as { tx }, got ${describe(options)}`);
   }
-  rejectUnknownFields(options, ['tx', 'onConflict'], 'options.');
-  const { tx, onConflict = 'keep' } = options as { tx?: unknown; onConflict?: unknown };
+  rejectUnknownFields(options, ['tx', 'onConflict', 'throttleMs'], 'options.');
+  const { tx, onConflict = 'keep', throttleMs } = options as { tx?: unknown; onConflict?: unknown; throttleMs?: unknown };
   if (!ON_CONFLICT.includes(onConflict as OnConflict)) {
     throw new ValidationError('INVALID_OPTION', 'options.onConflict', `must be one of ${ON_CONFLICT.join(', ')}, got ${describe(onConflict)}`);
   }
-  return tx === undefined ? { onConflict: onConflict as OnConflict } : { tx, onConflict: onConflict as OnConflict };
+  let period: number | null = null;
+  if (onConflict === 'throttle') {
+    if (throttleMs === undefined) throw new ValidationError('INVALID_OPTION', 'options.throttleMs', "is required with onConflict: 'throttle'");
+    period = validatePositiveMs(throttleMs, 'options.throttleMs', MAX_DELAY_MS);
+  } else if (throttleMs !== undefined) {
+    throw new ValidationError('INVALID_OPTION', 'options.throttleMs', `is only for onConflict: 'throttle', got onConflict ${describe(onConflict)}`);
+  }
+  const out = { onConflict: onConflict as OnConflict, throttleMs: period };
+  return tx === undefined ? out : { tx, ...out };
 }

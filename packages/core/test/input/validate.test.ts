@@ -389,10 +389,19 @@ describe('review fixes: depth, unknown fields, C1 controls', () => {
 
 describe('options objects', () => {
   it('validateScheduleOptions takes undefined or { tx, onConflict } and refuses anything else', () => {
-    expect(validateScheduleOptions(undefined)).toEqual({ onConflict: 'keep' });
-    expect(validateScheduleOptions({ tx: 1 })).toEqual({ tx: 1, onConflict: 'keep' });
-    expect(validateScheduleOptions({ onConflict: 'replace' })).toEqual({ onConflict: 'replace' });
-    expect(validateScheduleOptions({ onConflict: 'fail', tx: 2 })).toEqual({ onConflict: 'fail', tx: 2 });
+    expect(validateScheduleOptions(undefined)).toEqual({ onConflict: 'keep', throttleMs: null });
+    expect(validateScheduleOptions({ tx: 1 })).toEqual({ tx: 1, onConflict: 'keep', throttleMs: null });
+    expect(validateScheduleOptions({ onConflict: 'replace' })).toEqual({ onConflict: 'replace', throttleMs: null });
+    expect(validateScheduleOptions({ onConflict: 'fail', tx: 2 })).toEqual({ onConflict: 'fail', tx: 2, throttleMs: null });
+    expect(validateScheduleOptions({ onConflict: 'debounce' })).toEqual({ onConflict: 'debounce', throttleMs: null });
+    expect(validateScheduleOptions({ onConflict: 'throttle', throttleMs: 60_000 })).toEqual({ onConflict: 'throttle', throttleMs: 60_000 });
+    expectCode(() => validateScheduleOptions({ onConflict: 'throttle' }), 'INVALID_OPTION', 'options.throttleMs');
+    expectCode(() => validateScheduleOptions({ onConflict: 'throttle', throttleMs: 0 }), 'INVALID_OPTION', 'options.throttleMs');
+    expectCode(() => validateScheduleOptions({ onConflict: 'throttle', throttleMs: 1.5 }), 'INVALID_OPTION', 'options.throttleMs');
+    expectCode(() => validateScheduleOptions({ onConflict: 'throttle', throttleMs: MAX_DELAY_MS + 1 }), 'INVALID_OPTION', 'options.throttleMs');
+    expectCode(() => validateScheduleOptions({ onConflict: 'keep', throttleMs: 10 }), 'INVALID_OPTION', 'options.throttleMs');
+    expectCode(() => validateScheduleOptions({ throttleMs: 10 }), 'INVALID_OPTION', 'options.throttleMs');
+    expect(validateScheduleOptions({ onConflict: 'queueBehind' })).toEqual({ onConflict: 'queueBehind', throttleMs: null });
     expectCode(() => validateScheduleOptions({ onConflict: 'ignore' }), 'INVALID_OPTION', 'options.onConflict');
     expectCode(() => validateScheduleOptions({ onConflict: null }), 'INVALID_OPTION', 'options.onConflict');
     expect(() => validateScheduleOptions({ txn: 1 })).toThrow(/options\.txn: is not an option/);

@@ -314,3 +314,67 @@ export function checkHistory(history: History): HistoryVerdict {
 export function describeViolations(violations: readonly Violation[], limit = 5): string[] {
   return violations.slice(0, limit).map((v) => `${v.kind}:${v.taskId}`);
 }
+
+/** What an asynchronous failover lost, as {@link failoverLoss} finds it on the new primary. */
+export interface FailoverLoss {
+  /** Schedules the store acknowledged whose task row is not on the new primary. */
+  readonly schedules: readonly string[];
+  /**
+   * DONE transitions a worker saw committed (`complete` answered DONE) whose commit is not on the new
+   * primary: the effect rows written in that same transaction (`source`, one per attempt and worker)
+   * are not there, or the same attempt was claimed again after it (by the same worker: the claim was
+   * lost too, the task ran again there under the same attempt). Each as `id:attempt:worker`.
+   */
+  readonly done: readonly string[];
+  /**
+   * Claims a worker saw answered whose commit is not on the new primary: the same attempt of the
+   * task was handed out again there. Each as `id:attempt` (once per extra claim).
+   */
+  readonly claims: readonly string[];
+  /** Effect rows on the new primary whose task is not DONE at that attempt there (local effects inconsistent with DONE). */
+  readonly effectsWithoutDone: number;
+  /** Tasks with more than one row of one effect table on the new primary. */
+  readonly duplicateEffects: number;
+  /** Checker violations on tasks that lost nothing: what the loss does not explain. */
+  readonly unexplained: readonly Violation[];
+}
+
+/**
+ * Judges a history whose final rows and effects were read on a promoted standby of an asynchronous
+ * primary: what the failover lost (acknowledged schedules and DONE transitions not there), whether
+ * the local effects that are there agree with DONE (an effect row only with its task DONE at that
+ * attempt, at most one per table), and which checker violations are not explained by the loss.
+ * @param source the effect table written in each completing transaction (default `app_effect`)
+ */
+export function failoverLoss(history: History, verdict: HistoryVerdict, source = 'app_effect'): FailoverLoss {
+  const rows = new Set(history.final.map((f) => f.id));
+  const schedules = history.ops.filter((o) => o.type === 'schedule' && !rows.has(o.id)).map((o) => o.id);
+  const effects = new Set(history.effects.filter((e) => e.source === source).map((e) => `${e.id}:${e.attempt}:${e.worker}`));
+  const done: string[] = [];
+  const claims: string[] = [];
+  const claimed = new Set<string>();
+  // Per worker the ops are in the order it saw them: a DONE, then a claim of the same attempt by the same worker.
+  const doneBefore = new Set<string>();
+  for (const o of history.ops) {
+    if (o.type === 'claim') {
+      const attemptKey = `${o.id}:${o.attempt}`;
+      if (claimed.has(attemptKey)) claims.push(attemptKey);
+      claimed.add(attemptKey);
+      const key = `${attemptKey}:${o.worker}`;
+      if (doneBefore.delete(key)) done.push(key);
+    } else if (o.type === 'complete' && o.outcome === 'DONE') {
+      const key = `${o.id}:${o.attempt}:${o.worker}`;
+      doneBefore.add(key);
+    }
+  }
+  for (const key of doneBefore) if (!effects.has(key)) done.push(key);
+  const lostIds = new Set([...schedules, ...done.map((k) => k.split(':')[0]!), ...claims.map((k) => k.split(':')[0]!)]);
+  return {
+    schedules,
+    done: [...new Set(done)],
+    claims,
+    effectsWithoutDone: verdict.counts['effect-not-done-attempt'],
+    duplicateEffects: verdict.counts['duplicate-effect'],
+    unexplained: verdict.violations.filter((v) => !lostIds.has(v.taskId)),
+  };
+}

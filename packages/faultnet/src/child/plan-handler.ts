@@ -76,12 +76,13 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
         release();
       }
     }
+    if (plan.echoWithProgress) ctx.progress({ half: id });
     if (plan.workMs !== undefined) await sleep(plan.workMs);
     if (plan.awaitAbortMs !== undefined) await abortedOrAfter(ctx.signal, plan.awaitAbortMs);
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
     // The handler's local effect, in the transaction that commits DONE (the seed's effect row, now the application's).
     if (plan.effect !== false && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
     if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
-    return { by: name, attempt };
+    return plan.echoWithProgress ? { by: name, attempt, echo: JSON.stringify(task.payload) } : { by: name, attempt };
   }
 }

@@ -32,6 +32,11 @@ export interface HandlerPlan {
   /** Throw on attempts `<= failAttempts` (use a large number to always fail). */
   readonly failAttempts?: number;
   /**
+   * Report progress `{ half: <task id> }` through `ctx.progress` before the work, and return the
+   * task's payload as JSON text in the result's `echo` (evidence `await_result`; default off).
+   */
+  readonly echoWithProgress?: boolean;
+  /**
    * Write the task's local effect, one `<schema>.app_effect` row (primary key `task_id`; see
    * `app-effect.ts`), through `ctx.onCompleteTx` in the transaction that commits DONE (default true):
    * the seed's effect table, now the handler's own (migration 13). `false` leaves the completion to
@@ -97,6 +102,12 @@ export interface ConnectionPlan {
    * guard (`pgPoolConfig` / `replyGuardedSocket`), as a user who passes a pool of their own would.
    */
   readonly replyTimeoutMs?: number;
+  /**
+   * postgres.js only: the URL its `sql` connects to when it differs from the child's database URL,
+   * e.g. several hosts with `target_session_attrs=read-write` (the harness's own `pg` pool, which
+   * cannot take several hosts, stays on the database URL).
+   */
+  readonly postgresJsUrl?: string;
 }
 
 /** The broken variants a child may use (negative controls; never part of the product). */
@@ -118,6 +129,22 @@ export interface ClaimLoopPlan {
   readonly idleMs: number;
 }
 
+/** Schedules of one (kind, key) with a dedup key mode, for the dedup modes' race (docs/contract.md#dedup-keys). */
+export interface ScheduleLoopPlan {
+  readonly kind: string;
+  readonly key: string;
+  /** Schedules in all, by `parallel` callers. */
+  readonly count: number;
+  readonly parallel: number;
+  /** The schedule's `onConflict` (a core `OnConflict`). */
+  readonly onConflict: string;
+  readonly throttleMs?: number;
+  /** Each task's `delayMs` (default 0). */
+  readonly delayMs?: number;
+  /** Pause of each caller after each schedule, in ms (default 0). */
+  readonly pauseMs?: number;
+}
+
 export interface ChildConfig {
   /** Worker identity (lease owner, the worker of a DONE and of its `app_effect` row). */
   readonly name: string;
@@ -132,6 +159,8 @@ export interface ChildConfig {
   readonly run:
     | { readonly mode: 'worker'; readonly worker: WorkerSettings; readonly handler: HandlerPlan; readonly variant?: VariantPlan }
     | { readonly mode: 'claimLoop'; readonly loop: ClaimLoopPlan }
+    /** On `start`, schedules one (kind, key) as planned and reports `scheduleDone`. */
+    | { readonly mode: 'scheduleLoop'; readonly loop: ScheduleLoopPlan }
     /** Waits for `migrate` controls and migrates the named schema with a fresh store each time. */
     | { readonly mode: 'migrate' };
 }
@@ -164,6 +193,18 @@ export type ChildEvent =
    * have committed up to `limit` attempts that no worker observed.
    */
   | { readonly type: 'claimTimed'; readonly ms: number; readonly limit: number; readonly count: number; readonly ok: boolean }
+  /** The `scheduleLoop` finished: what the store answered (`ids`: distinct ids returned; `createdIds`: the tasks this child created). */
+  | {
+      readonly type: 'scheduleDone';
+      readonly calls: number;
+      readonly created: number;
+      readonly replaced: number;
+      readonly throttled: number;
+      readonly ids: readonly string[];
+      readonly createdIds: readonly string[];
+      readonly errors: number;
+      readonly firstError?: string;
+    }
   /** A `migrate` control finished: `ms` taken, `error` text when it threw. */
   | { readonly type: 'migrated'; readonly schema: string; readonly ms: number; readonly error?: string }
   | { readonly type: 'released'; readonly id: string; readonly attempt: number; readonly outcome: string }

@@ -140,7 +140,7 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
         });
       });
   } else {
-    const sql = postgres(config.databaseUrl, postgresJsOptions(max, c));
+    const sql = postgres(c.postgresJsUrl ?? config.databaseUrl, postgresJsOptions(max, c));
     const jsStore = createPostgresJsStore({ sql, schema: config.schema, ...storeOptions(c) });
     store = jsStore as Store<unknown>;
     closers.push(async () => {

@@ -10,6 +10,7 @@ import { ParentChannel } from './channel.js';
 import { openResources } from './resources.js';
 import { prepareClaimLoop } from './run-claim-loop.js';
 import { prepareMigrate } from './run-migrate.js';
+import { prepareScheduleLoop } from './run-schedule-loop.js';
 import { prepareWorker } from './run-worker.js';
 
 const channel = new ParentChannel();
@@ -31,7 +32,9 @@ async function main(): Promise<void> {
       ? await prepareWorker(config.run, resources, channel)
       : config.run.mode === 'migrate'
         ? prepareMigrate(config, channel)
-        : await prepareClaimLoop(config.run.loop, resources, channel);
+        : config.run.mode === 'scheduleLoop'
+          ? prepareScheduleLoop(config.run.loop, resources, channel)
+          : await prepareClaimLoop(config.run.loop, resources, channel);
   let started = false;
   const start = () => {
     if (started) return;

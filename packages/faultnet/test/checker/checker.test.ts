@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkHistory, describeViolations, type EffectRecord, type FinalTask, type History, type HistoryOp, HistoryRecorder, VIOLATION_KINDS } from '../../src/checker/index.js';
+import { checkHistory, describeViolations, failoverLoss, type EffectRecord, type FinalTask, type History, type HistoryOp, HistoryRecorder, VIOLATION_KINDS } from '../../src/checker/index.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -165,5 +165,54 @@ describe('history checker', () => {
     expect(op?.type === 'cancel' && op.returnedAtMs >= op.invokedAtMs).toBe(true);
     await expect(recorder.cancel('9', async () => Promise.reject(new Error('down')))).rejects.toThrow('down');
     expect(recorder.ops).toHaveLength(2);
+  });
+});
+
+describe('failoverLoss: what an asynchronous failover lost, judged on the new primary', () => {
+  it('finds the acknowledged DONE whose effect is not there, the claim handed out twice, the schedule missing; the violations they cause are explained', () => {
+    const h = clean();
+    h.ops.push({ type: 'schedule', id: '4', dueAtMs: T0 });
+    // Task 5: DONE at attempt 1 by w1 on the old primary, lost; claimed again at attempt 1 by w2 on the new one and DONE.
+    h.ops.push(
+      { type: 'schedule', id: '5', dueAtMs: T0 },
+      { type: 'claim', worker: 'w1', id: '5', attempt: 1, claimedAtMs: T0 + 5, dueAtMs: T0 },
+      { type: 'complete', worker: 'w1', id: '5', attempt: 1, outcome: 'DONE' },
+      { type: 'claim', worker: 'w2', id: '5', attempt: 1, claimedAtMs: T0 + 3_000, dueAtMs: T0 },
+      { type: 'complete', worker: 'w2', id: '5', attempt: 1, outcome: 'DONE' },
+    );
+    h.effects.push({ source: 'effect', id: '5', attempt: 1, worker: 'w2' });
+    h.final.push({ id: '5', state: 'DONE', attempt: 1 });
+    // Task 6: the same worker ran attempt 1 twice (its claim and DONE lost): one effect row there, its key the same.
+    h.ops.push(
+      { type: 'schedule', id: '6', dueAtMs: T0 },
+      { type: 'claim', worker: 'w1', id: '6', attempt: 1, claimedAtMs: T0 + 5, dueAtMs: T0 },
+      { type: 'complete', worker: 'w1', id: '6', attempt: 1, outcome: 'DONE' },
+      { type: 'claim', worker: 'w1', id: '6', attempt: 1, claimedAtMs: T0 + 3_000, dueAtMs: T0 },
+      { type: 'complete', worker: 'w1', id: '6', attempt: 1, outcome: 'DONE' },
+    );
+    h.effects.push({ source: 'effect', id: '6', attempt: 1, worker: 'w1' });
+    h.final.push({ id: '6', state: 'DONE', attempt: 1 });
+    const history: History = { ...h, effects: h.effects.map((e) => ({ ...e, source: e.source === 'effect' ? 'app_effect' : e.source })) };
+    const verdict = checkHistory(history);
+    const loss = failoverLoss(history, verdict);
+    expect(loss.schedules).toEqual(['4']);
+    expect(loss.done.toSorted()).toEqual(['5:1:w1', '6:1:w1']);
+    expect(loss.claims).toEqual(['5:1', '6:1']);
+    expect(loss.effectsWithoutDone).toBe(0);
+    expect(loss.duplicateEffects).toBe(0);
+    // Task 4 is reported lost by the checker (no row), explained by the lost schedule.
+    expect(verdict.violations.map((x) => x.taskId)).toContain('4');
+    expect(loss.unexplained).toEqual([]);
+  });
+
+  it('a violation on a task that lost nothing stays unexplained', () => {
+    const h = clean();
+    h.effects.push({ source: 'app_effect', id: '1', attempt: 1, worker: 'w9' });
+    const history: History = { ...h, effects: h.effects.map((e) => ({ ...e, source: e.source === 'effect' ? 'app_effect' : e.source })) };
+    const verdict = checkHistory(history);
+    const loss = failoverLoss(history, verdict);
+    expect(loss.done).toEqual([]);
+    expect(loss.duplicateEffects).toBe(1);
+    expect(loss.unexplained.map((x) => `${x.kind}:${x.taskId}`)).toEqual(['duplicate-effect:1']);
   });
 });

@@ -12,8 +12,8 @@ import { PoolTimeoutError } from '@postpone/core';
 import pg from 'pg';
 import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
 import { type Driver, type DriverEvents, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
-import { isCachedPlanChanged, isConnectionLoss } from '../store/errors.js';
-import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
+import { isCachedPlanChanged, isConnectionLoss, isReadOnlyNode } from '../store/errors.js';
+import { type OpenListenConnection, READ_ONLY_PROBE, type SharedListener, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
@@ -196,14 +196,18 @@ async function fromPool<T>(pool: pg.Pool, fn: () => Promise<T>): Promise<T> {
 /**
  * {@link run} on the pool, retried once on a fresh client when a stale idle one never sent it, or
  * once under a new statement name when its cached plan changed result type (0A000 at Bind: the
- * statement did not run).
+ * statement did not run), or once when the server was read-only (25006, a failover: the statement
+ * wrote nothing, and `pool.query` released its client with the error, so the pool discarded it;
+ * `onReadOnly` runs first, e.g. to move the listener too).
  */
-async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[]): Promise<Row[]> {
+async function runOnPool(pool: pg.Pool, text: string, params?: readonly Param[], onReadOnly?: () => void): Promise<Row[]> {
   const prepare = PREPARING_POOLS.has(pool);
   try {
     return await run(pool, text, params, prepare);
   } catch (error) {
-    if (!neverSent(error) && !isCachedPlanChanged(error)) throw error;
+    const readOnly = isReadOnlyNode(error);
+    if (readOnly) onReadOnly?.();
+    if (!neverSent(error) && !isCachedPlanChanged(error) && !readOnly) throw error;
     return await run(pool, text, params, prepare);
   }
 }
@@ -261,9 +265,11 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
     heartbeat = setInterval(() => {
       if (beating || done) return;
       beating = true;
-      within(client.query('select 1'), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
-        () => {
+      within(client.query<{ ro: string }>(READ_ONLY_PROBE), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
+        (result) => {
           beating = false;
+          // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
+          if (result.rows[0]?.ro === 'on') lose(new Error('the listening connection is on a read-only server'));
         },
         (error: unknown) => lose(error instanceof Error ? error : new Error(String(error))),
       );
@@ -281,6 +287,16 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
     return {
       listen: (channel) => send(`listen ${pg.escapeIdentifier(channel)}`),
       unlisten: (channel) => send(`unlisten ${pg.escapeIdentifier(channel)}`),
+      async readOnly() {
+        if (done) throw new Error('the listening connection was lost');
+        try {
+          const result = await within(client.query<{ ro: string }>(READ_ONLY_PROBE), LISTEN_HEARTBEAT_MS, 'read-only probe');
+          return result.rows[0]?.ro === 'on';
+        } catch (error) {
+          lose(error as Error);
+          throw error;
+        }
+      },
       async close() {
         if (done) return;
         done = true;
@@ -359,7 +375,9 @@ export function createPgDriver(
 ): Driver<PgTx> {
   // One listening connection per pool in this process, shared by every store on it; this driver's own subscriptions end on close().
   const listenOn = listenPool?.pool ?? pool;
-  const shared = sharedListenerFor(listenOn, () => openPgListenConnection(listenOn));
+  const shared: SharedListener = sharedListenerFor(listenOn, () => openPgListenConnection(listenOn));
+  // A write met 25006 (a failover): the listener may be on the old primary too.
+  const onReadOnly = () => shared.recheck();
   const listeners = listenerSet();
   const connectionErrorListeners = new Set<(error: unknown) => void>();
   let closed: Promise<void> | undefined;
@@ -380,7 +398,7 @@ export function createPgDriver(
     // LISTEN holds a connection of the main pool unless it has a direct pool of its own.
     connectionBudget: { max: pool.options.max ?? DEFAULT_POOL_MAX, listen: listenPool === undefined, shared: !ownsPool },
     directListen: listenPool !== undefined,
-    query: (text, params) => fromPool(pool, () => runOnPool(pool, text, params)),
+    query: (text, params) => fromPool(pool, () => runOnPool(pool, text, params, onReadOnly)),
     // A client has query(); a Pool has it too but would run the insert outside the caller's transaction.
     isTx: (value): value is PgTx =>
       typeof (value as { query?: unknown } | null)?.query === 'function' && typeof (value as { totalCount?: unknown }).totalCount !== 'number',
@@ -418,6 +436,14 @@ export function createPgDriver(
           // A prepared statement whose cached plan changed result type (renamed by run): the
           // transaction rolled back whole, so it runs once more, its statements prepared afresh.
           if (attempt === 1 && broken === undefined && isCachedPlanChanged(error)) continue;
+          if (isReadOnlyNode(error)) {
+            // 25006: a read-only server (wrong node after a failover). Released with the error, the
+            // client is discarded, not handed back; the transaction wrote nothing and runs once more
+            // on another client (a new connection goes where the endpoint now points).
+            broken ??= error as Error;
+            onReadOnly();
+            if (attempt === 1) continue;
+          }
           throw error;
         } finally {
           client.off('error', onError);

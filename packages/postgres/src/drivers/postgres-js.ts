@@ -11,9 +11,9 @@ import { Socket } from 'node:net';
 import { ValidationError } from '@postpone/core';
 import postgres from 'postgres';
 import { type Driver, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
-import { isCachedPlanChanged, isConnectionLoss } from '../store/errors.js';
+import { isCachedPlanChanged, isConnectionLoss, isReadOnlyNode } from '../store/errors.js';
 import { PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
-import { type OpenListenConnection, sharedListenerFor } from './shared-listener.js';
+import { type OpenListenConnection, READ_ONLY_PROBE, sharedListenerFor } from './shared-listener.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
@@ -157,11 +157,13 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
       const deadline = setTimeout(() => {
         if (!answered) lose();
       }, LISTEN_HEARTBEAT_MS);
-      instance.unsafe('select 1').then(
-        () => {
+      instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE).then(
+        (rows) => {
           answered = true;
           clearTimeout(deadline);
           beating = false;
+          // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
+          if (rows[0]?.ro === 'on') lose();
         },
         () => {
           answered = true;
@@ -187,6 +189,16 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
         listening = true;
       },
       unlisten: (channel) => send(`unlisten ${quote(channel)}`),
+      async readOnly() {
+        if (done) throw new Error('the listening connection was lost');
+        try {
+          const rows = await instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE);
+          return rows[0]?.ro === 'on';
+        } catch (error) {
+          lose();
+          throw error;
+        }
+      },
       async close() {
         if (done) return;
         done = true;
@@ -194,6 +206,45 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
       },
     };
   };
+}
+
+/**
+ * Run on a connection, ends it when its server is read-only (the backend terminates itself; on a
+ * writable server it does nothing): postgres.js offers no way to drop one pooled connection, and
+ * keeps a connection whose statement failed, so after 25006 every connection of the `sql` would
+ * stay on the old primary. postgres.js opens a new one on the next use. A DO block that sleeps
+ * after the terminate: the FATAL comes before any row. postgres.js 3.4.9 keeps the row count of a
+ * statement cut off after a DataRow, and the first statement on the reconnected connection then
+ * returns `[null, row]` (seen with `select pg_terminate_backend(pg_backend_pid())`, which returns a
+ * row first).
+ */
+const LEAVE_IF_READ_ONLY =
+  "do $$ begin if current_setting('transaction_read_only') = 'on' then perform pg_terminate_backend(pg_backend_pid()); perform pg_sleep(1); end if; end $$";
+
+/** Longest time a sweep of the read-only connections may take (they answer at once, or are half-open). */
+const READ_ONLY_SWEEP_MS = 2_000;
+
+/**
+ * Ends the connections of `sql` that sit on a read-only server: one {@link LEAVE_IF_READ_ONLY} per
+ * connection of its `max`, sent at once (postgres.js spreads them over its idle, then busy,
+ * connections), each failure ignored (the one that ended its own connection fails by design).
+ * Bounded by {@link READ_ONLY_SWEEP_MS}.
+ */
+async function leaveReadOnlyNode(sql: AnySql): Promise<void> {
+  const max = Math.max(1, Math.min(100, Number(sql.options.max) || 10));
+  const probes = Array.from({ length: max }, () => sql.unsafe(LEAVE_IF_READ_ONLY, [], { prepare: false }).then(
+    () => undefined,
+    () => undefined,
+  ));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(probes),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, READ_ONLY_SWEEP_MS);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 /**
@@ -215,6 +266,23 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
   const shared = sharedListenerFor(listenOn, () => openPostgresJsListenConnection(listenOn));
   const listeners = listenerSet();
   let closed: Promise<void> | undefined;
+  // One sweep at a time: every statement that met 25006 meanwhile awaits the same one.
+  let sweeping: Promise<void> | undefined;
+  /**
+   * After 25006 (a read-only server: wrong node after a failover): ends the connections that sit on
+   * it, moves the listener too, then runs `again` once (the failed statement or transaction wrote
+   * nothing). A second 25006 is thrown: the caller retries later (the endpoint may still point at the
+   * old primary for a while).
+   */
+  const afterReadOnly = async <T>(error: unknown, again: () => Promise<T>): Promise<T> => {
+    if (!isReadOnlyNode(error)) throw error;
+    shared.recheck();
+    sweeping ??= leaveReadOnlyNode(sql).finally(() => {
+      sweeping = undefined;
+    });
+    await sweeping;
+    return await again();
+  };
   /** One `sql.begin` transaction running `fn` (see `transaction`). */
   const once = async <T>(fn: (query: QueryFn, tx: PostgresJsTx) => Promise<T>): Promise<T> => {
     // postgres.js 3.4.9: when the connection closes inside sql.begin, begin() rejects at once
@@ -242,7 +310,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
     // sql.listen() opens a connection of its own, outside `max` (postgres.js 3.4 README, "Listen & notify").
     connectionBudget: { max: sql.options.max, listen: false, shared: !ownsSql },
     directListen: listenSql !== undefined,
-    query: (text, params) => run(sql, text, params),
+    query: (text, params) => run(sql, text, params).catch((error: unknown) => afterReadOnly(error, () => run(sql, text, params))),
     // Only the sql of sql.begin() has savepoint(); the top-level sql would run outside the transaction.
     isTx: (value): value is PostgresJsTx =>
       typeof value === 'function' &&
@@ -257,6 +325,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
       try {
         return await once(fn);
       } catch (error) {
+        if (isReadOnlyNode(error)) return await afterReadOnly(error, () => once(fn));
         if (!isCachedPlanChanged(error)) throw error;
         return await once(fn);
       }

@@ -13,7 +13,27 @@ import type { ListenOptions, Unlisten } from '../store/driver.js';
 export interface ListenConnection {
   listen(channel: string): Promise<void>;
   unlisten(channel: string): Promise<void>;
+  /** True when the server of this connection is read-only (a standby, the old primary after a failover). Rejects when the connection fails. */
+  readOnly(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/**
+ * What a listening connection asks to learn whether its server takes writes: `on` on a hot standby
+ * and on a server whose `default_transaction_read_only` is on (the old primary after a failover,
+ * still reached by a connection opened before the switch or through a DNS name that lags). A
+ * listener there would hear nothing the writers send: it counts as lost and opens a new connection.
+ */
+export const READ_ONLY_PROBE = "select current_setting('transaction_read_only') as ro";
+
+/** Thrown when a listening connection opened on a read-only server (see {@link READ_ONLY_PROBE}). */
+export class ReadOnlyListenError extends Error {
+  /** SQLSTATE 25006 read_only_sql_transaction, as the server says for a refused write. */
+  readonly code = '25006';
+  constructor() {
+    super('the listening connection reached a read-only server (wrong node, e.g. the old primary after a failover); it is opened again');
+    this.name = 'ReadOnlyListenError';
+  }
 }
 
 /**
@@ -36,6 +56,12 @@ export interface SharedListener {
   listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<Unlisten>;
   /** Channels LISTENed right now on the open connection (0 while disconnected). */
   readonly listening: number;
+  /**
+   * Asks the open connection whether its server is read-only and, when it is (or the question
+   * fails), drops it and opens a new one after the usual pause: called when a write met 25006 (a
+   * failover), so the listener leaves the old primary with the writers. Concurrent calls coalesce.
+   */
+  recheck(): void;
   /** Ends every subscription and the connection. Idempotent. */
   closeAll(): Promise<void>;
 }
@@ -93,6 +119,7 @@ export function sharedListener(open: OpenListenConnection): SharedListener {
     });
     const channels = new Set<string>();
     try {
+      if (await conn.readOnly()) throw new ReadOnlyListenError();
       for (const channel of subs.keys()) {
         await conn.listen(channel);
         channels.add(channel);
@@ -131,6 +158,24 @@ export function sharedListener(open: OpenListenConnection): SharedListener {
     }, pauseMs);
     timer.unref?.();
   };
+  let rechecking = false;
+  const recheck = () => {
+    if (rechecking || closed) return;
+    rechecking = true;
+    void serial(async () => {
+      try {
+        const held = current;
+        if (closed || held === undefined) return;
+        const readOnly = await held.conn.readOnly().catch(() => true);
+        if (!readOnly || current?.gen !== held.gen) return;
+        current = undefined;
+        await held.conn.close().catch(() => undefined);
+        reconnectLater();
+      } finally {
+        rechecking = false;
+      }
+    });
+  };
   const unsubscribe = (channel: string, sub: Sub) =>
     serial(async () => {
       const set = subs.get(channel);
@@ -148,6 +193,7 @@ export function sharedListener(open: OpenListenConnection): SharedListener {
     get listening() {
       return current?.channels.size ?? 0;
     },
+    recheck,
     listen(channel, onNotify, options = {}) {
       const sub: Sub = { onNotify, options };
       return serial(async () => {

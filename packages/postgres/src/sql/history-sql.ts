@@ -27,7 +27,15 @@ const NOW = 'coalesce($1::timestamptz, now())';
 export const TASK_COLUMN_NAMES: readonly string[] = Object.freeze([
   'id', 'kind', 'key', 'queue', 'priority', 'payload', 'state', 'due_at', 'attempt', 'failures', 'max_attempts', 'lease_owner',
   'lease_until', 'cancel_requested', 'result', 'last_error', 'created_at', 'updated_at', 'trace_context', 'retry', 'retry_of', 'retried_as',
+  // Migration 18 (`./progress-wait-sql.ts`): the last progress report, carried to history.
+  'progress',
 ]);
+
+/**
+ * The columns of `task` as migrations 11 and 12 knew them: their moves name these, so a released
+ * migration's SQL stays what it was when later migrations add columns (migration 18 adds `progress`).
+ */
+export const MIGRATION_11_COLUMN_NAMES: readonly string[] = Object.freeze(TASK_COLUMN_NAMES.filter((c) => c !== 'progress'));
 
 /**
  * Every column of `task` as `t.id, t.kind, …` (`t` the alias): what a DELETE feeding
@@ -105,7 +113,7 @@ export function historyMigrationSql(schema: string): string {
     return `create table if not exists ${sub} partition of ${history} for values in (${literal(state)}) partition by range (finished_at);
 create table if not exists ${q}.${quoteIdent(`${historyStateTable(state)}_default`)} partition of ${sub} default;`;
   }).join('\n');
-  const cols = TASK_COLUMN_NAMES.join(', ');
+  const cols = MIGRATION_11_COLUMN_NAMES.join(', ');
   return `alter table ${q}.effect drop constraint if exists effect_task_id_fkey;
 create table if not exists ${history} (like ${task} including defaults, finished_at timestamptz not null) partition by list (state);
 ${states}
@@ -156,7 +164,7 @@ select ${q}.ensure_history_partitions(now(), ${HISTORY_DAYS_AHEAD});
 with gone as (
   delete from ${task} t where t.state in (${HISTORY_STATES.map(literal).join(', ')}) returning t.*
 )
-insert into ${history} (${cols}, finished_at) select ${TASK_COLUMN_NAMES.map((c) => `g.${c}`).join(', ')}, g.updated_at from gone g;
+insert into ${history} (${cols}, finished_at) select ${MIGRATION_11_COLUMN_NAMES.map((c) => `g.${c}`).join(', ')}, g.updated_at from gone g;
 drop index if exists ${q}.task_finished_idx;`;
 }
 

@@ -6,7 +6,7 @@
  * it before its history row and the claim's indexes would never drop it.
  */
 import { literal, quoteIdent } from './quote.js';
-import { HISTORY_STATES, TASK_COLUMN_NAMES } from './history-sql.js';
+import { HISTORY_STATES, MIGRATION_11_COLUMN_NAMES } from './history-sql.js';
 
 /** The migration number of the live-state CHECK. */
 export const LIVE_STATE_MIGRATION_VERSION = 12;
@@ -39,7 +39,7 @@ export function liveStateMigrationSql(schema: string): string {
   return `with gone as (
   delete from ${task} t where t.state in (${HISTORY_STATES.map(literal).join(', ')}) returning t.*
 )
-insert into ${q}.task_history (${TASK_COLUMN_NAMES.join(', ')}, finished_at) select ${TASK_COLUMN_NAMES.map((c) => `g.${c}`).join(', ')}, g.updated_at from gone g;
+insert into ${q}.task_history (${MIGRATION_11_COLUMN_NAMES.join(', ')}, finished_at) select ${MIGRATION_11_COLUMN_NAMES.map((c) => `g.${c}`).join(', ')}, g.updated_at from gone g;
 do $do$
 begin
   if not exists (select 1 from pg_constraint

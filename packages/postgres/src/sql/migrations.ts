@@ -11,6 +11,10 @@ import { CRON_MIGRATION_VERSION, cronMigrationSql } from './cron-sql.js';
 import { HISTORY_MIGRATION_VERSION, historyMigrationSql } from './history-sql.js';
 import { LIVE_INDEX_MIGRATION_VERSION, liveIndexMigrationSql } from './live-index-sql.js';
 import { LIVE_STATE_MIGRATION_VERSION, liveStateMigrationSql } from './live-state-sql.js';
+import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
+import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
+import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
+import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -146,12 +150,35 @@ export interface Migration {
  * migration additive (no `minReader`). A later migration may drop it with `minReader` 13. Catalog
  * only (a nullable column without a default: no rewrite). See `./completion-sql.ts`.
  * Re-runnable (`if not exists`; a comment set again).
+ *
  * Version 14 — only the indexes the hot path needs on the live table: `task_state_id_idx` and
  * `task_state_kind_id_idx` (migration 4, full indexes every claim wrote) give way to
  * `task_scheduled_kind_idx (kind, id) where state = 'SCHEDULED'`, which a claim does not write: a claim
  * writes two index entries instead of four; history's B-tree on `finished_at` becomes a BRIN index,
  * so a finished task writes two B-tree entries into history instead of three. See `live-index-sql.ts` of `@postpone/postgres`.
  * Re-runnable (`if not exists`, `if exists`).
+ *
+ * Version 15 — paused queues and kinds (docs/contract.md#pause-and-resume): the table `pause`, one row
+ * per paused queue or kind, primary key `(scope, name)`; the claim and peek leave paused work out.
+ * See `./pause-sql.ts`. A new table: additive, no `minReader`. This code runs on a schema before 15
+ * too (it claims without the pause check until the schema has it), so `MIN_SCHEMA_VERSION` does not need 15.
+ * Re-runnable (`create table if not exists`).
+ *
+ * Version 16 — dedup key modes (docs/contract.md#dedup-keys): the table `dedup_throttle`, one row
+ * per (kind, key) that `onConflict: 'throttle'` created a task for, with the time until which the
+ * key's window stays closed; it outlives the task, so the period holds after the task finished. A new
+ * table: additive, no `minReader` (older code never reads it). See `./dedup-sql.ts`. Re-runnable
+ * (`create table if not exists`).
+ *
+ * Version 17 — rate limits (docs/contract.md#rate-limits): the table `rate_limit`, one row per
+ * declared limit of a kind or a queue with its sliding log of claim times; see `./rate-limit-sql.ts`.
+ * A new table only (no `minReader`): code that does not know it applies no limit. Re-runnable.
+ *
+ * Version 18 — progress and finish notices (docs/contract.md#progress, #awaiting-a-result): a
+ * nullable `progress jsonb` on `task` and `task_history` (in no index: progress writes are HOT
+ * updates), the statement-level trigger `task_finished_notice` that announces every task leaving
+ * the live table on the schema's finish channel while a store has `waitFor` callers, and the table
+ * `task_waiter` recording those stores; see `./progress-wait-sql.ts`. Additive, re-runnable.
  *
  * @param schema unquoted schema name
  */
@@ -245,6 +272,14 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: COMPLETION_MIGRATION_VERSION, name: 'effect left to the handler', sql: completionMigrationSql(schema) }),
     // Version 14 — only the indexes the hot path needs on the live table: see live-index-sql.ts of @postpone/postgres.
     Object.freeze({ version: LIVE_INDEX_MIGRATION_VERSION, name: 'hot-path indexes of the live table and history', sql: liveIndexMigrationSql(schema) }),
+    // Version 15 — paused queues and kinds: see ./pause-sql.ts.
+    Object.freeze({ version: PAUSE_MIGRATION_VERSION, name: 'paused queues and kinds', sql: pauseMigrationSql(schema) }),
+    // Version 16 — dedup key modes (the throttle table): see ./dedup-sql.ts.
+    Object.freeze({ version: DEDUP_MODES_MIGRATION_VERSION, name: 'dedup key modes', sql: dedupModesMigrationSql(schema) }),
+    // Version 17 — rate limits: see ./rate-limit-sql.ts. Additive (a new table), no minReader.
+    Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
+    // Version 18 — progress and finish notices: see ./progress-wait-sql.ts.
+    Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
   ]);
 }
 
@@ -253,10 +288,11 @@ export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 
 
 /**
  * The oldest schema this code runs on: the newest migration whose objects its statements use
- * (migration 13: the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore`
- * refuses an older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
- * {@link SCHEMA_VERSION} the code works. Migrate first, then roll the workers: migration 13 is
- * additive, so workers of version 12 run on it meanwhile (docs/guides/deploy.md). Raise it when a
- * statement starts to need a newer migration.
+ * (migration 18, the `progress` column every move to `task_history` names; migration 13 before it:
+ * the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore` refuses an
+ * older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
+ * {@link SCHEMA_VERSION} the code works, so a rolling deploy may apply a later additive migration
+ * under workers of this code (evidence `migrate_concurrently`). Raise it when a statement
+ * starts to need a newer migration.
  */
-export const MIN_SCHEMA_VERSION = COMPLETION_MIGRATION_VERSION;
+export const MIN_SCHEMA_VERSION = Math.max(COMPLETION_MIGRATION_VERSION, PROGRESS_MIGRATION_VERSION);

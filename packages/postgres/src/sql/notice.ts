@@ -111,3 +111,25 @@ export function parseScheduledMany(payload: string): TaskNotice[] | null {
   }
   return notices;
 }
+
+/**
+ * A queue or kind was paused or resumed (docs/contract.md#pause-and-resume), sent by the statements
+ * of `./pause-sql.ts` at their commit: listening hybrid workers re-read the store (a paused task
+ * leaves the wheel, a resumed one is placed and claimed at once).
+ *
+ * Payload: `{"op":"paused"|"resumed","scope":"queue"|"kind","name":"<queue or kind>"}`.
+ */
+export interface PauseNotice {
+  readonly op: 'paused' | 'resumed';
+  readonly scope: 'queue' | 'kind';
+  readonly name: string;
+}
+
+/** Parses a {@link PauseNotice} payload; null for anything else. */
+export function parsePauseNotice(payload: string): PauseNotice | null {
+  const value = parseOp(payload, ['paused', 'resumed']);
+  if (value === null) return null;
+  const { op, scope, name } = value as { op: 'paused' | 'resumed'; scope: unknown; name: unknown };
+  if ((scope !== 'queue' && scope !== 'kind') || typeof name !== 'string' || name.length === 0) return null;
+  return { op, scope, name };
+}

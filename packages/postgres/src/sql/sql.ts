@@ -19,6 +19,7 @@ import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
+import { keyLockKey, keyLocksSql } from './key-lock-sql.js';
 import { reclaimLockKey } from './reclaim-lock-sql.js';
 
 export { literal, quoteIdent };
@@ -35,7 +36,7 @@ export function millis(param: string): string {
 
 /** `$1` (the store's clock, or null) else the transaction's `now()`. */
 export const NOW = 'coalesce($1::timestamptz, now())';
-const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
+export const CLOCK = 'coalesce($1::timestamptz, clock_timestamp())';
 
 const S = literal(TaskState.SCHEDULED);
 const C = literal(TaskState.CLAIMED);
@@ -71,6 +72,7 @@ export function taskColumns(t: string): string {
     `${ms(`${t}.updated_at`)} as updatedatms`,
     `${t}.trace_context::text as tracecontext`,
     `${t}.retry::text as retry`,
+    `${t}.progress::text as progress`,
   ].join(', ');
 }
 
@@ -106,7 +108,7 @@ export function notice(op: TaskNoticeOp, channel: string, t: string): string {
  * (PostgreSQL 17 §7.8.2 recursive queries; §9.21 on `max` using an index) — so the walk costs one descent per level and
  * never reads a row of history, another queue or another kind.
  */
-function levelsCte(task: string, queue: string, kindsJson: string): string {
+export function levelsCte(task: string, queue: string, kindsJson: string, pause: string | null): string {
   const live = `s.state = ${S} and s.queue = ${queue}::text`;
   // `order by s.queue, s.kind` rather than `min(kind)`: only task_claim_idx yields that order, so the
   // step is one descent of it, never a walk of another index filtering on queue.
@@ -119,7 +121,7 @@ function levelsCte(task: string, queue: string, kindsJson: string): string {
   union all
   select e.kind from every_kind e where e.kind is not null
 ), levels(kind, priority) as (
-  select k.kind, (select max(s.priority) from ${task} s where ${live} and s.kind = k.kind) from kinds k
+  select k.kind, (select max(s.priority) from ${task} s where ${live} and s.kind = k.kind) from kinds k${pause === null ? '' : `\n${pausedLevels(pause, queue)}`}
   union all
   select l.kind, (select max(s.priority) from ${task} s where ${live} and s.kind = l.kind and s.priority < l.priority)
     from levels l where l.priority is not null
@@ -127,11 +129,36 @@ function levelsCte(task: string, queue: string, kindsJson: string): string {
 }
 
 /**
+ * The predicate that keeps paused work out of a claim or peek (migration 15,
+ * docs/contract.md#pause-and-resume), on the base of `levels`: no level of kind `k.kind` is walked
+ * when its queue or that kind has a row in `pause`. The queue's probe is uncorrelated, so it runs once
+ * (an InitPlan) and a paused queue is a One-Time Filter that walks nothing; the kind's is one probe of
+ * the primary key `(scope, name)` per kind. The table holds one row per pause (a handful), so with
+ * nothing paused the two probes read an empty index (docs/contract.md#pause-and-resume, the plans).
+ */
+function pausedLevels(pause: string, queue: string): string {
+  return ` where not exists (select 1 from ${pause} p where p.scope = 'queue' and p.name = ${queue}::text)
+   and not exists (select 1 from ${pause} p where p.scope = 'kind' and p.name = k.kind)`;
+}
+
+/**
+ * Whether nothing of a peek's selection can be claimed: the queue paused, or kinds given and every one
+ * paused (core `PeekResult.paused`). False without the pause table (a schema before migration 15).
+ */
+function selectionPaused(pause: string | null, queue: string, kindsJson: string): string {
+  if (pause === null) return 'false';
+  return `(exists (select 1 from ${pause} p where p.scope = 'queue' and p.name = ${queue}::text)
+       or (${kindsJson}::text is not null and not exists (
+             select 1 from jsonb_array_elements_text(${kindsJson}::text::jsonb) k(kind)
+              where not exists (select 1 from ${pause} p where p.scope = 'kind' and p.name = k.kind))))`;
+}
+
+/**
  * One (kind, priority) level's due rows, in claim order, locked SKIP LOCKED, at most `limit` of them:
  * the range of `task_claim_idx` that both claims walk per level (`taskClaim`, `taskClaimCapped`).
  * `pad` indents the continuation lines to where the caller places it.
  */
-function levelDueRows(task: string, limit: string, pad: string): string {
+export function levelDueRows(task: string, limit: string, pad: string): string {
   return [
     'select s.id, s.priority, s.due_at',
     `  from ${task} s`,
@@ -160,7 +187,7 @@ export function batchFence(t: string, pad: string): string {
 }
 
 /** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
-function claimUpdate(task: string): string {
+export function claimUpdate(task: string): string {
   return `update ${task} t
    set state = ${C},
        attempt = t.attempt + 1,
@@ -200,6 +227,8 @@ export interface TaskRow {
   tracecontext: string | null;
   /** The task's own retry policy (core `RetryPolicy`) as JSON text, or null (migration 8). */
   retry: string | null;
+  /** The last progress report as JSON text, or null when none (migration 18). */
+  progress: string | null;
 }
 
 /**
@@ -208,8 +237,10 @@ export interface TaskRow {
  *
  * @param schema the schema name, unquoted (it is quoted here)
  */
-export function statements(schema: string) {
+export function statements(schema: string, options: { readonly pause?: boolean } = {}) {
   const q = quoteIdent(schema);
+  // Migration 15's table; a store on an older schema builds its statements without it (`pause: false`).
+  const pause = options.pause === false ? null : `${q}.pause`;
   const task = `${q}.task`;
   const migration = `${q}.migration`;
   const history = `${q}.task_history`;
@@ -313,12 +344,16 @@ end $upgrade$`,
      * that waits for row locks takes them in id order (`completeMany`, `extendMany`), so two of them
      * never wait on each other in a cycle. Here the `holders` pick first locks, in id order, the live
      * rows holding this batch's keys (`for update`: at least the lock `do update` takes, so no upgrade
-     * follows); the insert then meets only rows it already holds, or holders another scheduler
-     * committed after this statement's snapshot, and it inserts in (kind, key) order. Those late
-     * holders are the gap left: a batch that meets two of them locks them in key order, and a
-     * renewal (`extendMany`) holding them in id order can then be the deadlock victim (40P01: no
-     * verdict, the worker retries it). `where (select count(*) from holders) >= 0` makes the insert
-     * read the pick first: a plain SELECT in WITH runs only when something reads it (PostgreSQL 17 §7.8.4).
+     * follows); it inserts in (kind, key) order. Before the pick, `keylocks` takes the advisory
+     * lock of each key (`./key-lock-sql.ts`), so no other scheduler commits a new holder of these
+     * keys while this one runs. A holder committed after this statement's snapshot would still be
+     * locked by `do update` in key order: so a batch with two keys or more first runs
+     * `taskKeyLocks` as a statement of its own in the same transaction (the store does), and this
+     * statement's snapshot, taken after those locks, sees every holder (0 deadlocks, evidence
+     * `batch_deadlock`). For one key the in-statement lock is enough: the insert then waits for or
+     * locks one row at most. `(select count(*) from keylocks) >= 0` and `(select count(*) from
+     * holders) >= 0` make the pick and the insert read the CTE before them: a plain SELECT in WITH
+     * runs only when something reads it (PostgreSQL 17 §7.8.4).
      */
     taskInsertMany: `with input as (
   select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
@@ -328,10 +363,15 @@ end $upgrade$`,
                queue text, priority smallint))
          with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority, ord)
    order by x.ord
+), keylocks as materialized (
+  select pg_advisory_xact_lock(l.k) as locked
+    from (select distinct ${keyLockKey(schema, 'i.kind', 'i.key')} as k from input i where i.key is not null) l
+   order by l.k
 ), holders as materialized (
   select s.id
     from ${task} s
-   where (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
+   where (select count(*) from keylocks) >= 0
+     and (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
      and s.key is not null
      and s.state in (${S}, ${C})
    order by s.id
@@ -358,6 +398,8 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
        case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
   from matched m
  order by m.ord`,
+    /** See `keyLocksSql` in `./key-lock-sql.ts`: `$1` the batch's JSON text → the key locks, taken in order before `taskInsertMany` in its transaction. */
+    taskKeyLocks: keyLocksSql(schema),
     /**
      * No parameters. Before a schedule or cancel through a caller's `tx` that the driver cannot vouch for
      * (an `SqlExecutor`, a `pg` client not known to be in a transaction): fails with 25P01 outside a
@@ -415,8 +457,14 @@ select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
      * last, would hand two concurrent claimers the same first rows, and the second would come back
      * short while due rows wait further along the index (its SKIP LOCKED could skip only within the
      * candidates).
+     *
+     * Paused queues and kinds (migration 15, docs/contract.md#pause-and-resume): `pausedLevels` keeps
+     * the levels of a paused kind, or every level of a paused queue, out of the walk, so their tasks
+     * are not read, locked or claimed. The statement's snapshot decides: a pause committed before the
+     * claim started holds. Built without it (`statements(schema, { pause: false })`) for a schema
+     * before migration 14.
      */
-    taskClaim: `${levelsCte(task, '$5', '$6')}, picked as materialized (
+    taskClaim: `${levelsCte(task, '$5', '$6', pause)}, picked as materialized (
   select c.id
     from levels l
    cross join lateral (
@@ -450,7 +498,7 @@ ${claimUpdate(task)}`,
      * its first `room` in claim order (`row_number()` per kind), before the merge keeps the first
      * `limit`. Uncapped kinds are walked exactly as in {@link taskClaim}.
      */
-    taskClaimCapped: `${levelsCte(task, '$5', '$6')}, room as materialized (
+    taskClaimCapped: `${levelsCte(task, '$5', '$6', pause)}, room as materialized (
   select c.key as kind,
          greatest(0, c.value::int - (select count(*) from ${task} s where s.state = ${C} and s.kind = c.key))::int as room
     from jsonb_each_text($7::text::jsonb) c
@@ -755,11 +803,12 @@ select r.id::text as id, r.attempt as attempt, r.state as state,
     // ---- task: reads ---------------------------------------------------------------------------------
     /**
      * `$1` now, `$2` within ms, `$3` limit, `$4` queue, `$5` kinds as JSON array text or null → rows
-     * `{ nowms, id, dueatms }`; one row with null id when nothing is due. SCHEDULED tasks of the queue
+     * `{ nowms, id, dueatms, paused }`; one row with null id when nothing is due. Paused queues and
+     * kinds are left out as in the claim; `paused` says the whole selection is paused (core `PeekResult.paused`). SCHEDULED tasks of the queue
      * (and kinds) due by now + within, by due time then id: per (kind, priority) level of
      * `task_claim_idx` a range of at most `$3` rows, as in {@link taskClaim}, merged.
      */
-    taskPeekDue: `${levelsCte(task, '$4', '$5')}, due as (
+    taskPeekDue: `${levelsCte(task, '$4', '$5', pause)}, due as (
   select c.id, c.due_at
     from levels l
    cross join lateral (
@@ -773,8 +822,8 @@ select r.id::text as id, r.attempt as attempt, r.state as state,
    order by c.due_at, c.id
    limit $3::int
 )
-select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms
-  from (select ${NOW} as now) n
+select ${ms('n.now')} as nowms, d.id::text as id, ${ms('d.due_at')} as dueatms, n.paused as paused
+  from (select ${NOW} as now, ${selectionPaused(pause, '$4', '$5')} as paused) n
   left join due d on true
  order by d.due_at, d.id`,
 

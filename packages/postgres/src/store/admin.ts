@@ -24,6 +24,7 @@ import {
   validateUnclaimedKindsParams,
 } from '@postpone/core';
 import { type AdminStatements, adminStatements } from '../sql/admin-sql.js';
+import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { HISTORY_DAYS_AHEAD, HISTORY_STATES, type HistoryStatements, historyStateTable, historyStatements } from '../sql/history-sql.js';
 import type { Driver, Param, Row } from './driver.js';
 import { SqlState } from './errors.js';
@@ -67,10 +68,27 @@ export interface PostgresAdminContext {
 export class PostgresAdmin {
   readonly sql: AdminStatements;
   readonly history: HistoryStatements;
+  readonly dedup: DedupStatements;
 
   constructor(private readonly ctx: PostgresAdminContext) {
     this.sql = adminStatements(ctx.schema);
     this.history = historyStatements(ctx.schema);
+    this.dedup = dedupStatements(ctx.schema);
+  }
+
+  /**
+   * Deletes the throttle rows whose window has reopened (docs/contract.md#dedup-keys), one statement.
+   * On a schema before migration 16 there is no throttle table (42P01): nothing to delete.
+   */
+  private async pruneThrottle(): Promise<{ throttleRowsDeleted?: number }> {
+    try {
+      const [row] = await this.ctx.call(() => this.ctx.driver.query(this.dedup.throttlePrune, [this.ctx.nowParam()]));
+      const n = Number(row?.deleted ?? 0);
+      return n > 0 ? { throttleRowsDeleted: n } : {};
+    } catch (error) {
+      if (sqlStateOfError(error) === '42P01') return {};
+      throw error;
+    }
   }
 
   async listTasks(params: ListTasksParams = {}): Promise<TaskPage> {
@@ -135,7 +153,7 @@ export class PostgresAdmin {
       effectsDeleted += Number(row?.effectsdeleted ?? 0);
       if (n < p.batchSize) break;
     }
-    return { deleted, effectsDeleted, batches };
+    return { deleted, effectsDeleted, batches, ...(await this.pruneThrottle()) };
   }
 
   /**
@@ -358,7 +376,7 @@ export class PostgresAdmin {
         });
       }
     }
-    return { deleted, effectsDeleted, batches, partitionsDropped, partitionsCreated: maintenance.created, partitionsSkipped: skipped };
+    return { deleted, effectsDeleted, batches, partitionsDropped, partitionsCreated: maintenance.created, partitionsSkipped: skipped, ...(await this.pruneThrottle()) };
   }
 
   async stats(): Promise<StoreStats> {

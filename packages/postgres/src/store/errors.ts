@@ -108,7 +108,8 @@ export function isCachedPlanChanged(error: unknown): boolean {
  * Not here: 0A000 as a whole (feature_not_supported mostly means a statement PostgreSQL will refuse
  * every time); its one no-verdict case, a cached plan whose result type changed, is told apart by
  * {@link isCachedPlanChanged} and is `transient` too. Nor 25006 read_only_sql_transaction, which means "wrong node" after a failover (retrying on
- * the same connection gets the same answer), and every error about the statement itself.
+ * the same connection gets the same answer): it is `transient` for another reason, because the adapter discards the connection that
+ * met it ({@link isReadOnlyNode}). Nor any error about the statement itself.
  */
 export const NO_VERDICT_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.QUERY_CANCELED,
@@ -120,8 +121,20 @@ export const NO_VERDICT_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.CANNOT_CONNECT_NOW,
 ]);
 
+/**
+ * True when `error` is 25006 read_only_sql_transaction: the statement was refused because the server
+ * (or this session) is read-only: a standby, or the old primary after a failover, reached through a
+ * connection opened before the switch or through a DNS name that still points at it. It says "wrong
+ * node", not "try here again": the statement wrote nothing, the connection that ran it is discarded
+ * by the adapter (never handed back to its pool), and the call may be retried on a new connection.
+ */
+export function isReadOnlyNode(error: unknown): boolean {
+  return sqlStateOf(error) === SqlState.READ_ONLY_SQL_TRANSACTION;
+}
+
 /** Extra words for SQLSTATEs whose usual cause is a known mistake. */
 const HINTS: Readonly<Record<string, string>> = {
+  [SqlState.READ_ONLY_SQL_TRANSACTION]: ' (wrong node: a read-only server, e.g. the old primary after a failover; the connection was discarded, a retry takes a new one)',
   [SqlState.UNDEFINED_TABLE]: ' (hint: call store.migrate() once for this schema)',
   [SqlState.INVALID_SCHEMA_NAME]: ' (hint: call store.migrate() once for this schema)',
 };
@@ -326,6 +339,7 @@ export function isNotifyQueueFull(error: unknown): boolean {
  * - 22021 / 22P05 (text the database cannot store) → {@link @postpone/core!ValidationError} `INVALID_PAYLOAD`;
  * - anything else → {@link @postpone/core!StoreError} with its SQLSTATE (undefined when not a server error),
  *   `transient: true` when the SQLSTATE is one of {@link NO_VERDICT_SQLSTATES} (57014, 55P03, 40P01, 40001),
+ *   or 25006 on a read-only node ({@link isReadOnlyNode}: wrong node, its connection discarded, nothing written),
  *   or for a prepared statement whose cached plan changed result type (0A000 from `RevalidateCachedQuery`,
  *   {@link isCachedPlanChanged}: raised before the statement ran, so it wrote nothing).
  *
@@ -354,7 +368,8 @@ export function translateError(error: unknown, closed = false): PostponeError {
     });
   }
   const hint = sqlState === undefined ? '' : (HINTS[sqlState] ?? '');
-  const transient = sqlState !== undefined && (NO_VERDICT_SQLSTATES.has(sqlState) || isCachedPlanChanged(error));
+  // 25006 (read-only node) wrote nothing and its connection was discarded: a retry goes to a new connection.
+  const transient = sqlState !== undefined && (NO_VERDICT_SQLSTATES.has(sqlState) || isCachedPlanChanged(error) || isReadOnlyNode(error));
   return new StoreError(`PostgreSQL error${sqlState ? ` ${sqlState}` : ''}: ${messageOf(error)}${hint}`, sqlState, { cause: error, transient });
 }
 

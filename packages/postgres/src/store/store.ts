@@ -35,6 +35,8 @@ import {
   type FailResult,
   type Json,
   type NormalizedSchedule,
+  type NormalizedScheduleOptions,
+  HANDS_OVER_KEY,
   DuplicateKeyError,
   type OnConflict,
   type PeekParams,
@@ -71,6 +73,13 @@ import {
   validateCompleteMany,
   validateExtendMany,
   type ExtendManyParams,
+  type RateLimited,
+  type RateLimitInput,
+  type RateLimitRecord,
+  type RateLimitScope,
+  type RateLimitStore,
+  notifyRateLimited,
+  validateOnRateLimited,
   validateJson,
   validateNonNegativeMs,
   validatePositiveInt,
@@ -87,20 +96,50 @@ import {
   MAX_CLAIM_LIMIT,
   validateOwner,
 } from '@postpone/core';
-import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type Param, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { PostgresRateLimits } from './rate-limit.js';
+import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { type DialectDriver, dialectDriver } from './dialect-driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
-import { defaultNotifyChannel, MAX_IDENTIFIER_LENGTH, parseScheduledMany, parseTaskNotice, parseWorkerNotice, type TaskNotice, type WorkerNotice, workerNoticePayload } from '../sql/notice.js';
+import {
+  defaultNotifyChannel,
+  MAX_IDENTIFIER_LENGTH,
+  type PauseNotice,
+  parsePauseNotice,
+  parseScheduledMany,
+  parseTaskNotice,
+  parseWorkerNotice,
+  type TaskNotice,
+  type WorkerNotice,
+  workerNoticePayload,
+} from '../sql/notice.js';
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
 import { CITUS_BEFORE_SCHEMA, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, type Dialect, migrationStatements } from '../sql/citus.js';
+import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
-import { type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
+import { PostgresPause } from './pause.js';
+import { PAUSE_MIGRATION_VERSION } from '../sql/pause-sql.js';
+import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
+import { DEFAULT_WAIT_FALLBACK_MS, PgWaitFor, type WaitForStats } from './wait-for.js';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { finishChannel, type ProgressWaitStatements, progressWaitStatements } from '../sql/progress-wait-sql.js';
+import { millis, ms as msOf, taskColumns } from '../sql/sql.js';
+import {
+  type ProgressParams,
+  type RescheduleParams,
+  type RescheduleResult,
+  type WaitForOptions,
+  validateProgressParams,
+  validateReschedule,
+  validateWaitFor,
+} from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
 
@@ -111,7 +150,7 @@ export const DEFAULT_SCHEMA = 'postpone';
 export interface SchemaCheck {
   /** The newest migration applied to the schema (at least `codeVersion`). */
   readonly schemaVersion: number;
-  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (11) on. */
+  /** The newest migration this code knows (`SCHEMA_VERSION`); it runs on schemas from `MIN_SCHEMA_VERSION` (17) on. */
   readonly codeVersion: number;
   /** The highest `minReader` the schema's migrations declare (at most `codeVersion`), or null. */
   readonly minReader: number | null;
@@ -170,6 +209,11 @@ export interface PostgresStoreOptions {
    */
   readonly listenConnectionString?: string;
   /**
+   * `waitFor`'s fallback: every this many ms while callers wait, ONE batched re-read of every pending
+   * task id (finish notices wake callers at once; this catches a lost one). Default 2 000, 1..2³¹−1.
+   */
+  readonly waitFallbackMs?: number;
+  /**
    * Called with the translated error when a connection the store holds is lost outside any call
    * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
    */
@@ -196,6 +240,7 @@ export const STORE_OPTION_NAMES: readonly string[] = [
   'listenConnectionString',
   'onConnectionError',
   'dialect',
+  'waitFallbackMs',
 ];
 
 /**
@@ -250,8 +295,26 @@ export function connectionEvents(options: PostgresStoreOptions): DriverEvents {
 /** `scheduleNotices` `'near'` (default) and `'coalesced'`: a schedule call announces its tasks only when one is due within this many ms. */
 export const NEAR_NOTICE_MS = 30_000;
 
-/** `$1` channel, `$2` payload: the probe `listen` sends itself. */
-const NOTIFY_PROBE = 'select pg_notify($1, $2)';
+/**
+ * On a schema before migration 15 (no `pause` table) the store claims without the pause check and
+ * reads the schema's version again at most this often (ms, at a claim), so a `migrate()` applied under
+ * a running process makes its claims honour pauses within this long (docs/contract.md#pause-and-resume).
+ */
+export const PAUSE_SCHEMA_RECHECK_MS = 5_000;
+
+/**
+ * `$1` channel, `$2` payload → one row `{ sent }`: a boolean when the NOTIFY was sent (`pg_notify`
+ * returns void; `is null` only puts the call in a select list), null when it was left
+ * out because the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full (a listener that
+ * stops reading pins it; once full, a notifying commit fails with 54000). For the notices sent outside
+ * a data statement: `listen`'s probe, worker presence, coalesced schedule notices.
+ */
+const NOTIFY_PROBE = `select case when pg_notification_queue_usage() < ${NOTICE_QUEUE_LIMIT} then pg_notify($1, $2) is null end as sent`;
+
+/** A schedule of two (kind, key) pairs or more takes its key locks in a statement of its own (`taskKeyLocks`). */
+function locksKeys(tasks: readonly { readonly kind: string; readonly key: string | null }[]): boolean {
+  return new Set(tasks.filter((t) => t.key !== null).map((t) => JSON.stringify([t.kind, t.key]))).size >= 2;
+}
 
 /** How long `listen` waits for its own probe notification before it says LISTEN does not work. */
 export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
@@ -296,6 +359,7 @@ function toTask(row: Row): Task {
     updatedAt: date(r.updatedatms),
     ...traceContextOf(r.tracecontext),
     ...retryOf(r.retry),
+    ...(r.progress === null || r.progress === undefined ? {} : { progress: JSON.parse(String(r.progress)) as Json }),
   };
 }
 
@@ -317,11 +381,13 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
   readonly sql: Statements;
+  /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
+  readonly dedup: DedupStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
   /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
   private readonly driver: DialectDriver<Tx>;
@@ -332,6 +398,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   private closing: Promise<void> | undefined;
   /** The schema check before the first claim or reclaim, kept once it passed (see {@link checkSchema}). */
   private schemaChecked: Promise<unknown> | undefined;
+  /** Whether the last schema check found the `pause` table (migration 15): claims and peeks then leave paused work out. */
+  private pauseTable = false;
+  /** The schema's version at the last check that passed (0 before one). */
+  private schemaVersionSeen = 0;
+  /** `performance.now()` after which a schema without the `pause` table is checked again. */
+  private pauseRecheckAt = 0;
+  /** The claim and peek statements without the pause check, for a schema before migration 15; built on first use. */
+  private beforePauseSql: Statements | undefined;
   private readonly scheduleNotices: 'coalesced' | 'each' | 'near' | 'off';
   /** Announces autocommit schedules after they committed (`scheduleNotices: 'coalesced'`). */
   readonly notices: NoticeCoalescer;
@@ -364,6 +438,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     validateConnectionOptions(options);
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
+    this.dedup = dedupStatements(this.schema);
     const context = {
       driver: driver as Driver<unknown>,
       schema: this.schema,
@@ -375,7 +450,61 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     };
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.bulk = new PostgresBulk({ ...context, toTask });
+    this.progressSql = progressWaitStatements(this.schema, taskColumns, msOf, millis);
+    const fallbackMs = options.waitFallbackMs === undefined ? DEFAULT_WAIT_FALLBACK_MS : validatePositiveMs(options.waitFallbackMs, 'waitFallbackMs');
+    const waiterId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.waiting = new PgWaitFor({
+      fallbackMs,
+      listen: async (onNotify, listenOptions) => {
+        // Through a transaction pooler LISTEN needs a direct connection (`listenConnectionString`); without one, the fallback re-read alone.
+        if (this.pooler === 'transaction' && !this.driver.directListen) throw new StoreError('LISTEN needs listenConnectionString behind a transaction pooler', undefined);
+        return await this.call(() => this.driver.listen(finishChannel(this.schema), onNotify, listenOptions));
+      },
+      present: async (untilMs) => {
+        await this.call(() => this.driver.query(this.progressSql.waiterPresent, [waiterId, untilMs]));
+      },
+      absent: async () => {
+        await this.call(() => this.driver.query(this.progressSql.waiterAbsent, [waiterId]));
+      },
+      readMany: async (ids) => {
+        const rows = await this.call(() => this.driver.query(this.progressSql.taskGetMany, [JSON.stringify(ids)]));
+        return rows.map(toTask);
+      },
+    });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
+    this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
+    this.rateLimits = new PostgresRateLimits(context);
+  }
+
+  /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
+  private readonly pauses: PostgresPause;
+  /**
+   * Pauses a queue or a kind for every claimer of the schema (core `Store.pause`): one statement that
+   * inserts the `pause` row (`on conflict do nothing`) and notifies listening workers at its commit.
+   * @throws ValidationError (nothing sent), SchemaVersionError `SCHEMA_BEHIND` on a schema before migration 15, ConnectionLostError, StoreClosedError, StoreError
+   */
+  pause(target: PauseTarget, options?: PauseOptions): Promise<boolean> {
+    return this.pauses.pause(target, options);
+  }
+  /** Resumes a paused queue or kind (core `Store.resume`): one statement that deletes the row and notifies listening workers. Errors as {@link pause}. */
+  resume(target: PauseTarget): Promise<boolean> {
+    return this.pauses.resume(target);
+  }
+  /** Every paused queue and kind (core `Store.listPaused`). Errors as {@link pause}. */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.pauses.list();
+  }
+
+  /** Rate limits (`RateLimitStore`, docs/contract.md#rate-limits): see `./rate-limit.ts`. */
+  private readonly rateLimits: PostgresRateLimits;
+  setRateLimit(input: RateLimitInput): Promise<RateLimitRecord> {
+    return this.rateLimits.set(input);
+  }
+  deleteRateLimit(scope: RateLimitScope): Promise<boolean> {
+    return this.rateLimits.delete(scope);
+  }
+  listRateLimits(): Promise<RateLimitRecord[]> {
+    return this.rateLimits.list();
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -388,6 +517,66 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   }
   listCronSchedules(): Promise<CronScheduleRecord[]> {
     return this.cron.list();
+  }
+
+  /** Progress, waitFor and reschedule statements (migration 18, `../sql/progress-wait-sql.ts`). */
+  readonly progressSql: ProgressWaitStatements;
+  private readonly waiting: PgWaitFor;
+
+  /** What this store's `waitFor` callers cost so far: batched reads (fallback ones apart), finish notices heard, LISTENs made. */
+  get waitStats(): WaitForStats {
+    return this.waiting.stats;
+  }
+
+  /**
+   * One UPDATE fenced by id + attempt + CLAIMED (`taskProgress`): only `progress` changes, a HOT
+   * update (migration 18). @returns false for a stale attempt (nothing written)
+   */
+  async reportProgress(params: ProgressParams): Promise<boolean> {
+    this.assertOpen();
+    const p = validateProgressParams(params);
+    const rows = await this.call(() => this.driver.query(this.progressSql.taskProgress, [p.id, p.attempt, p.text]));
+    return rows.length === 1;
+  }
+
+  /**
+   * One UPDATE fenced on SCHEDULED (`taskReschedule`) with a `scheduled` notice on the workers'
+   * channel (none with `scheduleNotices: 'off'`); when it hit nothing, a read of the state tells
+   * NOT_SCHEDULED (with it) from NOT_FOUND. A task seen SCHEDULED by that read was committed after
+   * the UPDATE's snapshot: the UPDATE is tried once more.
+   */
+  async reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult> {
+    this.assertOpen();
+    const p = validateReschedule(id, params, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
+    const channel = this.scheduleNotices === 'off' ? null : this.notifyChannel;
+    return await this.call(async () => {
+      for (let round = 0; round < 2; round++) {
+        const [hit] = await this.driver.query(this.progressSql.taskReschedule, [
+          this.nowParam(),
+          p.id,
+          p.dueAt === null ? null : p.dueAt.toISOString(),
+          p.delayMs,
+          p.payload !== null,
+          p.payload?.text ?? null,
+          channel,
+        ]);
+        if (hit) return { outcome: 'RESCHEDULED', dueAt: date(hit.dueatms) } as const;
+        const [row] = await this.driver.query(this.progressSql.taskStateOf, [p.id]);
+        if (!row) return { outcome: 'NOT_FOUND' } as const;
+        if (row.state !== TaskState.SCHEDULED) return { outcome: 'NOT_SCHEDULED', state: row.state as TaskState } as const;
+      }
+      throw new StoreError(`reschedule of task ${p.id}: the task changed state during the call`, undefined);
+    });
+  }
+
+  /**
+   * Waits in-process (`./wait-for.ts`): LISTEN on the schema's finish channel over the driver's one
+   * shared listening connection, batched reads, a batched fallback re-read every `waitFallbackMs`.
+   */
+  async waitFor(id: TaskId, options?: WaitForOptions): Promise<Task> {
+    this.assertOpen();
+    const w = validateWaitFor(id, options);
+    return await this.waiting.wait(w.id, w.timeoutMs, w.signal);
   }
 
   /** Store operations (list, retry, prune, stats): see `./admin.ts`. Use the store's own methods. */
@@ -508,16 +697,41 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     return undefined;
   }
 
-  /** {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next time. */
+  /**
+   * {@link checkSchema} once before the first claim or reclaim; a failed check is tried again next
+   * time, and a passed one on a schema without the `pause` table after {@link PAUSE_SCHEMA_RECHECK_MS}.
+   */
   private schemaReady(): Promise<unknown> {
+    if (this.schemaChecked !== undefined && !this.pauseTable && performance.now() >= this.pauseRecheckAt) this.schemaChecked = undefined;
     if (this.schemaChecked === undefined) {
-      const check = this.checkSchema();
+      const check = this.checkSchema().then((found) => {
+        this.schemaVersionSeen = found.schemaVersion;
+        this.pauseTable = found.schemaVersion >= PAUSE_MIGRATION_VERSION;
+        this.pauseRecheckAt = performance.now() + PAUSE_SCHEMA_RECHECK_MS;
+        return found;
+      });
       this.schemaChecked = check;
       check.catch(() => {
         if (this.schemaChecked === check) this.schemaChecked = undefined;
       });
     }
     return this.schemaChecked;
+  }
+
+  /** The claim and peek statements for the schema as last checked: with the pause check from migration 15 on. */
+  private claimSql(): Statements {
+    if (this.pauseTable) return this.sql;
+    this.beforePauseSql ??= statements(this.schema, { pause: false });
+    return this.beforePauseSql;
+  }
+
+  /** Resolves when the schema has the `pause` table (checked afresh when the last check found none). */
+  private async pauseReady(): Promise<void> {
+    if (!this.pauseTable) this.schemaChecked = undefined;
+    await this.schemaReady();
+    if (!this.pauseTable) {
+      throw new SchemaVersionError('SCHEMA_BEHIND', { schema: this.schema, schemaVersion: this.schemaVersionSeen, codeVersion: PAUSE_MIGRATION_VERSION, minReader: null });
+    }
   }
 
   /**
@@ -606,9 +820,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask>;
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const task = validateSchedule(input, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
-    const [scheduled] = await this.insert([task], tx, onConflict);
+    const [scheduled] = await this.insert([task], opts.tx, opts);
     return scheduled as ScheduledTask;
   }
 
@@ -620,6 +834,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * (kind, key) a live task holds is decided by `task_key_idx` in the same statement
    * (docs/contract.md#dedup-keys): `keep` returns the holder, `replace` rewrites it while SCHEDULED;
    * `fail` runs the statement in a transaction (a savepoint inside the caller's) and rolls it back.
+   * Lock order (README "Failure modes", batches over the same tasks): keyed inputs first take a
+   * transaction-level advisory lock per (kind, key), sorted, then the live holders' row locks in id
+   * order; a batch with two keys or more takes the key locks in a statement of its own, so it runs
+   * as a transaction (its own: BEGIN, key locks, insert, COMMIT; or the caller's `tx`, where the key
+   * locks are held until it ends).
    * @returns `{ id, dueAt, created, replaced }` in input order
    * @throws DuplicateKeyError for `onConflict: 'fail'` naming the first conflicting input's holder (nothing written)
    */
@@ -627,10 +846,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]>;
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx | SqlExecutor>): Promise<ScheduledTask[]> {
     this.assertOpen();
-    const { tx, onConflict } = validateScheduleOptions(options);
+    const opts = validateScheduleOptions(options);
     const tasks = validateScheduleMany(inputs, { maxPayloadBytes: this.maxPayloadBytes, nowMs: this.clock?.now() ?? Date.now() });
     if (tasks.length === 0) return [];
-    return await this.insert(tasks, tx, onConflict);
+    return await this.insert(tasks, opts.tx, opts);
   }
 
   /**
@@ -675,38 +894,33 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     }
   }
 
-  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, onConflict: OnConflict): Promise<ScheduledTask[]> {
+  /**
+   * The schedule of `tasks` (docs/contract.md#dedup-keys). `keep`, `replace` and unkeyed batches are
+   * the one statement `taskInsertMany`; `fail` runs it in a transaction (a savepoint inside the
+   * caller's); `debounce`, `queueBehind` and `throttle` with a keyed input run their statements of `./dedup-sql.ts`
+   * around it in one transaction (the caller's, or their own).
+   */
+  private async insert(tasks: readonly NormalizedSchedule[], tx: unknown, options: NormalizedScheduleOptions): Promise<ScheduledTask[]> {
+    const { onConflict } = options;
     const inTx = tx === undefined ? undefined : this.queryInTx(tx);
-    const json = `[${tasks
-      .map(
-        (t) =>
-          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
-          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
-      )
-      .join(',')}]`;
     // In the caller's transaction a notice must wait for its commit: only the statement's NOTIFY does.
     const after = inTx === undefined && this.scheduleNotices === 'coalesced';
     const now = this.clock?.now() ?? Date.now();
     const near = tasks.map((t) => (t.runAt === null ? t.delayMs : t.runAt.getTime() - now) <= NEAR_NOTICE_MS);
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
-    const params: Param[] = [this.nowParam(), json, channel, onConflict === 'replace' ? 'replace' : 'keep'];
-    const run = async (query: QueryFn) => {
-      const rows = await query(this.sql.taskInsertMany, params);
-      if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
-      const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
-      const input = tasks[taken];
-      if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
-      return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
-    };
+    const keyed = tasks.some((t) => t.key !== null);
+    // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
+    const ownTx = onConflict === 'fail' || locksKeys(tasks) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
+    const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
-      const scheduled = await this.call(() => (onConflict === 'fail' ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p))));
+      const scheduled = await this.call(autocommit);
       this.notices.add(scheduled.filter((t, i) => (t.created || t.replaced) && near[i]));
       return scheduled;
     }
     return await this.call(async () => {
-      if (inTx === undefined) return onConflict === 'fail' ? await this.driver.transaction((query) => run(query)) : await run((text, p) => this.driver.query(text, p));
+      if (inTx === undefined) return await autocommit();
       const { query, checked } = inTx;
       if (onConflict !== 'fail') {
         if (!checked) await this.inTransaction(query, this.sql.txCheck);
@@ -723,6 +937,62 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         throw error;
       }
     });
+  }
+
+  /**
+   * The statements of one schedule on `query` (inside a transaction whenever there is more than one):
+   * `debounce` and `queueBehind` first hand the keys of CLAIMED holders over (`releaseKeys`); `throttle` locks each
+   * key's throttle row (`throttleGate`), leaves the refused inputs out of the insert and records the
+   * tasks it created (`throttleRecord`). Results in input order.
+   */
+  private async insertIn(query: QueryFn, tasks: readonly NormalizedSchedule[], options: NormalizedScheduleOptions, channel: string | null): Promise<ScheduledTask[]> {
+    const { onConflict, throttleMs } = options;
+    const slot = (t: { kind: string; key: string | null }) => JSON.stringify([t.kind, t.key]);
+    const keys = JSON.stringify(tasks.filter((t) => t.key !== null).map((t) => ({ kind: t.kind, key: t.key })));
+    const hasKeys = keys !== '[]';
+    // Two keys or more: their advisory locks, sorted, before any statement looks for their holders, so
+    // the insert's snapshot sees every holder and locks them in id order (`taskKeyLocks`, README "Failure modes").
+    if (locksKeys(tasks)) await query(this.sql.taskKeyLocks, [keys]);
+    if (HANDS_OVER_KEY.includes(onConflict) && hasKeys) await query(this.dedup.releaseKeys, [keys]);
+    const refused = new Map<string, ScheduledTask>();
+    if (onConflict === 'throttle' && hasKeys) {
+      for (const row of await query(this.dedup.throttleGate, [this.nowParam(), keys])) {
+        if (row.throttled === true) {
+          refused.set(slot({ kind: String(row.kind), key: String(row.key) }), { id: String(row.taskid), dueAt: date(row.dueatms), created: false, replaced: false, throttled: true });
+        }
+      }
+    }
+    const open = refused.size === 0 ? tasks : tasks.filter((t) => t.key === null || !refused.has(slot(t)));
+    const inserted = open.length === 0 ? [] : await this.insertRows(query, open, onConflict, channel);
+    if (onConflict === 'throttle' && hasKeys) {
+      const made = open.flatMap((t, i) => {
+        const s = inserted[i] as ScheduledTask;
+        return t.key !== null && s.created ? [{ kind: t.kind, key: t.key, id: s.id, dueAt: s.dueAt.toISOString(), throttleMs }] : [];
+      });
+      if (made.length > 0) await query(this.dedup.throttleRecord, [this.nowParam(), JSON.stringify(made)]);
+    }
+    if (refused.size === 0) return inserted;
+    let next = 0;
+    return tasks.map((t) => (t.key !== null && refused.has(slot(t)) ? (refused.get(slot(t)) as ScheduledTask) : (inserted[next++] as ScheduledTask)));
+  }
+
+  /** `taskInsertMany` for `tasks`: `replace` for `replace` and `debounce`, `keep` otherwise; `fail` throws DuplicateKeyError on the first input it did not create. */
+  private async insertRows(query: QueryFn, tasks: readonly NormalizedSchedule[], onConflict: OnConflict, channel: string | null): Promise<ScheduledTask[]> {
+    const json = `[${tasks
+      .map(
+        (t) =>
+          `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
+          `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
+      )
+      .join(',')}]`;
+    const mode = onConflict === 'replace' || onConflict === 'debounce' ? 'replace' : 'keep';
+    const rows = await query(this.sql.taskInsertMany, [this.nowParam(), json, channel, mode]);
+    if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
+    const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
+    const input = tasks[taken];
+    if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+    return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
   }
 
   /**
@@ -764,7 +1034,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
    * Only tasks of `queue` (default `'default'`) and, when given, of `kinds` (docs/contract.md#queues).
    * With `kindLimits` naming a kind it may take, ONE transaction instead: `kindCapLock` (advisory
    * locks per capped kind, sorted), then `taskClaimCapped` (docs/contract.md#kind-concurrency); without,
-   * the single statement as before.
+   * the single statement as before. With a rate limit on its queue or on a kind it may take
+   * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
+   * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
+   * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
+   * whether everything is held back now. Either way `onRateLimited` is then called.
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -779,15 +1053,30 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const claimParams = [this.nowParam(), owner, leaseMs, limit, queue, kindsJson];
     // The capped kinds this claim may take, sorted: the advisory locks' order (docs/contract.md#kind-concurrency).
     const capped = caps === null ? [] : [...caps.keys()].filter((kind) => kinds === null || kinds.includes(kind)).sort();
+    const onRateLimited = validateOnRateLimited(params.onRateLimited);
     await this.schemaReady();
+    // Rate limits (docs/contract.md#rate-limits) that apply to this claim: from a cache read at most once a second.
+    const limited = await this.rateLimits.applicable(queue, kinds, performance.now());
+    const capsJson = () => JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])));
+    let held: RateLimited | null = null;
+    const sql = this.claimSql();
     const rows = await this.call(() =>
-      capped.length === 0
-        ? this.driver.query(this.sql.taskClaim, claimParams)
+      capped.length === 0 && limited.length === 0
+        ? this.driver.query(sql.taskClaim, claimParams)
         : this.driver.transaction(async (query) => {
-            await query(this.sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
-            return await query(this.sql.taskClaimCapped, [...claimParams, JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])))]);
+            if (capped.length > 0) await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
+            if (limited.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
+            const plan = await this.rateLimits.plan(query, this.nowParam(), limited, queue, kinds, limit);
+            held = plan.held;
+            if (held !== null || plan.limit === 0) return [];
+            const args = [this.nowParam(), owner, leaseMs, plan.limit, queue, kindsJson, capped.length > 0 ? capsJson() : '{}', JSON.stringify(plan.kindRooms), plan.queueLimited];
+            const claimed = await query(this.rateLimits.sql.taskClaimLimited, args);
+            // Short: did this claim use up the room? Then the caller may sleep until it reopens.
+            if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            return claimed;
           }),
     );
+    if (held !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, held);
     return rows
       .map((r) => ({
         id: String(r.id),
@@ -872,8 +1161,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
       });
     }
     let workFailure: { error: unknown } | undefined;
-    try {
-      return await this.driver.transaction<CompleteOutcome>(async (query, tx) => {
+    const run = () =>
+      this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
         const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
@@ -887,6 +1176,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
         }
         return await this.missedCompleteOutcome(query, now, id, attempt, keep);
       });
+    try {
+      try {
+        return await run();
+      } catch (error) {
+        // The finish notice (migration 18, sent while a store has waitFor callers) met a NOTIFY queue
+        // that filled between the trigger's look at it and the commit: 54000 is raised at commit, so
+        // the transaction rolled back whole (`work` included); once more, the trigger now sends nothing.
+        if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
+        return await run();
+      }
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw await this.translate(error);
@@ -1031,10 +1330,18 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     const limit = params.limit === undefined ? DEFAULT_PEEK_LIMIT : validatePositiveInt(params.limit, 'limit', MAX_PEEK_LIMIT);
     const { queue, kinds } = validateSelection(params);
     const kindsJson = kinds === null ? null : JSON.stringify(kinds);
-    const rows = await this.call(() => this.driver.query(this.sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    await this.schemaReady();
+    const sql = this.claimSql();
+    const rows = await this.call(() => this.driver.query(sql.taskPeekDue, [this.nowParam(), withinMs, limit, queue, kindsJson]));
+    // The statement always answers its clock row first. A result without it is not the statement's
+    // (a driver that mixed up a result after a connection was cut: postgres.js 3.4.9 can answer
+    // `[null, row]` on a reconnected connection): refused, never turned into an Invalid Date.
+    if (rows.length === 0 || rows.some((r) => r === null || typeof r !== 'object') || rows[0]?.nowms === null || rows[0]?.nowms === undefined) {
+      throw new StoreError('peekDue: the answer has no clock row (a malformed driver result; try again)', undefined, { transient: true });
+    }
     const now = date(rows[0]?.nowms);
     const tasks = rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), dueAt: date(r.dueatms) }));
-    return { now, tasks };
+    return { now, tasks, ...(rows[0]?.paused === true ? { paused: true } : {}) };
   }
 
   /** @throws ValidationError INVALID_TASK_ID for a malformed id */
@@ -1079,19 +1386,25 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
 
   /**
    * Listens for {@link TaskNotice}s on this store's channel (a dedicated connection; reconnects and
-   * listens again after a lost connection, then calls `options.onReconnect`).
+   * listens again after a lost connection, then calls `options.onReconnect`). Worker presence notices
+   * go to `options.onWorker`, pause and resume notices (docs/contract.md#pause-and-resume) to `options.onPause`.
    *
    * Before it returns, it checks that notifications arrive: it sends a probe NOTIFY through the
    * store's ordinary connections and waits up to {@link LISTEN_PROBE_TIMEOUT_MS} for it on the
    * listening one. A listener that would get nothing (e.g. LISTEN through a transaction pooler)
-   * is stopped and the call throws, so a caller never believes it listens when it does not.
+   * is stopped and the call throws, so a caller never believes it listens when it does not. While
+   * the cluster's NOTIFY queue is at least {@link NOTICE_QUEUE_LIMIT} full no probe is sent (no
+   * notice is, README "Failure modes") and the listener is returned unchecked.
    *
    * @returns a function that stops listening
    * @throws ValidationError INVALID_OPTION `listenConnectionString` when `pooler` is `'transaction'`
    *   and no direct connection was given; StoreError when the probe never arrived;
    *   ConnectionLostError / ConnectionError when the connection failed
    */
-  async listen(onNotice: (notice: TaskNotice) => void, options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void }): Promise<Unlisten> {
+  async listen(
+    onNotice: (notice: TaskNotice) => void,
+    options?: ListenOptions & { readonly onWorker?: (notice: WorkerNotice) => void; readonly onPause?: (notice: PauseNotice) => void },
+  ): Promise<Unlisten> {
     this.assertOpen();
     if (this.pooler === 'transaction' && !this.driver.directListen) {
       throw new ValidationError(
@@ -1117,9 +1430,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
           if (notice) onNotice(notice);
           else if (payload.startsWith('{"op":"scheduledMany"')) {
             for (const each of parseScheduledMany(payload) ?? []) onNotice(each);
-          } else if (options?.onWorker) {
-            const worker = parseWorkerNotice(payload);
-            if (worker) options.onWorker(worker);
+          } else {
+            const pause = options?.onPause ? parsePauseNotice(payload) : null;
+            if (pause) options?.onPause?.(pause);
+            else if (options?.onWorker) {
+              const worker = parseWorkerNotice(payload);
+              if (worker) options.onWorker(worker);
+            }
           }
         },
         options,
@@ -1127,7 +1444,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      const [sent] = await this.call(() => this.driver.query(NOTIFY_PROBE, [this.notifyChannel, probe]));
+      // The NOTIFY queue is at least half full (a listener elsewhere stopped reading): no probe can be
+      // sent, and no notice is sent either until it drains, so there is nothing to check yet. LISTEN
+      // itself succeeded; the worker finds tasks by its fallback poll meanwhile (issue #26 item 4).
+      if (typeof sent?.sent !== 'boolean') return unlisten;
       const heard = await Promise.race([
         arrived.then(() => true),
         new Promise<boolean>((resolve) => {
@@ -1153,7 +1474,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /**
    * Announces a hybrid worker on this store's channel (one NOTIFY through the pool, delivered to
    * every listener including the sender's; docs/contract.md#discovery-sharing). Listeners get it
-   * through `listen`'s `onWorker` option.
+   * through `listen`'s `onWorker` option. Left out, without an error, while the NOTIFY queue is at
+   * least {@link NOTICE_QUEUE_LIMIT} full.
    * @param notice `worker` (1..200 characters) and `group` (1..200) name the worker and what it claims; `hello` asks the others to answer
    * @throws ValidationError INVALID_OPTION for a bad `worker` or `group`; ConnectionLostError / ConnectionError / StoreError from the database
    */
@@ -1169,7 +1491,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore {
   /** Stops listeners and ends the pool if the store created it. Idempotent; later calls throw StoreClosedError. */
   async close(): Promise<void> {
     this.closed = true;
-    this.closing ??= this.driver.close();
+    this.closing ??= this.waiting.close().then(() => this.driver.close());
     await this.closing;
   }
 

@@ -81,6 +81,10 @@ $fn$`;
       [12, 3],
       [13, 2],
       [14, 5],
+      [15, 1],
+      [16, 1],
+      [17, 1],
+      [18, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);

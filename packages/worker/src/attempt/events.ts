@@ -26,6 +26,12 @@ export interface AttemptEvents {
   failed: { readonly task: ClaimedTask; readonly error: string; readonly result: FailResult; readonly retryable: boolean; readonly delayMs: number };
   /** The store refused a late write of this attempt (complete, fail or release): someone else holds the task now, or it ended. */
   rejectedStale: { readonly task: ClaimedTask; readonly operation: 'complete' | 'fail' | 'release' | 'snooze' };
+  /**
+   * The store refused a progress write of this attempt (`ctx.progress`): the attempt is no longer the
+   * current one (its lease expired and another claim took the task, or the task ended). Later reports
+   * of the attempt are dropped (docs/contract.md#progress).
+   */
+  progressRefused: { readonly task: ClaimedTask };
   /** The handler threw `Snooze` and the fenced snooze answered: `result` is the next state (no failure counted). */
   snoozed: { readonly task: ClaimedTask; readonly result: SnoozeResult };
   /** The attempt was handed back at shutdown (`store.release`). */

@@ -44,6 +44,17 @@ export interface HandlerContext<Tx = unknown> {
    * once per task (docs/contract.md#completion); the library writes no effect row of its own.
    */
   onCompleteTx(write: CompletionWrite<Tx>): void;
+  /**
+   * Reports the task's progress (docs/contract.md#progress): any JSON value up to `MAX_PROGRESS_BYTES`
+   * (64 KiB), which replaces the previous one and shows in `getTask(id).progress` (and `postpone
+   * show`, the dashboard). Written at most once per `progressIntervalMs` (the worker option; values
+   * in between are coalesced: the newest wins), fenced by this attempt, and the last value is always
+   * written before the attempt's end is reported. Returns at once; a failed write is logged, never thrown.
+   * A write the store refuses (this attempt is no longer the current one) emits `progressRefused`,
+   * and later reports of the attempt are dropped.
+   * @throws ValidationError INVALID_PROGRESS (not JSON) or PROGRESS_TOO_LARGE, synchronously; nothing is written
+   */
+  progress(value: unknown): void;
 }
 
 /**

@@ -18,6 +18,8 @@ export interface AttemptSettings extends RetryDefaults {
   readonly completeBatchSize: number;
   /** How long the first queued completion waits for others (ms; 0: the next macrotask). */
   readonly completeBatchDelayMs: number;
+  /** Least time between two progress writes of one task, in ms of `pacing` (default 1 000; docs/contract.md#progress). */
+  readonly progressIntervalMs?: number;
   /** Keep DONE tasks in history (the worker's `keepDone`; default true). */
   readonly keepDone?: boolean;
   /** Per-kind overrides of {@link keepDone}. */

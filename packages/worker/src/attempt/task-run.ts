@@ -29,6 +29,7 @@ import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
 import { keepLease, type LeaseEstimate, type LeaseLossReason } from './lease-keeper.js';
 import type { LeaseRenewer } from './lease-renewer.js';
 import type { AttemptSettings } from './settings.js';
+import { ProgressWriter } from './progress-writer.js';
 
 export type RunPhase = 'running' | 'finishing' | 'handedBack' | 'finished';
 
@@ -79,6 +80,8 @@ export class TaskRun<Tx> {
   /** The attempt's span and handler timing. */
   private readonly telemetry: AttemptTelemetry;
   private slotFreed = false;
+  /** `ctx.progress`, made on first use (most handlers never report progress). */
+  private progressWriter: ProgressWriter | null = null;
   /** Resolves when the attempt's end was reported and acknowledged, or handed back (never rejects). */
   readonly finished: Promise<void>;
 
@@ -127,6 +130,7 @@ export class TaskRun<Tx> {
     this.freeSlot();
     this.halt.abort(HALTED);
     if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
+    await this.progressWriter?.flush();
     const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.leaseStop.abort(HALTED));
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
     return outcome !== null;
@@ -158,6 +162,8 @@ export class TaskRun<Tx> {
     this.halt.abort(HALTED);
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
+    // The last progress value is written before the end is reported (docs/contract.md#progress).
+    await this.progressWriter?.flush();
     if (reason === 'cancel-requested' && (outcome === TIMED_OUT || (!outcome.ok && retryIntent(outcome.error).type !== 'snooze'))) {
       // Cancelled while running: the handler's throw (usually its aborted signal's reason) is not a
       // failure of the task. A fenced release ends it CANCELLED with no failure counted and nothing
@@ -280,6 +286,17 @@ export class TaskRun<Tx> {
           return;
         }
         this.writes.push(write);
+      },
+      progress: (value) => {
+        this.progressWriter ??= new ProgressWriter({
+          store: deps.store as Store<unknown>,
+          task,
+          intervalMs: deps.options.progressIntervalMs ?? 1_000,
+          pacing: deps.options.pacing,
+          logger: () => this.logger,
+          onRefused: () => deps.events.emit('progressRefused', { task }),
+        });
+        this.progressWriter.report(value);
       },
     };
   }

@@ -21,9 +21,10 @@ import type { DiscoveryMode } from './hybrid-options.js';
 /**
  * Why hybrid discovery re-read the store into its wheel: `start`; `fallback` (the periodic re-read);
  * `horizon` (the last read was cut at its limit and time is reaching its end); `gap` (the worker was
- * paused); `reconnect` (the notification listener lost its connection and listens again).
+ * paused); `reconnect` (the notification listener lost its connection and listens again); `pauseNotice`
+ * (a queue or kind was paused or resumed, docs/contract.md#pause-and-resume).
  */
-export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect';
+export type RebuildReason = 'start' | 'fallback' | 'horizon' | 'gap' | 'reconnect' | 'pauseNotice';
 
 /** The store calls of discovery: `peekDue` (hybrid's loads) and `listen` (notifications). */
 export type DiscoveryOperation = 'peekDue' | 'listen';
@@ -124,4 +125,4 @@ export interface DiscoveryDeps {
   readonly onRebuilt: (rebuilt: WheelRebuilt) => void;
 }
 
-export const NO_REBUILDS: Readonly<Record<RebuildReason, number>> = Object.freeze({ start: 0, fallback: 0, horizon: 0, gap: 0, reconnect: 0 });
+export const NO_REBUILDS: Readonly<Record<RebuildReason, number>> = Object.freeze({ start: 0, fallback: 0, horizon: 0, gap: 0, reconnect: 0, pauseNotice: 0 });

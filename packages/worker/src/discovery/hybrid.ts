@@ -14,7 +14,11 @@
  *   worker whose clock is off by minutes still claims on time. Timers are ceiled to the tick: never
  *   before the due time.
  * - **Notifications** (`listen`, when the store has it): a task scheduled within the loaded window is
- *   placed at once on every worker; a cancelled one is removed.
+ *   placed at once on every worker; a cancelled one is removed. A queue or kind paused or resumed
+ *   (docs/contract.md#pause-and-resume) makes a load at once (`pauseNotice`): `peekDue` lists no paused
+ *   task, so a paused task's timer is dropped and a resumed one's placed. While the last load said the
+ *   whole selection is paused (`PeekResult.paused`), `scheduled` notices are not placed: they would
+ *   only wake claims that take nothing.
  * - **Claims**: a fired timer makes a claim owed; the worker loop claims with its free slots (the
  *   store's atomic claim, which takes whatever is due, in due order). An owed claim stays owed while
  *   no slot is free, and is paid as soon as one frees. A claim that came back full leaves one owed
@@ -89,7 +93,7 @@ export const PEER_TTL_MS = 3 * ANNOUNCE_MS + 5_000;
 const REPLY_DELAY_MS = 20;
 
 /** Reasons that replace a pending periodic reload (a reload due to them must not be forgotten). */
-const URGENT: ReadonlySet<RebuildReason> = new Set(['start', 'gap', 'reconnect']);
+const URGENT: ReadonlySet<RebuildReason> = new Set(['start', 'gap', 'reconnect', 'pauseNotice']);
 
 export class HybridDiscovery implements Discovery {
   readonly mode = 'hybrid' as const;
@@ -155,6 +159,8 @@ export class HybridDiscovery implements Discovery {
   /** What the last load covered; null before the first one landed. */
   private window: LoadWindow | null = null;
   private early: TaskNotice[] = [];
+  /** The last load said nothing of this worker's selection can be claimed (its queue, or every kind, is paused). */
+  private selectionPaused = false;
   private loading: Promise<void> | null = null;
   private reloadAgain: RebuildReason | null = null;
   private reloadTimer = new AbortController();
@@ -401,6 +407,9 @@ export class HybridDiscovery implements Discovery {
           void this.announce(true);
           void this.reload('reconnect');
         },
+        onPause: () => {
+          if (!this.stopped.signal.aborted) void this.reload('pauseNotice');
+        },
         ...onWorker,
       });
       if (this.stopped.signal.aborted) await unlisten().catch(() => undefined);
@@ -465,6 +474,8 @@ export class HybridDiscovery implements Discovery {
       this.wheel.remove(notice.id);
       return;
     }
+    // Paused: a claim would take nothing (the store leaves paused work out); a resume notice reloads.
+    if (this.selectionPaused) return;
     // Beyond what the last load covered: a later load lists it (the wheel holds exactly that window).
     if (window.inclusive ? notice.dueAtMs > window.throughMs : notice.dueAtMs >= window.throughMs) return;
     const fireAt = this.fireTime(notice.dueAtMs);
@@ -531,6 +542,7 @@ export class HybridDiscovery implements Discovery {
     const cut = last !== undefined && tasks.length >= this.options.loadLimit;
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
     this.window = window;
+    this.selectionPaused = answer.paused === true;
     this.wheel.finishLoad(token, tasks, window, (ms) => this.fireTime(ms));
     this.placedOffset = this.clock.offsetMs ?? this.placedOffset;
     // The start's catch-up claim is owed only when the wheel may not hold everything due: every listed

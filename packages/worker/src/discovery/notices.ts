@@ -14,7 +14,7 @@ import type { TaskId } from '@postpone/core';
 export interface NoticeSource {
   listen(
     onNotice: (notice: unknown) => void,
-    options?: { readonly onReconnect?: () => void; readonly onWorker?: (notice: unknown) => void },
+    options?: { readonly onReconnect?: () => void; readonly onWorker?: (notice: unknown) => void; readonly onPause?: (notice: unknown) => void },
   ): Promise<() => Promise<void>>;
   /** Announces a worker to every listener (`PostgresStore.announceWorker`); without it a worker shares nothing. */
   announceWorker?(notice: { readonly worker: string; readonly group: string; readonly hello: boolean }): Promise<void>;

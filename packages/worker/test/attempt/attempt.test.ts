@@ -87,7 +87,8 @@ describe('callStore and writes with no verdict', () => {
     expect(calls).toBe(3);
     expect(events.seen.map((e) => (e.payload as { error: StoreError }).error.sqlState)).toEqual(['57014', '57014']);
 
-    // 25006 (a standby after a failover) and a constraint are not "try again here".
+    // A StoreError the store did not mark transient is not "try again" (the PostgreSQL store marks 25006
+    // transient, since it discards the read-only node's connection; unmarked here, it is not retried).
     for (const sqlState of ['25006', '23505']) {
       const refused = new StoreError(`PostgreSQL error ${sqlState}`, sqlState);
       expect(refused.transient).toBe(false);

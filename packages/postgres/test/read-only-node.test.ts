@@ -1,0 +1,92 @@
+/**
+ * 25006 means "wrong node" (issue 26, failover): a pool whose connections sit on a read-only server
+ * (the old primary after a failover, reached before the endpoint moved) must not keep them. Here the
+ * read-only server is a role with `default_transaction_read_only = on`: its sessions opened before
+ * the setting is reset stay read-only, new ones are writable, as connections opened before and after
+ * an endpoint moves. Each write that meets 25006 is a typed, transient `StoreError`, its connection is
+ * discarded (pg: released with the error; postgres.js: the read-only connections end themselves),
+ * and within a pool's worth of tries every write succeeds. The evidence case is `failover_promote`.
+ */
+import { StoreError } from '@postpone/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgStore } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
+import { SqlState } from '../src/index.js';
+import { Admin, DRIVERS, makeKit } from './support/kits.js';
+
+const admin = Admin.create('readonly');
+const POOL_MAX = 4;
+
+beforeAll(async () => {
+  const kit = makeKit('pg');
+  await kit.store({ schema: admin.schema }).migrate();
+  await kit.close();
+});
+afterAll(async () => {
+  await admin.drop();
+});
+
+describe.each(DRIVERS)('%s: connections on a read-only node', (driver) => {
+  it('a write that meets 25006 is a transient StoreError, its connection is discarded, and the writes move to new connections', async () => {
+    const role = `postpone_ro_${driver}_${process.pid}`;
+    await admin.query(`drop role if exists ${role}`);
+    await admin.query(`create role ${role} login superuser password 'ro'`);
+    await admin.query(`alter role ${role} set default_transaction_read_only = on`);
+    const u = new URL(admin.url);
+    u.username = role;
+    u.password = 'ro';
+    const connectionString = u.toString();
+    const store =
+      driver === 'pg'
+        ? createPgStore({ schema: admin.schema, connectionString, poolConfig: { max: POOL_MAX } })
+        : createPostgresJsStore({ schema: admin.schema, connectionString, connectionOptions: { max: POOL_MAX } });
+    try {
+      // Every connection of the pool opened on the "old node": reads work there.
+      await Promise.all(Array.from({ length: POOL_MAX * 2 }, () => store.countByState()));
+      // Refused while every connection, old or new, is read-only. postgres.js ends its read-only
+      // connections before the one retry: that retry may meet one of them ending (57P01, a lost
+      // connection) or a new read-only one (25006); either is an error a caller may retry.
+      const first = await store.schedule({ kind: 'ro', delayMs: 60_000 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (driver === 'pg') expect(first).toMatchObject({ sqlState: SqlState.READ_ONLY_SQL_TRANSACTION, transient: true });
+      else expect(first).toSatisfy((e) => (e instanceof StoreError && e.sqlState === SqlState.READ_ONLY_SQL_TRANSACTION && e.transient) || (e as { code?: string }).code === 'CONNECTION_LOST');
+      // The endpoint moves: connections opened from now on are writable.
+      await admin.query(`alter role ${role} reset default_transaction_read_only`);
+      const refused: StoreError[] = [];
+      let scheduled: string | undefined;
+      for (let i = 0; i < POOL_MAX + 1 && scheduled === undefined; i++) {
+        try {
+          scheduled = (await store.schedule({ kind: 'ro', delayMs: 60_000 })).id;
+        } catch (error) {
+          expect(error).toSatisfy((e) => (e instanceof StoreError && e.sqlState === SqlState.READ_ONLY_SQL_TRANSACTION && e.transient) || (e as { code?: string }).code === 'CONNECTION_LOST');
+          refused.push(error as StoreError);
+        }
+      }
+      expect(scheduled).toBeDefined();
+      // Each try discards what it met (pg retries once on another pooled client): at most half the pool's tries refused.
+      expect(refused.length).toBeLessThanOrEqual(Math.ceil(POOL_MAX / 2));
+      // No connection is left on the read-only node: within a few bursts over the whole pool, one
+      // writes everywhere. postgres.js ends its read-only connections server-side, so a statement
+      // it had pipelined onto one of them may fail as a lost connection (retryable) meanwhile.
+      let written = 1;
+      let clean = false;
+      const retryable = (e: unknown) => (e instanceof StoreError && e.sqlState === SqlState.READ_ONLY_SQL_TRANSACTION && e.transient) || (e as { code?: string }).code === 'CONNECTION_LOST';
+      for (let round = 0; round < 3 && !clean; round++) {
+        const burst = await Promise.allSettled(Array.from({ length: POOL_MAX * 2 }, () => store.schedule({ kind: 'ro', delayMs: 60_000 })));
+        const rejected = burst.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
+        expect(rejected.filter((e) => !retryable(e)).map(String)).toEqual([]);
+        written += burst.length - rejected.length;
+        clean = rejected.length === 0;
+      }
+      expect(clean).toBe(true);
+      expect(await admin.count()).toBe(written);
+    } finally {
+      await store.close();
+      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [role]);
+      await admin.query(`drop role if exists ${role}`).catch(() => {});
+      await admin.truncate();
+    }
+  }, 60_000);
+});
