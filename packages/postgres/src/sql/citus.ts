@@ -65,6 +65,12 @@ export interface CitusRewrite {
  *   `_legacy`, no day partitions, and `ensure_history_partitions` makes nothing (returns 0).
  *   Retention there deletes by row (as it does for a DEFAULT partition on PostgreSQL) instead of
  *   dropping day partitions.
+ * - migration 18: the statement-level trigger `task_finished_notice` (XX000 "triggers are not
+ *   supported on distributed tables"; Citus allows only row-level triggers, and only with
+ *   `citus.enable_unsafe_triggers`, and a NOTIFY sent on the worker node would not reach the
+ *   coordinator's listeners anyway). It is not created (the function `notify_task_finished` is, unused):
+ *   on Citus `waitFor` hears of no finish and learns of one by its fallback read every
+ *   `waitFallbackMs` (README "On a Citus coordinator").
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -80,6 +86,18 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
         `alter table ${task} add constraint task_failures_check check (failures >= 0)`,
       ],
       why: 'Citus refuses ADD COLUMN with a CHECK (0A000); the CHECK is added apart under the name PostgreSQL gives it',
+    },
+    {
+      version: 18,
+      original: `drop trigger if exists task_finished_notice on ${task}`,
+      replacement: [],
+      why: 'no trigger on Citus (see the next rewrite), hence none to drop',
+    },
+    {
+      version: 18,
+      original: `create trigger task_finished_notice after delete on ${task} referencing old table as gone for each statement execute function ${q}.notify_task_finished()`,
+      replacement: [],
+      why: 'Citus refuses triggers on distributed tables (XX000 "triggers are not supported on distributed tables"); waitFor there learns of a finish by its fallback poll',
     },
   ];
   for (const state of HISTORY_STATES) {
@@ -157,6 +175,46 @@ function citusPlusMs(delay: string): string {
 /** `cronReconcile`'s read of the schedules that existed before its upsert (see {@link citusStatement}). */
 const CRON_EXISTED = '), existed as (';
 
+/** The RETURNING of `throttleGate` (`./dedup-sql.ts`), exactly as it ends that statement. */
+const THROTTLE_GATE_RETURNING = `returning d.kind, d.key, d.closed_until > ${NOW} as throttled, d.task_id::text as taskid,
+          floor(extract(epoch from d.due_at) * 1000)::float8 as dueatms`;
+
+/**
+ * `throttleRecord`'s (`./dedup-sql.ts`) `closed_until`, now + `throttleMs` of the input row, after
+ * the NOW rewrite. Citus refuses the STABLE `timestamptz + interval` with a column reference in an
+ * UPDATE (0A000 "STABLE functions used in UPDATE queries cannot be called with column references"):
+ * the Citus form computes the same instant with `citusPlusMs`.
+ */
+const THROTTLE_CLOSES = /closed_until = \$1::timestamptz \+ \((x\."throttleMs")::float8 \* interval '1 millisecond'\)/;
+
+/** How `rateLimitSet` (`./rate-limit-sql.ts`) starts and where its RETURNING begins. */
+const RATE_LIMIT_SET = /^(insert into \S+\.rate_limit as r \(scope, name, max_starts, window_ms\) values [^\n]*\non conflict [^\n]*)\nreturning (r\.scope, r\.name, r\.max_starts as maxstarts, [\s\S]*)$/;
+
+/**
+ * The INSERTs whose RETURNING Citus refuses, as a data-modifying CTE whose result the coordinator
+ * reads: `throttleGate` (its INSERT … SELECT runs through the coordinator, and the `$1` of its
+ * RETURNING reaches the worker unbound: 08P01 "bind message supplies 0 parameters", Citus 13.2.2)
+ * and `rateLimitSet` (0A000 "subqueries are not supported within INSERT queries": its `used` and
+ * `reopensatms` read the log with subqueries). The same rows and columns; the computed ones are
+ * computed from the returned row instead of inside the INSERT. Other texts come back unchanged.
+ */
+function citusReturning(plain: string): string {
+  if (plain.startsWith('insert into ') && plain.endsWith(`\n${THROTTLE_GATE_RETURNING}`)) {
+    const head = plain.slice(0, plain.length - THROTTLE_GATE_RETURNING.length - 1);
+    return `with gate as (${head}
+returning d.kind, d.key, d.closed_until, d.task_id, d.due_at)
+select g.kind, g.key, g.closed_until > ${NOW} as throttled, g.task_id::text as taskid,
+       floor(extract(epoch from g.due_at) * 1000)::float8 as dueatms
+  from gate g`;
+  }
+  const set = RATE_LIMIT_SET.exec(plain);
+  const [insert, columns] = [set?.[1], set?.[2]];
+  if (insert === undefined || columns === undefined) return plain;
+  // `updated_at = now()` becomes the proposed row's `updated_at` (its default: the same `now()`),
+  // since Citus refuses a non-IMMUTABLE function in DO UPDATE SET (0A000).
+  return `with r as (${insert.replace(', updated_at = now()', ', updated_at = excluded.updated_at')}\nreturning r.*)\nselect ${columns} from r`;
+}
+
 /** A statement in the Citus dialect, and whether its `$1` must be the database's time (never null). */
 export interface CitusStatement {
   readonly text: string;
@@ -203,6 +261,8 @@ const NOTICE_CALL =
  *   bigint: "PGCOPY"` (Citus 13.2.2). So on Citus a batch does not lock the live holders of its keys
  *   in id order before it inserts: two batches meeting each other's keys in opposite orders can
  *   deadlock (40P01, no verdict: retried), where on PostgreSQL they cannot (README "Failure modes").
+ * - `throttleGate` and `rateLimitSet` return through a data-modifying CTE (see `citusReturning`);
+ *   `throttleRecord`'s window end is computed from IMMUTABLE functions (`THROTTLE_CLOSES`).
  * - `cronReconcile`'s `existed` CTE is MATERIALIZED: Citus plans that statement in steps, and the
  *   inlined read ran after the upsert, saw its rows, and reported `changed` for an `added` schedule.
  * - NOTIFY: a pushed-down statement runs on the worker node, and a `pg_notify` there reaches only
@@ -216,12 +276,13 @@ const NOTICE_CALL =
 export function citusStatement(plain: string): CitusStatement {
   const needsNow = plain.includes(NOW) || plain.includes(CLOCK);
   let channelParam: number | undefined;
-  const text = plain
+  const text = citusReturning(plain)
     .replaceAll(NOW, '$1::timestamptz')
     .replaceAll(CLOCK, '$1::timestamptz')
     .replace(/floor\(extract\(epoch from ([^()]+)\) \* 1000\)/g, "floor(extract(epoch from ($1 - timestamptz 'epoch')) * 1000)")
     .replace(HOLDERS_READ, '')
     .replace(CRON_EXISTED, '), existed as materialized (')
+    .replace(THROTTLE_CLOSES, (_all, delay: string) => `closed_until = ${citusPlusMs(delay)}`)
     .replace(/coalesce\((\$\d+::timestamptz), \$1::timestamptz \+ \((\$\d+(?:::float8)?)::float8 \* interval '1 millisecond'\)\)/g, (_all, given: string, delay: string) => `coalesce(${given}, ${citusPlusMs(delay)})`)
     .replace(NOTICE_CALL, (_all, channel: string, index: string, op: string, row: string, epochMs: string) => {
       channelParam = Number(index) - 1;
