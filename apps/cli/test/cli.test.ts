@@ -613,7 +613,7 @@ describe('postpone reschedule and progress', () => {
       expect(await store.getTask(id)).toMatchObject({ dueAt: new Date(at), payload: { v: 2 } });
       const both = await postpone(['reschedule', id, '--run-at', at, '--delay', '5m']);
       expect(both.code).toBe(2);
-      expect(both.stderr).toMatch(/INVALID_OPTION/);
+      expect(both.stderr).toMatch(/INVALID_DELAY: --delay: give --run-at or --delay, exactly one/);
       expect((await postpone(['reschedule', id, '--delay', 'soon'])).code).toBe(2);
       expect((await postpone(['reschedule', '987654321', '--delay', '1s'])).code).toBe(1);
       expect(await postpone(['reschedule', id, '987654321', '--delay', '1s', '--payload', '{}'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --payload and --payload-file apply to one id only/) });

@@ -14,7 +14,7 @@
  *   after the call began are left alone. A filter that names nothing is refused unless `all: true`.
  */
 import { ValidationError } from './errors/errors.js';
-import { MAX_KEY_LENGTH, parseTaskId, rejectUnknownFields, type TaskId, validateDelayMs, validateDueAt, validateKind, validateQueue, validateRunAt } from './input/validate.js';
+import { compareTaskIds, MAX_KEY_LENGTH, parseTaskId, rejectUnknownFields, type TaskId, validateDelayMs, validateDueAt, validateKind, validateQueue, validateRunAt } from './input/validate.js';
 import { CancelOutcome, TaskState } from './states.js';
 
 /** The four bulk operations. */
@@ -157,10 +157,6 @@ function array(value: unknown, field: string, max: number): readonly unknown[] {
   return value;
 }
 
-function compareIds(a: TaskId, b: TaskId): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}
-
 /**
  * Checks the filter of bulk operation `op` (unknown fields refused).
  * @throws ValidationError INVALID_OPTION (`filter` when it names nothing without `all: true`; `ids`
@@ -198,7 +194,7 @@ export function validateBulkFilter(op: BulkOperation, filter: unknown): Normaliz
             }),
           ),
         ];
-  const ids = f.ids === undefined ? null : [...new Set(array(f.ids, 'ids', MAX_BULK_IDS).map((id, i) => parseTaskId(id, `ids[${i}]`)))].sort(compareIds);
+  const ids = f.ids === undefined ? null : [...new Set(array(f.ids, 'ids', MAX_BULK_IDS).map((id, i) => parseTaskId(id, `ids[${i}]`)))].sort(compareTaskIds);
   const kinds = f.kinds === undefined ? null : [...new Set(array(f.kinds, 'kinds', MAX_BULK_KINDS).map((k, i) => validateKind(k, `kinds[${i}]`)))];
   let keyPrefix: string | null = null;
   if (f.keyPrefix !== undefined) {

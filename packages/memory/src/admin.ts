@@ -29,6 +29,7 @@ import {
   validatePruneParams,
   validateRetryParams,
   validateUnclaimedKindsParams,
+  compareTaskIds,
 } from '@postpone/core';
 import type { MemoryDatabase } from './database.js';
 import type { TaskLocks } from './task-locks.js';
@@ -64,7 +65,7 @@ export class MemoryAdmin {
           (p.hasError === null || (t.lastError !== null) === p.hasError) &&
           (after === null || (sign < 0 ? BigInt(t.id) < after : BigInt(t.id) > after)),
       )
-      .sort((a, b) => sign * compareIds(a.id, b.id));
+      .sort((a, b) => sign * compareTaskIds(a.id, b.id));
     const page = matching.slice(0, p.limit).map((t) => this.#record(t));
     const last = page.at(-1);
     return { tasks: page, nextCursor: matching.length > p.limit && last !== undefined ? encodeListCursor(p.order, last.id) : null };
@@ -186,8 +187,4 @@ export class MemoryAdmin {
   #record(task: Task): TaskRecord {
     return { ...structuredClone(task), retryOf: this.#retryOf.get(task.id) ?? null, retriedAs: this.#retriedAs.get(task.id) ?? null };
   }
-}
-
-function compareIds(a: TaskId, b: TaskId): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -8,27 +8,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
+import { type PlanNode, planNodes } from './support/plans.js';
 
 const ROWS = 1_000_000;
 const admin = Admin.create('admin_plans');
 const kit = makeKit('pg');
 const sql = adminStatements(admin.schema);
 let tablePages = 0;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-};
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 
 async function explain(text: string, params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number; root: PlanNode }> {
   const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, params);

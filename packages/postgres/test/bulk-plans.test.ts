@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bulkStatements } from '../src/sql/bulk-sql.js';
 import { Admin, makeKit } from './support/kits.js';
+import { type PlanNode, planNodes } from './support/plans.js';
 
 const BACKLOG = 100_000;
 const OTHERS = 100_000;
@@ -15,19 +16,6 @@ const admin = Admin.create('bulk_plans');
 const kit = makeKit('pg');
 const sql = bulkStatements(admin.schema);
 let tablePages = 0;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-};
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 
 async function explain(text: string, params: readonly unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number }> {
   const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, [...params]);

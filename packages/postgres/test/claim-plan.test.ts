@@ -8,28 +8,12 @@
 import { statements } from '../src/sql/sql.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Admin, makeKit } from './support/kits.js';
+import { type PlanNode, planNodes } from './support/plans.js';
 
 const ROWS = 1_000_000;
 const admin = Admin.create('claim_plan');
 const kit = makeKit('pg');
 let tablePages = 0;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  'Subplan Name'?: string;
-  Plans?: PlanNode[];
-};
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 
 /** The claim of `kinds` (limit 10, database clock) under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON), rolled back; the second, warm run. */
 async function explainClaim(

@@ -17,7 +17,6 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DRIVERS, makeKit, migratedSchema } from './support/kits.js';
 
-const admin = migratedSchema('differential');
 /** The `throttleMs` of every `onConflict: 'throttle'` schedule (docs/contract.md#dedup-keys). */
 const THROTTLE_MS = 1_500;
 
@@ -500,7 +499,12 @@ const RATE_LIMIT_EXAMPLE: Cmd[] = [
 const RUNS = 50;
 const MAX_COMMANDS = 30;
 
+/** Time for one driver's 50 sequences: about 7 s on a quiet machine; generous, as a loaded one runs it many times slower. */
+const RUN_TIMEOUT_MS = 300_000;
+
 describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
+  // A schema per driver: a run that overstays its timeout must not truncate the other driver's tables.
+  const admin = migratedSchema(`differential_${driver}`);
   const kit = makeKit(driver);
   afterAll(() => kit.close());
   // The kit commits or rolls back by `end` itself: the body's result is all that is kept.
@@ -552,5 +556,5 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
     expect(seen).toContain('claim:held (none)');
     expect([...seen].some((label) => label.endsWith('mixed priorities'))).toBe(true);
     console.info(`differential (${driver}): ${commandsRun} commands; outcomes seen: ${[...seen].sort().join(', ')}`);
-  });
+  }, RUN_TIMEOUT_MS);
 });

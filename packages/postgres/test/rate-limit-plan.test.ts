@@ -10,25 +10,12 @@ import { rateLimitStatements } from '../src/sql/rate-limit-sql.js';
 import { statements } from '../src/sql/sql.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Admin, makeKit } from './support/kits.js';
+import { type PlanNode, planNodes } from './support/plans.js';
 
 const PER_KIND = 100_000;
 const LIMIT = 10;
 const admin = Admin.create('rate_limit_plan');
 const kit = makeKit('pg');
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  'Actual Rows'?: number;
-  Plans?: PlanNode[];
-};
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 
 /** EXPLAIN (ANALYZE, BUFFERS) of `sql` after the `before` statements, in one transaction rolled back; the second run's plan and time. */
 async function explain(sql: string, params: unknown[], before: [string, unknown[]][] = []): Promise<{ nodes: PlanNode[]; buffers: number; rows: number; ms: number }> {

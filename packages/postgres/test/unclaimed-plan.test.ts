@@ -10,25 +10,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
+import { type PlanNode, planNodes } from './support/plans.js';
 
 const FUTURE = 300_000;
 const admin = Admin.create('unclaimed_plan');
 const kit = makeKit('pg');
 const sql = adminStatements(admin.schema).unclaimedKinds;
 let tablePages = 0;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-};
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 
 async function explain(params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number }> {
   const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${sql}`, params);

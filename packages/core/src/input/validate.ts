@@ -452,6 +452,15 @@ export function parseTaskId(id: unknown, field = 'id'): TaskId {
   return id;
 }
 
+/**
+ * Orders two task ids as the numbers they are (a shorter id is smaller; equal lengths compare as
+ * text), exactly past 2⁵³ where `Number` would tie them: −1, 0 or 1 for `Array.prototype.sort`.
+ * Takes ids as {@link parseTaskId} returns them (decimal text, no leading zero).
+ */
+export function compareTaskIds(a: TaskId, b: TaskId): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 /** `value` when it is an integer in `min..max`, else a ValidationError INVALID_OPTION saying "must be <what> min..max". */
 function integerIn(value: unknown, field: string, min: number, max: number, what: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {

@@ -8,6 +8,7 @@ import {
   MAX_KEY_LENGTH,
   validateKey,
   MAX_RUN_AT_MS,
+  compareTaskIds,
   parseTaskId,
   validateAttempt,
   validateDelayMs,
@@ -248,6 +249,16 @@ describe('UNSAFE_INTEGER: integers JSON.parse cannot read back exactly', () => {
     const found = findUnsafeInteger(text);
     expect(found?.token).toBe('9007199254740993');
     expect(found?.path).toBe(`payload${'[0]'.repeat(depth)}`);
+  });
+});
+
+describe('compareTaskIds', () => {
+  it('orders ids as numbers, exactly past 2^53 where Number ties them', () => {
+    const ids = ['9007199254740993', '10', '9', '9007199254740992', '2147483648', '2147483647', '9223372036854775807'];
+    expect([...ids].sort(compareTaskIds)).toEqual(['9', '10', '2147483647', '2147483648', '9007199254740992', '9007199254740993', '9223372036854775807']);
+    expect(Number('9007199254740993') - Number('9007199254740992')).toBe(0);
+    expect(compareTaskIds('9007199254740993', '9007199254740992')).toBe(1);
+    expect(compareTaskIds('42', '42')).toBe(0);
   });
 });
 

@@ -95,6 +95,7 @@ import {
   MAX_BATCH_LIMIT,
   MAX_CLAIM_LIMIT,
   validateOwner,
+  compareTaskIds,
 } from '@postpone/core';
 import { PostgresRateLimits } from './rate-limit.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
@@ -1092,7 +1093,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
         ...traceContextOf(r.tracecontext),
         ...retryOf(r.retry),
       }))
-      .sort((a, b) => b.priority - a.priority || a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
+      .sort((a, b) => b.priority - a.priority || a.dueAt.getTime() - b.dueAt.getTime() || compareTaskIds(a.id, b.id));
   }
 
   /** Renews the lease to `clock_timestamp() + leaseMs` if CLAIMED, same attempt, not cancel-requested, not expired. */
@@ -1518,8 +1519,4 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
       throw await this.translate(error);
     }
   }
-}
-
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
