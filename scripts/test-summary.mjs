@@ -9,8 +9,10 @@
 //       copies those reports (and evidence/env.txt, written by a test inside the run) to DIR, so a
 //       later run cannot overwrite them, and prints the run's line.
 //   node scripts/test-summary.mjs --run LABEL=DIR [--run LABEL=DIR ...]
-//       one line per saved run, `run LABEL (node vX): N passed, N failed`, then the total of all
-//       runs as the last line, `N passed, N failed`.
+//       one line per saved run, `run LABEL (node vX): N passed, N failed`, then the Citus suite's
+//       line when packages/postgres/.vitest-results-citus.json exists (.ci/run deletes it before the
+//       suite runs once; absent when the suite was skipped), then the total of all as the last
+//       line, `N passed, N failed`. The in-place form counts that report too when it exists.
 // Exit code 1 when any test failed or a report is missing, else 0.
 import { fileURLToPath } from 'node:url';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -36,39 +38,53 @@ function testedPackages() {
   return out;
 }
 
+/** Adds one vitest JSON report (of the package named `name`) to the tally `t`. */
+function addReport(t, name, report) {
+  const r = JSON.parse(readFileSync(report, 'utf8'));
+  t.passed += r.numPassedTests ?? 0;
+  t.failed += r.numFailedTests ?? 0;
+  t.skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+  // A suite that failed to load has no tests but is a failure all the same.
+  for (const suite of r.testResults ?? []) {
+    // Each failed test by name with the first line of its failure, so the tail of a CI log says what broke.
+    for (const a of suite.assertionResults ?? []) {
+      if (a.status !== 'failed') continue;
+      const file = String(suite.name ?? '').replace(`${root}`, '');
+      const why = String((a.failureMessages ?? [])[0] ?? '').split('\n')[0].slice(0, 200);
+      t.problems.push(`${name}: FAILED ${file} > ${a.fullName ?? a.title}: ${why}`);
+    }
+    if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) {
+      t.failed += 1;
+      t.problems.push(`${name}: ${suite.name} failed to load: ${String(suite.message ?? '').split('\n')[0]}`);
+    }
+  }
+}
+
 /** Totals one run; `reportOf(pkg)` gives the report path of a package. */
 function total(reportOf) {
-  let passed = 0;
-  let failed = 0;
-  let skipped = 0;
-  const problems = [];
+  const t = { passed: 0, failed: 0, skipped: 0, problems: [] };
   for (const pkg of testedPackages()) {
     const report = reportOf(pkg);
     if (!existsSync(report)) {
-      failed += 1;
-      problems.push(`${pkg.name}: no test report (build or test run crashed)`);
+      t.failed += 1;
+      t.problems.push(`${pkg.name}: no test report (build or test run crashed)`);
       continue;
     }
-    const r = JSON.parse(readFileSync(report, 'utf8'));
-    passed += r.numPassedTests ?? 0;
-    failed += r.numFailedTests ?? 0;
-    skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-    // A suite that failed to load has no tests but is a failure all the same.
-    for (const suite of r.testResults ?? []) {
-      // Each failed test by name with the first line of its failure, so the tail of a CI log says what broke.
-      for (const a of suite.assertionResults ?? []) {
-        if (a.status !== 'failed') continue;
-        const file = String(suite.name ?? '').replace(`${root}`, '');
-        const why = String((a.failureMessages ?? [])[0] ?? '').split('\n')[0].slice(0, 200);
-        problems.push(`${pkg.name}: FAILED ${file} > ${a.fullName ?? a.title}: ${why}`);
-      }
-      if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) {
-        failed += 1;
-        problems.push(`${pkg.name}: ${suite.name} failed to load: ${String(suite.message ?? '').split('\n')[0]}`);
-      }
-    }
+    addReport(t, pkg.name, report);
   }
-  return { passed, failed, skipped, problems };
+  return t;
+}
+
+/**
+ * The Citus suite's report (`pnpm --filter @postpone/postgres test:citus`, run once by .ci/run), or
+ * null when there is none: without CITUS_TARBALL the suite prints its skip line and writes no report.
+ */
+const CITUS_REPORT = join(root, 'packages', 'postgres', '.vitest-results-citus.json');
+function citus() {
+  if (!existsSync(CITUS_REPORT)) return null;
+  const t = { passed: 0, failed: 0, skipped: 0, problems: [] };
+  addReport(t, '@postpone/postgres (citus)', CITUS_REPORT);
+  return t;
 }
 
 const counts = ({ passed, failed, skipped }) => `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
@@ -102,9 +118,10 @@ const args = process.argv.slice(2);
 if (args.length === 0) {
   const t = total(inPlace);
   const c = checks();
-  for (const p of [...t.problems, ...c.problems]) console.log(`summary: ${p}`);
-  t.passed += c.passed;
-  t.failed += c.failed;
+  const z = citus() ?? { passed: 0, failed: 0, skipped: 0, problems: [] };
+  for (const p of [...t.problems, ...z.problems, ...c.problems]) console.log(`summary: ${p}`);
+  t.passed += c.passed + z.passed;
+  t.failed += c.failed + z.failed;
   console.log(counts(t));
   process.exitCode = t.failed > 0 ? 1 : 0;
 } else if (args[0] === '--save' && args.length === 2) {
@@ -131,6 +148,14 @@ if (args.length === 0) {
     sum.passed += t.passed;
     sum.failed += t.failed;
     sum.skipped += t.skipped;
+  }
+  const z = citus();
+  if (z !== null) {
+    for (const p of z.problems) console.log(`summary (citus): ${p}`);
+    console.log(`run citus (packages/postgres/.vitest-results-citus.json): ${counts(z)}`);
+    sum.passed += z.passed;
+    sum.failed += z.failed;
+    sum.skipped += z.skipped;
   }
   const c = checks();
   for (const p of c.problems) console.log(`summary (checks): ${p}`);

@@ -13,6 +13,8 @@ export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from '
 export { PAUSE_MIGRATION_VERSION } from './sql/pause-sql.js';
 export { defaultNotifyChannel, type PauseNotice, parsePauseNotice, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';
+export { type CitusRewrite, citusRewrites, type Dialect, migrationStatements } from './sql/citus.js';
+export { SqlSplitError, splitStatements } from './sql/split.js';
 export { NOTICE_QUEUE_LIMIT, type Statements, statements } from './sql/sql.js';
 export { type Driver, type DriverEvents, type ListenOptions, type Param, type QueryFn, type Row, type Unlisten, type SqlExecutor, isSqlExecutor } from './store/driver.js';
 export { isCachedPlanChanged, isReadOnlyNode, NO_VERDICT_SQLSTATES, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './store/errors.js';

@@ -44,5 +44,7 @@ export {
 } from './notice.js';
 export { RATE_LIMIT_MIGRATION_VERSION, type RateLimitRow, type RateLimitStatements, rateLimitMigrationSql, rateLimitStatements } from './rate-limit-sql.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
+export { SqlSplitError, splitStatements } from './split.js';
+export { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, type CitusRewrite, citusRewrites, type CitusStatement, citusStatement, type Dialect, migrationStatements } from './citus.js';
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';

@@ -61,6 +61,8 @@ export interface PostgresAdminContext {
   readonly assertOpen: () => void;
   /** Maps a row of `taskColumns` to a Task. */
   readonly toTask: (row: Row) => import('@postpone/core').Task;
+  /** The store's SQL dialect (`../sql/citus.ts`); absent means plain PostgreSQL. */
+  readonly dialect?: () => Promise<import('../sql/citus.js').Dialect>;
 }
 
 export class PostgresAdmin {
@@ -171,6 +173,8 @@ export class PostgresAdmin {
    */
   async maintainPartitions(daysAhead = HISTORY_DAYS_AHEAD): Promise<PartitionMaintenance> {
     this.ctx.assertOpen();
+    // Citus: each state's history table is not partitioned by day (`../sql/citus.ts`), nothing to make.
+    if (await this.isCitus()) return { created: 0, skipped: [] };
     const nowMs = await this.nowMs();
     const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
     const skipped: HistoryPartitionSkip[] = [];
@@ -227,6 +231,33 @@ export class PostgresAdmin {
       }
     }
     return { created, skipped };
+  }
+
+  /** True in the Citus dialect. */
+  private async isCitus(): Promise<boolean> {
+    return this.ctx.dialect !== undefined && (await this.ctx.call(() => this.ctx.dialect?.() ?? Promise.resolve('postgres'))) === 'citus';
+  }
+
+  /**
+   * Retention in the Citus dialect: each state's history table holds every day (no day partitions,
+   * `../sql/citus.ts`), so its rows past retention are deleted by row, with their legacy effect rows,
+   * one statement per state — what PostgreSQL does for a DEFAULT partition. No partition is made or dropped.
+   */
+  private async pruneByRowsCitus(retention: Readonly<Partial<Record<HistoryState, number>>>): Promise<PruneResult> {
+    const nowMs = await this.nowMs();
+    let deleted = 0;
+    let effectsDeleted = 0;
+    let batches = 0;
+    for (const state of HISTORY_STATES) {
+      const keepMs = retention[state];
+      if (keepMs === undefined) continue;
+      this.ctx.assertOpen();
+      const [row] = await this.ctx.call(() => this.ctx.driver.query(this.history.pruneDefault(historyStateTable(state)), [new Date(nowMs - keepMs).toISOString()]));
+      batches += 1;
+      deleted += Number(row?.deleted ?? 0);
+      effectsDeleted += Number(row?.effectsdeleted ?? 0);
+    }
+    return { deleted, effectsDeleted, batches, partitionsDropped: 0, partitionsCreated: 0, partitionsSkipped: [] };
   }
 
   private nameTaken(w: { state: HistoryState; leaf: string; day: string }, row: Row | null): HistoryPartitionSkip {
@@ -289,6 +320,7 @@ export class PostgresAdmin {
    * the next prune. Last, the DEFAULT partitions' rows past retention are deleted by row.
    */
   private async pruneByRetention(retention: Readonly<Partial<Record<HistoryState, number>>>): Promise<PruneResult> {
+    if (await this.isCitus()) return await this.pruneByRowsCitus(retention);
     const maintenance = await this.maintainPartitions();
     const skipped = [...maintenance.skipped];
     const nowMs = await this.nowMs();

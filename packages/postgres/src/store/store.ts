@@ -99,6 +99,7 @@ import {
 } from '@postpone/core';
 import { PostgresRateLimits } from './rate-limit.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
+import { type DialectDriver, dialectDriver } from './dialect-driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
 import {
   defaultNotifyChannel,
@@ -115,6 +116,7 @@ import {
 import { HEALTH_STATEMENTS, type VacuumHealth, vacuumHealthFrom } from '../sql/health-sql.js';
 import { HISTORY_DAYS_AHEAD } from '../sql/history-sql.js';
 import { MIN_SCHEMA_VERSION, migrations, SCHEMA_VERSION } from '../sql/migrations.js';
+import { CITUS_BEFORE_SCHEMA, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, type Dialect, migrationStatements } from '../sql/citus.js';
 import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
@@ -217,6 +219,14 @@ export interface PostgresStoreOptions {
    * (an idle pool connection, the LISTEN connection). The next call reconnects. Must not throw.
    */
   readonly onConnectionError?: (error: PostponeError) => void;
+  /**
+   * The SQL dialect: `'postgres'`, or `'citus'` for a Citus coordinator, where `migrate()` makes the
+   * schema one shard group of schema-based sharding (every statement routed to one node) and sends
+   * the few statements Citus needs in another form (`sql/citus.ts`). Default: detected once, at the
+   * first `migrate()` or call that needs it, from `pg_extension` (`'citus'` when the extension is
+   * installed in the database).
+   */
+  readonly dialect?: Dialect;
 }
 
 /** The options every PostgreSQL store factory takes, beside its driver's own. */
@@ -230,6 +240,7 @@ export const STORE_OPTION_NAMES: readonly string[] = [
   'pooler',
   'listenConnectionString',
   'onConnectionError',
+  'dialect',
   'waitFallbackMs',
 ];
 
@@ -379,7 +390,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
   readonly dedup: DedupStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
-  private readonly driver: Driver<Tx>;
+  /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
+  private readonly driver: DialectDriver<Tx>;
   private readonly clock: Clock | undefined;
   private readonly maxPayloadBytes: number;
   private readonly pooler: 'none' | 'transaction';
@@ -400,7 +412,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   readonly notices: NoticeCoalescer;
 
   /** @throws ValidationError INVALID_OPTION for a bad schema, channel or size limit */
-  constructor(driver: Driver<Tx>, options: PostgresStoreOptions = {}) {
+  constructor(adapter: Driver<Tx>, options: PostgresStoreOptions = {}) {
+    if (options.dialect !== undefined && options.dialect !== 'postgres' && options.dialect !== 'citus') {
+      throw new ValidationError('INVALID_OPTION', 'dialect', "must be 'postgres' or 'citus'");
+    }
+    const driver = dialectDriver(adapter, options.dialect);
     this.driver = driver;
     this.name = driver.name;
     this.connectionBudget = driver.connectionBudget;
@@ -429,6 +445,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
       schema: this.schema,
       notifyChannel: this.notifyChannel,
       nowParam: () => this.nowParam(),
+      dialect: () => driver.dialect(),
       call: <T>(op: () => Promise<T>) => this.call(op),
       assertOpen: () => this.assertOpen(),
     };
@@ -738,6 +755,16 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   }
 
   /**
+   * The SQL dialect of this store: the `dialect` option, else detected once from `pg_extension`
+   * (`'citus'` when the Citus extension is installed in the database, see `sql/citus.ts`). A failed
+   * detection is not kept: the next call reads again.
+   * @throws ConnectionLostError, StoreClosedError, StoreError
+   */
+  dialect(): Promise<Dialect> {
+    return this.call(() => this.driver.dialect());
+  }
+
+  /**
    * Creates the schema and applies missing migrations, in one transaction holding a
    * transaction-level advisory lock (PostgreSQL 17 §9.28.10): concurrent callers wait, then find the
    * versions applied. NOTICEs ("already exists") are silenced for the transaction.
@@ -751,16 +778,23 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const done: number[] = [];
     const all = migrations(this.schema);
     try {
+      const dialect = await this.dialect();
       await this.driver.transaction(async (query) => {
         await query(s.migrationQuiet);
         await query(s.migrationLock, [this.schema]);
+        if (dialect === 'citus') for (const one of CITUS_BEFORE_SCHEMA) await query(one);
         await query(s.schemaCreate);
+        // A schema made before (by hand, or on plain PostgreSQL before Citus) becomes one shard group now.
+        if (dialect === 'citus' && (await query(CITUS_SCHEMA_DISTRIBUTED, [this.schema]))[0]?.distributed !== true) {
+          await query(citusSchemaDistribute, [this.schema]);
+        }
         await query(s.migrationTableCreate);
         await query(s.migrationTableUpgrade);
         const applied = new Set((await query(s.migrationVersions)).map((r) => Number(r.version)));
         for (const m of all) {
           if (applied.has(m.version)) continue;
-          await query(m.sql);
+          // One statement per query: Citus (and any extended-protocol path) refuses several in one.
+          for (const one of migrationStatements(m, this.schema, dialect)) await query(one);
           await query(s.migrationInsert, [m.version, m.name]);
           if (m.minReader !== undefined) await query(s.migrationMinReader, [m.version, m.minReader]);
           done.push(m.version);
@@ -838,7 +872,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     if (isPool(tx) || isPostgresJsSql(tx)) throw new ValidationError('NOT_IN_TRANSACTION', 'tx', `${expected}: got a ${isPool(tx) ? 'pool' : 'top-level or reserved sql'}, which would commit each statement on its own`);
     if (isSqlExecutor(tx)) {
       const status = transactionStatusOf(tx);
-      return { query: async (text, p) => [...(await tx.query(text, p ?? [])).rows], checked: status === 'T' || status === 'E' };
+      return { query: this.driver.wrap(async (text, p) => [...(await tx.query(text, p ?? [])).rows]), checked: status === 'T' || status === 'E' };
     }
     throw new ValidationError('INVALID_OPTION', 'tx', expected);
   }

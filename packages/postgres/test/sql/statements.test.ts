@@ -23,6 +23,7 @@ import {
   statements,
   workerNoticePayload,
 } from '../../src/sql/index.js';
+import { splitStatements } from '../../src/sql/split.js';
 
 const schema = uniqueSchemaName('sql');
 const s = statements(schema);
@@ -41,7 +42,7 @@ async function migrate(): Promise<void> {
     const applied = new Set((await client.query<{ version: number }>(s.migrationVersions)).rows.map((r) => r.version));
     for (const m of migrations(schema)) {
       if (applied.has(m.version)) continue;
-      await client.query(m.sql);
+      for (const one of splitStatements(m.sql)) await client.query(one);
       await client.query(s.migrationInsert, [m.version, m.name]);
     }
     await client.query('commit');
