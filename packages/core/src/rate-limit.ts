@@ -103,7 +103,7 @@ export function rateLimitRecord(log: readonly number[], nowMs: number, count: nu
   return [...log, ...Array.from({ length: count }, () => nowMs)].sort((a, b) => b - a).slice(0, limit);
 }
 
-/** Passed to a claim's {@link import('./store.js').ClaimParams.onRateLimited}: everything the claim may take is held back by rate limits. */
+/** Passed to a claim's `onRateLimited` (`ClaimParams`): everything the claim may take is held back by rate limits. */
 export interface RateLimited {
   /** Ms from the store's clock until the earliest limit that held the claim back lets a task through again. */
   readonly reopensInMs: number;

@@ -388,7 +388,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   readonly notifyChannel: string;
   readonly sql: Statements;
   /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
-  readonly dedup: DedupStatements;
+  private readonly dedup: DedupStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
   /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
   private readonly driver: DialectDriver<Tx>;
