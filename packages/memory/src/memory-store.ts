@@ -562,8 +562,14 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
     const ws = tx === undefined ? this.#db.begin() : this.#ownWriteSet(tx);
     ws.assertOpen();
     const now = new Date(this.#clock.now());
-    // One id per input, drawn in input order even when the input conflicts, as PostgreSQL's statement does.
-    const ids = inputs.map(() => this.#db.nextTaskId());
+    // One id per input, drawn in input order even when the input conflicts, as PostgreSQL's statement does;
+    // except an input a closed throttle window holds back: PostgreSQL's throttle gate leaves it out of the insert.
+    const held = inputs.map((input) => {
+      if (onConflict !== 'throttle' || input.key === null) return false;
+      const row = ws.getThrottle(input.kind, input.key);
+      return row !== undefined && row.closedUntilMs > now.getTime();
+    });
+    const ids = inputs.map((_, i) => (held[i] ? undefined : this.#db.nextTaskId()));
     const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
     const taken = holders.findIndex((holder) => holder !== undefined);
     if (onConflict === 'fail' && taken >= 0) {
