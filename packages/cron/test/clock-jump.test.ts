@@ -10,21 +10,13 @@
  * `all` every skipped minute, `last` the latest one, `skip` none; and every pass's report matches the
  * occurrences the policy names for the watermark before it and the pass's now.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
 import { createPgStore } from '@postpone/postgres/pg';
-import { recordCase } from '@postpone/testkit';
+import { createDbClockShift, type DbClockShift, recordCase } from '@postpone/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CronPassReport, type CronSchedule, createCronScheduler } from '../src/index.js';
 
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-/** Installs Debian's libfaketime when missing (as the faultnet case `wall_clock_steps` does). */
-const SETUP = new URL('../../faultnet/scripts/ensure-fault-tools.sh', import.meta.url).pathname;
 const HOUR_S = 3_600;
 const MINUTE = 60_000;
 const HORIZON = MINUTE;
@@ -35,18 +27,17 @@ const SCHEDULES: CronSchedule[] = [
 ];
 
 let server: EmbeddedDatabase;
-let dir: string;
-let offsetFile: string;
+let clock: DbClockShift;
 let admin: pg.Client;
 
+/** The server's `clock_timestamp()` in ms. */
+async function dbNowMs(): Promise<number> {
+  const { rows } = await admin.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms');
+  return rows[0]?.ms ?? Number.NaN;
+}
+
 async function setOffset(seconds: number): Promise<void> {
-  writeFileSync(offsetFile, `${seconds >= 0 ? '+' : ''}${seconds}`);
-  for (let i = 0; i < 50; i++) {
-    const { rows } = await admin.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms');
-    if (Math.abs((rows[0]?.ms ?? 0) - (Date.now() + seconds * 1_000)) < MINUTE) return;
-    await sleep(20);
-  }
-  throw new Error(`the server clock did not move to offset ${seconds} s`);
+  await clock.set(seconds, dbNowMs);
 }
 
 /** Whole minutes strictly after `after` and strictly before `before`. */
@@ -57,16 +48,8 @@ function minutesBetween(after: number, before: number): number[] {
 }
 
 beforeAll(async () => {
-  if (!existsSync(LIBFAKETIME)) execFileSync('sh', [SETUP], { stdio: 'inherit', timeout: 180_000 });
-  if (!existsSync(LIBFAKETIME)) throw new Error(`libfaketime missing at ${LIBFAKETIME}: apt-get install -y faketime`);
-  dir = mkdtempSync(join(tmpdir(), 'postpone-cronclock-'));
-  chmodSync(dir, 0o755); // the server runs as the OS user postgres under root
-  offsetFile = join(dir, 'offset');
-  writeFileSync(offsetFile, '+0');
-  chmodSync(offsetFile, 0o644);
-  server = await startEmbeddedPostgres({
-    serverEnv: { LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offsetFile, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
-  });
+  clock = createDbClockShift('postpone-cronclock-');
+  server = await startEmbeddedPostgres({ serverEnv: clock.serverEnv });
   admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
 }, 240_000);
@@ -74,7 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.end().catch(() => {});
   await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  clock?.dispose();
 });
 
 describe('cron across database clock jumps (pg)', () => {

@@ -1,17 +1,16 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureFaultTools } from '@postpone/testkit';
 import { beforeAll, describe, it } from 'vitest';
 import { ALL_VARIANTS, CASE_WORKER, runCase, runVariant, variantName } from '../src/index.js';
 
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
-const SETUP = new URL('../scripts/ensure-fault-tools.sh', import.meta.url).pathname;
 
 beforeAll(() => {
   // Debian's libfaketime, installed by the set-up script when missing.
-  if (!existsSync(LIBFAKETIME)) execFileSync('sh', [SETUP], { stdio: 'inherit', timeout: 180_000 });
+  if (!existsSync(LIBFAKETIME)) ensureFaultTools();
 }, 200_000);
 
 /** Most empty claims (claims that found nothing) reported in any one second, across the workers. */

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '@postpone/embedded';
+import { ensureFaultTools } from '@postpone/testkit';
 import pg from 'pg';
 import { beforeAll, describe, it } from 'vitest';
 import { ALL_VARIANTS, faultSettings, FaultRun, runCase, runVariant, type TcpProxy, variantName, type Variant, withTimeout } from '../src/index.js';
 
-const SETUP = new URL('../scripts/ensure-fault-tools.sh', import.meta.url).pathname;
 const PGBOUNCER = '/usr/sbin/pgbouncer';
 
 /** Blackholes every connection open on `proxy` now (half-open: no FIN, no RST); later connections pass. */
@@ -199,7 +199,7 @@ async function startPgbouncer(url: string): Promise<{ url: string; stop: () => P
 
 describe('evidence: pgbouncer in transaction mode', () => {
   beforeAll(() => {
-    if (!existsSync(PGBOUNCER)) execFileSync('sh', [SETUP], { stdio: 'inherit', timeout: 180_000 });
+    if (!existsSync(PGBOUNCER)) ensureFaultTools();
   }, 200_000);
 
   it('pgbouncer_transaction_mode: polling through pgbouncer on both drivers; hybrid with a direct LISTEN connection', async () => {

@@ -14,28 +14,20 @@
  *   by the new clock.
  * Both drivers, one after the other (the clock is the server's, shared).
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '@postpone/embedded';
-import { recordCase } from '@postpone/testkit';
+import { createDbClockShift, type DbClockShift, recordCase } from '@postpone/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../src/index.js';
 import { DRIVERS, type Kit, makeKit } from './support/kits.js';
 
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-/** Installs Debian's libfaketime when missing (as the faultnet case `wall_clock_steps` does). */
-const SETUP = new URL('../../faultnet/scripts/ensure-fault-tools.sh', import.meta.url).pathname;
 const HOUR_S = 3_600;
 const JUMP_MS = HOUR_S * 1_000;
 const LEASE_MS = 3_000;
 
 let server: EmbeddedDatabase;
-let dir: string;
-let offsetFile: string;
+let clock: DbClockShift;
 let admin: pg.Client;
 /** Evidence `db_clock_jump`: figures per driver; PASS when every test of the file passed. */
 const fields: Record<string, number | string> = { jumps: '+1h,-1h', leaseMs: LEASE_MS };
@@ -48,26 +40,12 @@ async function dbNowMs(): Promise<number> {
 
 /** Sets the server's offset (seconds) and waits, bounded, until a new session's clock shows it. */
 async function setOffset(seconds: number): Promise<void> {
-  writeFileSync(offsetFile, `${seconds >= 0 ? '+' : ''}${seconds}`);
-  for (let i = 0; i < 50; i++) {
-    if (Math.abs((await dbNowMs()) - (Date.now() + seconds * 1_000)) < 60_000) return;
-    await sleep(20);
-  }
-  throw new Error(`the server clock did not move to offset ${seconds} s`);
+  await clock.set(seconds, dbNowMs);
 }
 
 beforeAll(async () => {
-  if (!existsSync(LIBFAKETIME)) execFileSync('sh', [SETUP], { stdio: 'inherit', timeout: 180_000 });
-  if (!existsSync(LIBFAKETIME)) throw new Error(`libfaketime missing at ${LIBFAKETIME}: apt-get install -y faketime`);
-  dir = mkdtempSync(join(tmpdir(), 'postpone-dbclock-'));
-  chmodSync(dir, 0o755); // the server runs as the OS user postgres under root
-  offsetFile = join(dir, 'offset');
-  writeFileSync(offsetFile, '+0');
-  chmodSync(offsetFile, 0o644);
-  server = await startEmbeddedPostgres({
-    // The offset file is read at every clock read (no cache); CLOCK_MONOTONIC goes on as a real step's does.
-    serverEnv: { LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offsetFile, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
-  });
+  clock = createDbClockShift('postpone-dbclock-');
+  server = await startEmbeddedPostgres({ serverEnv: clock.serverEnv });
   admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
 }, 240_000);
@@ -76,7 +54,7 @@ afterAll(async () => {
   recordCase('db_clock_jump', passed === 3 * DRIVERS.length, fields);
   await admin?.end().catch(() => {});
   await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  clock?.dispose();
 });
 
 describe.each(DRIVERS)('the database clock jumps (%s)', (driver) => {

@@ -8,6 +8,7 @@
 export * from './wait.js';
 export * from './evidence.js';
 export * from './tcp-proxy.js';
+export * from './db-clock.js';
 
 /**
  * mulberry32, Tommy Ettinger's public-domain 32-bit generator: `seed` (any number, taken as an
