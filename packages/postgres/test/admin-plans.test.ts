@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
-import { type PlanNode, planNodes } from './support/plans.js';
+import type { PlanNode, } from './support/plans.js';
 
 const ROWS = 1_000_000;
 const admin = Admin.create('admin_plans');
@@ -16,11 +16,7 @@ const kit = makeKit('pg');
 const sql = adminStatements(admin.schema);
 let tablePages = 0;
 
-async function explain(text: string, params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number; root: PlanNode }> {
-  const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, params);
-  const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-  return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
-}
+const explain = (text: string, params: unknown[], options?: string) => admin.explainPlan(text, params, options);
 
 /**
  * Tables of the schema larger than {@link SMALL_TABLE_PAGES}: `task` and the big partitions of

@@ -17,11 +17,7 @@ const kit = makeKit('pg');
 const sql = bulkStatements(admin.schema);
 let tablePages = 0;
 
-async function explain(text: string, params: readonly unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number }> {
-  const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, [...params]);
-  const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-  return { nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
-}
+const explain = (text: string, params: readonly unknown[], options?: string) => admin.explainPlan(text, params, options);
 
 const noFilter = { kinds: null, queue: null, keyPrefix: null, dueFrom: null, dueBefore: null, finishedFrom: null, finishedBefore: null };
 
@@ -31,9 +27,7 @@ beforeAll(async () => {
   await admin.query(`insert into ${admin.t('task')} (kind, payload, state, due_at, attempt, max_attempts, created_at, updated_at)
     select case when g % 2 = 0 then 'bulk' else 'other' || (g % 10) end, '{}'::jsonb, 'SCHEDULED', now() + (g % 1440) * interval '1 minute', 0, 3, now(), now()
       from generate_series(1, ${BACKLOG + OTHERS}) g`);
-  await admin.query(`vacuum analyze ${admin.t('task')}`);
-  const [row] = await admin.query<{ pages: number }>(`select relpages::int as pages from pg_class where oid = $1::regclass`, [admin.t('task')]);
-  tablePages = Number(row?.pages ?? 0);
+  tablePages = await admin.vacuumPages('task');
 }, 600_000);
 
 afterAll(async () => {

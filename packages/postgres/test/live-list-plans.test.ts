@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
-import { type PlanNode, planNodes } from './support/plans.js';
+import type { PlanNode, } from './support/plans.js';
 
 const admin = Admin.create('live_list_plans');
 const kit = makeKit('pg');
@@ -19,11 +19,7 @@ const sql = adminStatements(admin.schema);
 let taskPages = 0;
 const CLAIMED = 1_987;
 
-async function explain(text: string, params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number; root: PlanNode }> {
-  const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, params);
-  const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-  return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
-}
+const explain = (text: string, params: unknown[], options?: string) => admin.explainPlan(text, params, options);
 
 /** Sequential scans of the live table that ran (`Actual Loops` 0: a branch the state gate switched off). */
 const seqScansOfTask = (nodes: PlanNode[]) => nodes.filter((n) => /Seq Scan$/.test(n['Node Type']) && n['Actual Loops'] !== 0 && n['Relation Name'] === 'task');
@@ -43,9 +39,7 @@ beforeAll(async () => {
            case when g % 1000 = 11 then 'boom ' || g end,
            case when g % 1000 = 11 then 1 else 0 end
       from generate_series(1, 993100) g`);
-  await admin.query(`vacuum analyze ${admin.t('task')}`);
-  const [row] = await admin.query<{ pages: number }>('select relpages::int as pages from pg_class where oid = $1::regclass', [admin.t('task')]);
-  taskPages = Number(row?.pages ?? 0);
+  taskPages = await admin.vacuumPages('task');
 }, 600_000);
 
 afterAll(async () => {

@@ -18,11 +18,7 @@ const kit = makeKit('pg');
 const sql = adminStatements(admin.schema).unclaimedKinds;
 let tablePages = 0;
 
-async function explain(params: unknown[], options = 'analyze, buffers'): Promise<{ nodes: PlanNode[]; buffers: number }> {
-  const [row] = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${sql}`, params);
-  const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-  return { nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
-}
+const explain = (params: unknown[], options?: string) => admin.explainPlan(sql, params, options);
 
 beforeAll(async () => {
   await kit.store({ schema: admin.schema }).migrate();
@@ -43,9 +39,7 @@ beforeAll(async () => {
   await admin.query(`insert into ${admin.t('task')} (${cols})
     select 'close-reservaton', 'default', 0::smallint, '{}'::jsonb, 'SCHEDULED', now() - interval '1 hour' - g * interval '1 millisecond', 0, 3, null, null, now(), now()
       from generate_series(1, 5000) g`);
-  await admin.query(`vacuum analyze ${admin.t('task')}`);
-  const [row] = await admin.query<{ pages: number }>(`select relpages::int as pages from pg_class where oid = $1::regclass`, [admin.t('task')]);
-  tablePages = Number(row?.pages ?? 0);
+  tablePages = await admin.vacuumPages('task');
 }, 600_000);
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll } from 'vitest';
 import type { Param, PostgresStore, PostgresStoreOptions, Row } from '../../src/index.js';
 import { createPgStore, type PgTx } from '../../src/drivers/pg.js';
+import { type PlanNode, planNodes } from './plans.js';
 import { createPostgresJsStore, type PostgresJsTx } from '../../src/drivers/postgres-js.js';
 
 export type DriverName = 'pg' | 'postgres';
@@ -118,6 +119,23 @@ export class Admin {
   /** `"schema".name` */
   t(name: string): string {
     return `${pg.escapeIdentifier(this.schema)}.${name}`;
+  }
+
+  /**
+   * `EXPLAIN (options, FORMAT JSON)` of `text` (PostgreSQL 17 §14.1): the plan's root, every node
+   * ({@link planNodes}) and the shared buffers it touched (hit + read; 0 without `buffers`).
+   */
+  async explainPlan(text: string, params: readonly unknown[], options = 'analyze, buffers'): Promise<{ root: PlanNode; nodes: PlanNode[]; buffers: number }> {
+    const [row] = await this.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, [...params]);
+    const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+    return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
+  }
+
+  /** `VACUUM ANALYZE` of one table of the schema, then its size in pages (`pg_class.relpages`). */
+  async vacuumPages(table = 'task'): Promise<number> {
+    await this.query(`vacuum analyze ${this.t(table)}`);
+    const [row] = await this.query<{ pages: number }>('select relpages::int as pages from pg_class where oid = $1::regclass', [this.t(table)]);
+    return Number(row?.pages ?? 0);
   }
 
   async count(table = 'task'): Promise<number> {
