@@ -1067,7 +1067,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
    * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
    * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
    * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
-   * whether everything is held back now. Either way `onRateLimited` is then called.
+   * whether everything is held back now. Either way `onRateLimited` is then called. With a
+   * key-limited kind in reach (docs/contract.md#per-key-concurrency; which kinds: a cache read at most
+   * once a second), ONE transaction too: the cap locks, `keyLimitLock` (advisory locks per key-limited
+   * kind, sorted), the rate-limit rows when limited, then `taskClaimKeyed` (per-key rooms, fair order).
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
