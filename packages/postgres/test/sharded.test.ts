@@ -55,6 +55,7 @@ describe('shard groups', () => {
         await groups[0].query("select citus_move_shard_placement($1::bigint, $2, $3, $4, $5, 'block_writes')", [rows[1]!.shardid, rows[1]!.nodename, rows[1]!.port, name, other]);
         rows = await node();
       }
+      console.log(`shard groups on ports ${rows.map((r) => r.port).join(", ")}`);
       expect(new Set(rows.map((r) => r.port)).size).toBe(2);
       const schemas = await groups[0].query<{ schema: string; colocation: number }>(
         'select schema_name::text as schema, colocation_id as colocation from citus_schemas where schema_name::text in ($1, $2)',

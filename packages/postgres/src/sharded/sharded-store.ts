@@ -98,7 +98,10 @@ import {
   type UnclaimedKindsParams,
   ValidationError,
   validateListParams,
+  validateCompleteMany,
+  validateExtendMany,
   validateScheduleMany,
+  validateScheduleOptions,
   type WaitForOptions,
 } from '@postpone/core';
 import type { TaskNotice } from '../sql/notice.js';
@@ -261,6 +264,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
       return out;
     }
     // Spans groups: refuse bad input before any group writes (each store validates again, with its own limits).
+    validateScheduleOptions(options);
     validateScheduleMany(inputs, { maxPayloadBytes: Math.min(...this.stores.map((s) => s.maxPayloadBytes)) });
     const out: ScheduledTask[] = new Array(inputs.length);
     await Promise.all(
@@ -300,10 +304,11 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const out: ClaimedTask[] = [];
     let limited = 0;
     let reopensInMs = Number.POSITIVE_INFINITY;
-    const userLimited = params.onRateLimited;
-    for (const g of asked) {
-      const remaining = params.limit - out.length;
-      if (remaining <= 0) break;
+    // A malformed `params` reaches the first group's store, which refuses it (ValidationError) before any I/O.
+    const userLimited = (params as ClaimParams | undefined)?.onRateLimited;
+    for (const [i, g] of asked.entries()) {
+      const remaining = ((params as ClaimParams | undefined)?.limit ?? 0) - out.length;
+      if (i > 0 && remaining <= 0) break;
       let heldBack = false;
       const got = await this.stores[g]!.claim({
         ...params,
@@ -364,7 +369,8 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   }
 
   extendMany(params: ExtendManyParams): Promise<boolean[]> {
-    const items = Array.isArray(params?.items) ? params.items : [];
+    // Every item validated first, so a bad one is named by its index in the caller's batch and no group writes.
+    const items = validateExtendMany(params).items;
     if (items.length === 0) return this.stores[0]!.extendMany(params);
     return this.perGroup(
       items,
@@ -378,7 +384,9 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   }
 
   completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
-    if (!Array.isArray(items) || items.length === 0) return this.stores[0]!.completeMany(items);
+    // Every item validated first (as extendMany).
+    validateCompleteMany(items, Math.min(...this.stores.map((s) => s.maxPayloadBytes)));
+    if (items.length === 0) return this.stores[0]!.completeMany(items);
     return this.perGroup(
       items,
       (item) => item.id,
