@@ -70,3 +70,22 @@ export async function startNode(node: CitusNode): Promise<void> {
 export async function moveSchema(pool: pg.Pool, schema: string, to: CitusNode): Promise<void> {
   await pool.query(`select citus_schema_move($1::regnamespace, '127.0.0.1', $2::int, shard_transfer_mode => 'block_writes')`, [schema, portOf(to)]);
 }
+
+/**
+ * `synchronous_commit = on` on every node (`alter system`, then a reload): `citus-cluster.sh` sets it
+ * off for speed, and then an immediate stop loses commits already acknowledged to the client (up to
+ * three `wal_writer_delay`s, PostgreSQL 15 §30.4 "Asynchronous Commit") — the history checker sees
+ * such a lost claim as attempt 1 claimed twice. The node fault cases want a crash, not that loss.
+ */
+export async function durableCommits(): Promise<void> {
+  for (const node of NODES) {
+    const client = new pg.Client({ host: '127.0.0.1', port: portOf(node), user: 'postgres', database: 'postgres' });
+    await client.connect();
+    try {
+      await client.query('alter system set synchronous_commit = on');
+      await client.query('select pg_reload_conf()');
+    } finally {
+      await client.end();
+    }
+  }
+}
