@@ -471,6 +471,36 @@ export function buildProgram(out: Out, json = false): Command {
       if (!deleted) throw new OutcomeError('NOT_FOUND', `no rate limit of ${what}`);
     });
 
+  // Per-key concurrency (docs/contract.md#per-key-concurrency): list, set and delete the per-kind declarations.
+  const keyLimits = limits
+    .command('keys')
+    .description('per-key concurrency of kinds: at most --limit CLAIMED tasks per limit key, claims rotating among the keys; `limits keys set` and `limits keys delete` change them')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const rows = await withStore(g, (store) => store.listKeyConcurrency());
+      print(out, g, rows, () => (rows.length === 0 ? 'no per-key limits' : rows.map((r) => `kind ${r.kind}: at most ${r.limit} CLAIMED per limit key`).join('\n')));
+    });
+  keyLimits
+    .command('set')
+    .description('set the per-key concurrency limit of one kind (for every process)')
+    .requiredOption('--kind <kind>', 'the kind')
+    .requiredOption('--limit <n>', 'CLAIMED tasks per limit key, 1..1000000')
+    .action(async (opts: { kind: string; limit: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const row = await withStore(g, (store) => store.setKeyConcurrency({ kind: opts.kind, limit: parseInteger(opts.limit, '--limit') }));
+      print(out, g, row, () => `kind ${row.kind}: at most ${row.limit} CLAIMED per limit key`);
+    });
+  keyLimits
+    .command('delete')
+    .description('remove the per-key concurrency limit of one kind')
+    .requiredOption('--kind <kind>', 'the kind')
+    .action(async (opts: { kind: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const deleted = await withStore(g, (store) => store.deleteKeyConcurrency({ kind: opts.kind }));
+      print(out, g, { deleted }, () => (deleted ? `per-key limit of kind ${opts.kind} deleted` : `no per-key limit of kind ${opts.kind}`));
+      if (!deleted) throw new OutcomeError('NOT_FOUND', `no per-key limit of kind ${opts.kind}`);
+    });
+
   program
     .command('health')
     .description('dead rows and autovacuum per table (task, effect — unused since migration 13 —, task_history summed over its partitions), the oldest transaction holding back their cleanup, the use of the NOTIFY queue, and the kinds due with nobody claiming')

@@ -75,7 +75,7 @@ async function makeDead(kind: string, payload: unknown): Promise<string> {
 
 describe('postpone', () => {
   it('prints --help for the program and every command, exit 0', async () => {
-    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['limits'], ['limits', 'set'], ['limits', 'delete'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
+    for (const command of [[], ['migrate'], ['schedule'], ['cancel'], ['show'], ['list'], ['stats'], ['health'], ['retry'], ['prune'], ['limits'], ['limits', 'set'], ['limits', 'delete'], ['limits', 'keys'], ['limits', 'keys', 'set'], ['pause'], ['resume'], ['paused'], ['dashboard']]) {
       const r = await postpone([...command, '--help'], {});
       expect(r.code, command.join(' ')).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: postpone ${command[0] ?? ''}`));
@@ -597,6 +597,24 @@ describe('postpone limits: rate limits (docs/contract.md#rate-limits)', () => {
     expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '0', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --limit: must be an integer 1\.\.10000, got 0/) });
     expect(await postpone(['limits', 'set', '--kind', 'k', '--limit', '5', '--window', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --window: expected a duration/) });
     expect((await json<unknown[]>(['limits'])).length).toBe(1);
+  });
+});
+
+describe('postpone limits keys: per-key concurrency (docs/contract.md#per-key-concurrency)', () => {
+  it('sets, lists and deletes the per-key limit of a kind; bad usage exits 2, a missing limit 1', async () => {
+    expect(await postpone(['limits', 'keys'])).toEqual({ code: 0, stdout: 'no per-key limits\n', stderr: '' });
+    expect(await postpone(['limits', 'keys', 'set', '--kind', 'sync', '--limit', '2'])).toEqual({ code: 0, stdout: 'kind sync: at most 2 CLAIMED per limit key\n', stderr: '' });
+    expect(await json(['limits', 'keys'])).toEqual([{ kind: 'sync', limit: 2 }]);
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      await store.scheduleMany([1, 2, 3].map((i) => ({ kind: 'sync', limitKey: 'tenant-1', payload: { i } })));
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 60_000, kinds: ['sync'] })).toHaveLength(2);
+    } finally {
+      await store.close();
+    }
+    expect(await postpone(['limits', 'keys', 'set', '--kind', 'sync', '--limit', '0'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION/) });
+    expect(await postpone(['limits', 'keys', 'delete', '--kind', 'sync'])).toEqual({ code: 0, stdout: 'per-key limit of kind sync deleted\n', stderr: '' });
+    expect(await postpone(['limits', 'keys', 'delete', '--kind', 'sync'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^postpone: error NOT_FOUND: no per-key limit of kind sync/) });
   });
 });
 

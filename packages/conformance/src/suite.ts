@@ -6,6 +6,7 @@
  */
 import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';
+import { keyLimitCases } from './cases-key-limit.js';
 import { rateLimitCases } from './cases-rate-limit.js';
 import { HISTORY_CASES } from './history/index.js';
 import { OPERATIONS_CASES } from './ops/index.js';
@@ -53,6 +54,7 @@ export const CONFORMANCE_CASES = [
   ...HISTORY_CASES,
   cronCases,
   rateLimitCases,
+  keyLimitCases,
 ] as const;
 
 /**

@@ -56,7 +56,7 @@ export interface ReconcileCronResult {
 }
 
 /** The task an occurrence becomes: a schedule input without a due time (the occurrence is the due time) or key. */
-export type CronTaskInput = Omit<ScheduleInput, 'delayMs' | 'runAt' | 'key'>;
+export type CronTaskInput = Omit<ScheduleInput, 'delayMs' | 'runAt' | 'key' | 'limitKey'>;
 
 export interface ScheduleCronOccurrenceParams {
   readonly name: string;
@@ -169,8 +169,8 @@ export function validateCronOccurrence(params: unknown, maxPayloadBytes: number)
   known(o, ['name', 'cron', 'timeZone', 'occurrence', 'task'], 'params');
   const spec = validateCronSpec({ name: o.name, cron: o.cron, timeZone: o.timeZone }, 'params');
   const input = object(o.task, 'task');
-  for (const f of ['delayMs', 'runAt', 'key']) {
-    if (input[f] !== undefined) throw new ValidationError('INVALID_OPTION', `task.${f}`, 'is set by the schedule (the occurrence is the due time; no key)');
+  for (const f of ['delayMs', 'runAt', 'key', 'limitKey']) {
+    if (input[f] !== undefined) throw new ValidationError('INVALID_OPTION', `task.${f}`, 'is set by the schedule (the occurrence is the due time; no key, no limitKey)');
   }
   const occurrence = validateRunAt(o.occurrence, 'occurrence');
   const task = validateSchedule({ ...(input as CronTaskInput), runAt: occurrence }, { maxPayloadBytes }, 'task');

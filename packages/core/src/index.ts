@@ -32,5 +32,6 @@ export * from './complete-many.js';
 export * from './extend-many.js';
 export * from './override-store.js';
 export * from './cron-store.js';
+export * from './key-limit.js';
 export * from './rate-limit.js';
 export * from './progress-wait.js';

@@ -92,6 +92,8 @@ export class MemoryAdmin {
         traceContext: null,
         // The retry is a new task without a dedup key: the original's key may belong to a newer task by now.
         key: null,
+        // No limit key: history does not keep it (docs/contract.md#per-key-concurrency), as in the PostgreSQL store.
+        limitKey: null,
         // The original's own retry policy goes with it (a new maxAttempts replaces the policy's).
         retry: original.retry === undefined ? null : p.maxAttempts == null ? original.retry : { ...original.retry, maxAttempts: p.maxAttempts },
         // Same queue and priority: a retry runs where the original would have.

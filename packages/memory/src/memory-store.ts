@@ -83,6 +83,8 @@ import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, Resch
 import { MemoryCron } from './cron.js';
 import { MemoryPause } from './pause.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
+import { keyedClaimOrder, keySlot, MemoryKeyLimits } from './key-limit.js';
+import type { KeyConcurrencyInput, KeyConcurrencyRecord, KeyLimitStore } from '@postpone/core';
 import { MemoryRateLimits } from './rate-limit.js';
 import { notifyRateLimited, type RateLimitInput, type RateLimitRecord, type RateLimitScope, type RateLimitStore, validateOnRateLimited } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
@@ -104,7 +106,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -186,6 +188,17 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
   setRateLimit = (input: RateLimitInput): Promise<RateLimitRecord> => this.#rateLimits.set(input);
   deleteRateLimit = (scope: RateLimitScope): Promise<boolean> => this.#rateLimits.delete(scope);
   listRateLimits = (): Promise<RateLimitRecord[]> => this.#rateLimits.list();
+  /** Per-key concurrency and fair share (`KeyLimitStore`, docs/contract.md#per-key-concurrency): see `./key-limit.ts`. */
+  readonly #keyLimits = new MemoryKeyLimits({ assertOpen: () => this.#assertOpen() });
+  /**
+   * The column `task.limit_key`: task id → its limit key, for tasks scheduled with one. Beside the
+   * tasks rather than on them (core `Task` has no such field); ids are never reused, so an entry of a
+   * rolled-back schedule names no task.
+   */
+  readonly #limitKeys = new Map<TaskId, string>();
+  setKeyConcurrency = (input: KeyConcurrencyInput): Promise<KeyConcurrencyRecord> => this.#keyLimits.set(input);
+  deleteKeyConcurrency = (target: { readonly kind: string }): Promise<boolean> => this.#keyLimits.delete(target);
+  listKeyConcurrency = (): Promise<KeyConcurrencyRecord[]> => this.#keyLimits.list();
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
   readonly #cron: MemoryCron;
@@ -270,14 +283,28 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
       return [];
     }
     for (const [kind, rateRoom] of rated.kindRooms) room.set(kind, Math.min(rateRoom, room.get(kind) ?? rateRoom));
-    const admit = (t: Task): boolean => (room.get(t.kind) ?? 1) > 0;
-    const { changed } = this.#applyBatch(candidates, command, nowMs, rated.limit, (r) => {
+    // Per-key concurrency and fair share (docs/contract.md#per-key-concurrency): with a key-limited kind
+    // in reach, the due candidates in fair order and a room per (kind, limitKey); else unchanged.
+    const keyLimits = this.#keyLimits.applicable(chosen.kinds);
+    const limitKeyOf = (t: Task): string | null => this.#limitKeys.get(t.id) ?? null;
+    const keyed = keyLimits === null ? null : keyedClaimOrder(candidates, this.#db.tasks.values(), keyLimits, limitKeyOf, nowMs);
+    const slotOf = (t: Task): string | undefined => (keyLimits === null ? undefined : keySlot(t, keyLimits, limitKeyOf));
+    const admit = (t: Task): boolean => {
+      const slot = slotOf(t);
+      return (room.get(t.kind) ?? 1) > 0 && (slot === undefined || (keyed?.room.get(slot) ?? 1) > 0);
+    };
+    const { changed } = this.#applyBatch(keyed?.ordered ?? candidates, command, nowMs, rated.limit, (r) => {
       if (!resultOf(r, 'claim').claimed) return false;
-      const kind = (r.task as Task).kind;
-      const left = room.get(kind);
-      if (left !== undefined) room.set(kind, left - 1);
+      const task = r.task as Task;
+      const left = room.get(task.kind);
+      if (left !== undefined) room.set(task.kind, left - 1);
+      const slot = slotOf(task);
+      const keyLeft = slot === undefined ? undefined : keyed?.room.get(slot);
+      if (slot !== undefined && keyLeft !== undefined) keyed?.room.set(slot, keyLeft - 1);
       return true;
     }, admit);
+    // The claim's answer in claim order, as every store returns it (the fair order decides which tasks, not their order).
+    if (keyed !== null) changed.sort((a, b) => b.priority - a.priority || a.dueAt.getTime() - b.dueAt.getTime() || compareIds(a.id, b.id));
     const byKind = new Map<string, number>();
     for (const task of changed) byKind.set(task.kind, (byKind.get(task.kind) ?? 0) + 1);
     this.#rateLimits.log(chosen.queue, byKind, nowMs);
@@ -620,6 +647,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
         ...(input.retry === null ? {} : { retry: { ...input.retry } }),
       };
       ws.putTask(task);
+      if (input.limitKey !== null) this.#limitKeys.set(task.id, input.limitKey);
       if (onConflict === 'throttle' && input.key !== null) {
         ws.putThrottle(input.kind, input.key, { closedUntilMs: now.getTime() + (throttleMs as number), taskId: task.id, dueAtMs: dueAt.getTime() });
       }

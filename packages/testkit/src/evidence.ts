@@ -21,6 +21,8 @@ export const CASE_ORDER: readonly string[] = [
   'kind_concurrency_cap',
   'pause_resume',
   'rate_limit_exact',
+  'per_key_concurrency',
+  'fair_share',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',
   'crash_kill9_lease_retry',

@@ -65,6 +65,14 @@ export interface ScheduleInput<P = unknown> {
    * (docs/contract.md#dedup-keys). Omit it (or pass null) for none.
    */
   readonly key?: string | null;
+  /**
+   * Flow-control key (a tenant, an API key), 1..{@link MAX_KEY_LENGTH} characters without `\u0000`,
+   * checked as a dedup key (`INVALID_KEY` naming `limitKey`): a kind with a per-key concurrency limit
+   * claims at most that many CLAIMED tasks per (kind, limitKey) and rotates its claims among the keys
+   * with due work (docs/contract.md#per-key-concurrency). Not a dedup key: many tasks may share it.
+   * Omit it (or pass null) for none.
+   */
+  readonly limitKey?: string | null;
   /** Named queue, as {@link validateQueue} (default `'default'`): only a claim of this queue takes the task (docs/contract.md#queues). */
   readonly queue?: string;
   /** Integer {@link MIN_PRIORITY}..{@link MAX_PRIORITY} (default 0): among due tasks a claim takes higher priority first (docs/contract.md#priorities). */
@@ -133,6 +141,8 @@ export interface NormalizedSchedule {
   readonly traceContext: TraceContext | null;
   /** The dedup key, or null. */
   readonly key: string | null;
+  /** The flow-control key (docs/contract.md#per-key-concurrency), or null. */
+  readonly limitKey: string | null;
   readonly queue: string;
   readonly priority: number;
   /** The task's own retry policy (with `maxAttempts` when one was given), or null when it has none. */
@@ -374,7 +384,7 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry', 'queue', 'priority']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry', 'queue', 'priority', 'limitKey']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
@@ -410,9 +420,10 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const { value, text } = validateJson(i.payload === undefined ? null : i.payload, f('payload'), maxBytes);
   const traceContext = i.traceContext === undefined || i.traceContext === null ? null : validateTraceContext(i.traceContext, f('traceContext'));
   const key = i.key === undefined || i.key === null ? null : validateKey(i.key, f('key'));
+  const limitKey = i.limitKey === undefined || i.limitKey === null ? null : validateKey(i.limitKey, f('limitKey'));
   const queue = i.queue === undefined ? DEFAULT_QUEUE : validateQueue(i.queue, f('queue'));
   const priority = i.priority === undefined ? 0 : validatePriority(i.priority, f('priority'));
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry, queue, priority };
+  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, limitKey, retry, queue, priority };
 }
 
 /**

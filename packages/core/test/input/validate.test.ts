@@ -332,7 +332,7 @@ describe('INVALID_KEY', () => {
 
 describe('validateSchedule', () => {
   it('fills the defaults', () => {
-    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null, retry: null, queue: 'default', priority: 0 });
+    expect(validateSchedule({ kind: 'k' })).toEqual({ kind: 'k', payload: null, payloadText: 'null', delayMs: 0, runAt: null, maxAttempts: DEFAULT_MAX_ATTEMPTS, traceContext: null, key: null, limitKey: null, retry: null, queue: 'default', priority: 0 });
   });
   it('keeps runAt, payload text and maxAttempts', () => {
     const runAt = new Date(Date.UTC(2031, 5, 1));
@@ -345,6 +345,7 @@ describe('validateSchedule', () => {
       maxAttempts: 2,
       traceContext: null,
       key: null,
+      limitKey: null,
       retry: { maxAttempts: 2 },
       queue: 'default',
       priority: 0,

@@ -67,6 +67,9 @@ import {
   type RateLimitRecord,
   type RateLimitScope,
   type RateLimitStore,
+  type KeyConcurrencyInput,
+  type KeyConcurrencyRecord,
+  type KeyLimitStore,
   type ReclaimedTask,
   type ReclaimParams,
   type ReconcileCronParams,
@@ -159,7 +162,7 @@ function addCounts<T>(a: T, b: T): T {
  * The front over N shard groups (see the module docstring). Implements the core {@link Store}, the
  * cron and rate-limit capabilities, and `listen` (every group's notices, to one callback).
  */
-export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
+export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore {
   readonly name: string;
   readonly connectionBudget: ConnectionBudget | undefined;
   readonly stores: readonly PostgresStore<Tx>[];
@@ -592,6 +595,28 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   /** Group 0's limits (the front sets the same ones in every group). */
   listRateLimits(): Promise<RateLimitRecord[]> {
     return this.stores[0]!.listRateLimits();
+  }
+
+  /**
+   * Sets the per-key concurrency limit in every group (docs/contract.md#per-key-concurrency): each group
+   * counts its own CLAIMED tasks of a key, and a key's tasks may sit in several groups, so the
+   * deployment's bound is N × the limit per key.
+   */
+  async setKeyConcurrency(input: KeyConcurrencyInput): Promise<KeyConcurrencyRecord> {
+    const first = await this.stores[0]!.setKeyConcurrency(input);
+    for (const store of this.stores.slice(1)) await store.setKeyConcurrency(input);
+    return first;
+  }
+
+  async deleteKeyConcurrency(target: { readonly kind: string }): Promise<boolean> {
+    let changed = false;
+    for (const store of this.stores) changed = (await store.deleteKeyConcurrency(target)) || changed;
+    return changed;
+  }
+
+  /** Group 0's per-key limits (the front sets the same ones in every group). */
+  listKeyConcurrency(): Promise<KeyConcurrencyRecord[]> {
+    return this.stores[0]!.listKeyConcurrency();
   }
 
   reconcileCronSchedules(params: ReconcileCronParams): Promise<ReconcileCronResult> {

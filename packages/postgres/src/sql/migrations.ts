@@ -4,6 +4,7 @@
  * A migration, once released, never changes; a change to the schema is a new version. `migrate()`
  * (`PostgresStore` in `@postpone/postgres`) applies the missing versions inside one transaction holding an advisory lock.
  */
+import { KEY_LIMIT_MIGRATION_VERSION, keyLimitMigrationSql } from './key-limit-sql.js';
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
@@ -180,6 +181,10 @@ export interface Migration {
  * the live table on the schema's finish channel while a store has `waitFor` callers, and the table
  * `task_waiter` recording those stores; see `./progress-wait-sql.ts`. Additive, re-runnable.
  *
+ * Version 19 — per-key concurrency and fair share (docs/contract.md#per-key-concurrency): a nullable
+ * `task.limit_key`, the partial index `task_limit_key_idx` (keyed tasks only) and the table
+ * `key_limit`; see `./key-limit-sql.ts`. Additive (no `minReader`), re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -280,6 +285,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
     // Version 18 — progress and finish notices: see ./progress-wait-sql.ts.
     Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
+    // Version 19 — per-key concurrency and fair share: see ./key-limit-sql.ts. Additive, no minReader.
+    Object.freeze({ version: KEY_LIMIT_MIGRATION_VERSION, name: 'per-key concurrency', sql: keyLimitMigrationSql(schema) }),
   ]);
 }
 

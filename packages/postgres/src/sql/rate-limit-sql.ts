@@ -4,7 +4,7 @@
  * as text, times as epoch ms, aliases without underscores).
  */
 import { TaskState } from '@postpone/core';
-import { CLOCK, claimUpdate, levelDueRows, levelsCte, literal, ms, NOW, quoteIdent } from './sql.js';
+import { CLOCK, cappedPick, claimUpdate, levelsCte, literal, ms, NOW, quoteIdent } from './sql.js';
 
 /**
  * The migration number of rate limits. Kept in this one constant so it can be renumbered when
@@ -51,11 +51,47 @@ export interface RateLimitRow {
   reopensatms: number;
 }
 
+/**
+ * The CTE `room(kind, room)` of a claim with caps and rate limits (`taskClaimLimited`, and
+ * `taskClaimKeyed` of `./key-limit-sql.ts`): per kind of `$7` (caps `{ [kind]: cap }`) its cap less its
+ * CLAIMED tasks in every queue, per kind of `$8` (rate rooms `{ [kind]: room }`) that room; the least of both.
+ */
+export function claimRoomCte(task: string): string {
+  const C = literal(TaskState.CLAIMED);
+  return `room as materialized (
+  select k.kind, min(k.room)::int as room
+    from (select c.key as kind,
+                 greatest(0, c.value::int - (select count(*) from ${task} s where s.state = ${C} and s.kind = c.key))::int as room
+            from jsonb_each_text($7::text::jsonb) c
+          union all
+          select c.key, c.value::int from jsonb_each_text($8::text::jsonb) c) k
+   group by k.kind
+)`;
+}
+
+/**
+ * The CTEs `counted` and `logged` of a limited claim (`taskClaimLimited`, `taskClaimKeyed`): after the
+ * CTE `claimed`, append `now` once per claimed task to the log of each limited kind of `$8` and of the
+ * queue `$9` (when not null), trimmed to its `max_starts` most recent.
+ */
+export function rateLogCtes(rate: string): string {
+  return `counted as (
+  select 'kind'::text as scope, k.kind as name, count(*)::int as n from claimed k where $8::text::jsonb ? k.kind group by k.kind
+  union all
+  select 'queue'::text, $9::text, count(*)::int from claimed having $9::text is not null and count(*) > 0
+), logged as (
+  update ${rate} r
+     set starts = array(select t from unnest(r.starts || array_fill(${NOW}, array[c.n])) t order by t desc limit r.max_starts)
+    from counted c
+   where r.scope = c.scope and r.name = c.name
+  returning 1
+)`;
+}
+
 export function rateLimitStatements(schema: string) {
   const q = quoteIdent(schema);
   const rate = `${q}.rate_limit`;
   const task = `${q}.task`;
-  const C = literal(TaskState.CLAIMED);
   const rooms = `select r.scope, r.name,
        greatest(0, r.max_starts - ${USED})::int as room,
        greatest(0, ${ms(REOPENS)} - ${ms(CLOCK)})::float8 as reopeninms
@@ -111,39 +147,9 @@ returning ${columns}`,
      * since this process read the list is left alone (it applies once the process knows it), so this
      * statement never waits for a row lock in another order than the sorted one.
      */
-    taskClaimLimited: `${levelsCte(task, '$5', '$6', `${q}.pause`)}, room as materialized (
-  select k.kind, min(k.room)::int as room
-    from (select c.key as kind,
-                 greatest(0, c.value::int - (select count(*) from ${task} s where s.state = ${C} and s.kind = c.key))::int as room
-            from jsonb_each_text($7::text::jsonb) c
-          union all
-          select c.key, c.value::int from jsonb_each_text($8::text::jsonb) c) k
-   group by k.kind
-), picked as materialized (
-  select x.id
-    from (select c.id, c.priority, c.due_at, r.room,
-                 row_number() over (partition by l.kind order by c.priority desc, c.due_at, c.id) as n
-            from levels l
-            left join room r on r.kind = l.kind
-           cross join lateral (
-                 ${levelDueRows(task, 'least($4::int, coalesce(r.room, $4::int))', '                 ')}) c
-           where l.priority is not null) x
-   where x.room is null or x.n <= x.room
-   order by x.priority desc, x.due_at, x.id
-   limit $4::int
-), claimed as (
+    taskClaimLimited: `${levelsCte(task, '$5', '$6', `${q}.pause`)}, ${claimRoomCte(task)}, ${cappedPick(task)}, claimed as (
 ${claimUpdate(task)}
-), counted as (
-  select 'kind'::text as scope, k.kind as name, count(*)::int as n from claimed k where $8::text::jsonb ? k.kind group by k.kind
-  union all
-  select 'queue'::text, $9::text, count(*)::int from claimed having $9::text is not null and count(*) > 0
-), logged as (
-  update ${rate} r
-     set starts = array(select t from unnest(r.starts || array_fill(${NOW}, array[c.n])) t order by t desc limit r.max_starts)
-    from counted c
-   where r.scope = c.scope and r.name = c.name
-  returning 1
-)
+), ${rateLogCtes(rate)}
 select * from claimed`,
   });
 }

@@ -186,6 +186,28 @@ export function batchFence(t: string, pad: string): string {
   ].join(`\n${pad}`);
 }
 
+/**
+ * The `picked` CTE of a claim with rooms per kind (`taskClaimCapped`, `taskClaimLimited` of
+ * `./rate-limit-sql.ts`): walks the levels as `taskClaim`, each level of a kind with a row in the CTE
+ * `room(kind, room)` locking at most `least($4, room)` rows; of the levels' rows a kind with a room
+ * keeps its first `room` in claim order (`row_number()` per kind), before the merge keeps the first `$4`.
+ */
+export function cappedPick(task: string): string {
+  return `picked as materialized (
+  select x.id
+    from (select c.id, c.priority, c.due_at, r.room,
+                 row_number() over (partition by l.kind order by c.priority desc, c.due_at, c.id) as n
+            from levels l
+            left join room r on r.kind = l.kind
+           cross join lateral (
+                 ${levelDueRows(task, 'least($4::int, coalesce(r.room, $4::int))', '                 ')}) c
+           where l.priority is not null) x
+   where x.room is null or x.n <= x.room
+   order by x.priority desc, x.due_at, x.id
+   limit $4::int
+)`;
+}
+
 /** The UPDATE of a claim: the `picked` ids, re-checked SCHEDULED, to CLAIMED (see `taskClaim`). */
 export function claimUpdate(task: string): string {
   return `update ${task} t
@@ -502,19 +524,7 @@ ${claimUpdate(task)}`,
   select c.key as kind,
          greatest(0, c.value::int - (select count(*) from ${task} s where s.state = ${C} and s.kind = c.key))::int as room
     from jsonb_each_text($7::text::jsonb) c
-), picked as materialized (
-  select x.id
-    from (select c.id, c.priority, c.due_at, r.room,
-                 row_number() over (partition by l.kind order by c.priority desc, c.due_at, c.id) as n
-            from levels l
-            left join room r on r.kind = l.kind
-           cross join lateral (
-                 ${levelDueRows(task, 'least($4::int, coalesce(r.room, $4::int))', '                 ')}) c
-           where l.priority is not null) x
-   where x.room is null or x.n <= x.room
-   order by x.priority desc, x.due_at, x.id
-   limit $4::int
-)
+), ${cappedPick(task)}
 ${claimUpdate(task)}`,
 
     /**

@@ -73,6 +73,9 @@ import {
   validateCompleteMany,
   validateExtendMany,
   type ExtendManyParams,
+  type KeyConcurrencyInput,
+  type KeyConcurrencyRecord,
+  type KeyLimitStore,
   type RateLimited,
   type RateLimitInput,
   type RateLimitRecord,
@@ -97,6 +100,7 @@ import {
   validateOwner,
   compareTaskIds,
 } from '@postpone/core';
+import { PostgresKeyLimits } from './key-limit.js';
 import { PostgresRateLimits } from './rate-limit.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { type DialectDriver, dialectDriver } from './dialect-driver.js';
@@ -383,7 +387,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -477,6 +481,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
     this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
     this.rateLimits = new PostgresRateLimits(context);
+    this.keyLimits = new PostgresKeyLimits(context);
   }
 
   /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
@@ -508,6 +513,24 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
   }
   listRateLimits(): Promise<RateLimitRecord[]> {
     return this.rateLimits.list();
+  }
+
+  /** Per-key concurrency and fair share (`KeyLimitStore`, docs/contract.md#per-key-concurrency): see `./key-limit.ts`. */
+  private readonly keyLimits: PostgresKeyLimits;
+  /**
+   * Declares (or changes) a kind's per-key concurrency limit: one upsert of its `key_limit` row (migration 19).
+   * @throws ValidationError (core `validateKeyConcurrency`; nothing sent), ConnectionLostError, StoreClosedError, StoreError (on a schema before migration 19: undefined table)
+   */
+  setKeyConcurrency(input: KeyConcurrencyInput): Promise<KeyConcurrencyRecord> {
+    return this.keyLimits.set(input);
+  }
+  /** Removes a kind's per-key limit; true when there was one. Errors as {@link setKeyConcurrency}. */
+  deleteKeyConcurrency(target: { readonly kind: string }): Promise<boolean> {
+    return this.keyLimits.delete(target);
+  }
+  /** Every per-key limit, by kind. */
+  listKeyConcurrency(): Promise<KeyConcurrencyRecord[]> {
+    return this.keyLimits.list();
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -935,7 +958,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const keyed = tasks.some((t) => t.key !== null);
     // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
-    const ownTx = onConflict === 'fail' || locksKeys(tasks) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    // A limit key is set by a second statement (`taskSetLimitKeys`), so a transaction too.
+    const ownTx = onConflict === 'fail' || locksKeys(tasks) || tasks.some((t) => t.limitKey !== null) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
     const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
     const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
@@ -1016,6 +1040,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
     const input = tasks[taken];
     if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
+    // Limit keys (docs/contract.md#per-key-concurrency) of the created tasks, in the same transaction
+    // (`insert` runs one when a task has a limit key), so no claim sees a keyed task without its key.
+    const limitKeys = tasks.flatMap((t, i) => (t.limitKey !== null && rows[i]?.created === true ? [{ id: String(rows[i]?.id), limitKey: t.limitKey }] : []));
+    if (limitKeys.length > 0) await query(this.keyLimits.sql.taskSetLimitKeys, [JSON.stringify(limitKeys)]);
     return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
   }
 
@@ -1062,7 +1090,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
    * (docs/contract.md#rate-limits), ONE transaction: `kindCapLock` when capped, `rateLimitLock`
    * (the limits' rows FOR UPDATE, their rooms), then `taskClaimLimited` (claims and logs the claims),
    * or nothing more when everything is held back; after a short limited claim, `rateLimitRooms` tells
-   * whether everything is held back now. Either way `onRateLimited` is then called.
+   * whether everything is held back now. Either way `onRateLimited` is then called. With a
+   * key-limited kind in reach (docs/contract.md#per-key-concurrency; which kinds: a cache read at most
+   * once a second), ONE transaction too: the cap locks, `keyLimitLock` (advisory locks per key-limited
+   * kind, sorted), the rate-limit rows when limited, then `taskClaimKeyed` (per-key rooms, fair order).
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -1081,20 +1112,31 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore {
     await this.schemaReady();
     // Rate limits (docs/contract.md#rate-limits) that apply to this claim: from a cache read at most once a second.
     const limited = await this.rateLimits.applicable(queue, kinds, performance.now());
+    // Key-limited kinds (docs/contract.md#per-key-concurrency) this claim may take, sorted: from a cache read at most once a second.
+    const keyed = await this.keyLimits.applicable(kinds, performance.now());
     const capsJson = () => JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])));
     let held: RateLimited | null = null;
     const sql = this.claimSql();
     const rows = await this.call(() =>
-      capped.length === 0 && limited.length === 0
+      capped.length === 0 && limited.length === 0 && keyed.length === 0
         ? this.driver.query(sql.taskClaim, claimParams)
         : this.driver.transaction(async (query) => {
+            // Lock order in every claimer: kind caps, then key-limited kinds, then rate-limit rows, each sorted.
             if (capped.length > 0) await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
-            if (limited.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
-            const plan = await this.rateLimits.plan(query, this.nowParam(), limited, queue, kinds, limit);
+            if (keyed.length > 0) await query(this.keyLimits.sql.keyLimitLock, [this.schema, JSON.stringify(keyed)]);
+            if (limited.length === 0 && keyed.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
+            const plan =
+              limited.length === 0
+                ? { limit, kindRooms: {}, queueLimited: null, held: null }
+                : await this.rateLimits.plan(query, this.nowParam(), limited, queue, kinds, limit);
             held = plan.held;
             if (held !== null || plan.limit === 0) return [];
             const args = [this.nowParam(), owner, leaseMs, plan.limit, queue, kindsJson, capped.length > 0 ? capsJson() : '{}', JSON.stringify(plan.kindRooms), plan.queueLimited];
-            const claimed = await query(this.rateLimits.sql.taskClaimLimited, args);
+            const claimed =
+              keyed.length === 0
+                ? await query(this.rateLimits.sql.taskClaimLimited, args)
+                : await query(this.keyLimits.sql.taskClaimKeyed, [...args, JSON.stringify(keyed)]);
+            if (limited.length === 0) return claimed;
             // Short: did this claim use up the room? Then the caller may sleep until it reopens.
             if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
             return claimed;

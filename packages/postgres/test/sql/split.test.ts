@@ -8,7 +8,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrationStatements, migrations, statements } from '../../src/sql/index.js';
+import { KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
 import { SqlSplitError, splitStatements } from '../../src/sql/split.js';
 
 describe('splitStatements', () => {
@@ -85,6 +85,7 @@ $fn$`;
       [16, 1],
       [17, 1],
       [18, 6],
+      [KEY_LIMIT_MIGRATION_VERSION, 3],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);

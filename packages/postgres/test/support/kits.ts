@@ -145,7 +145,7 @@ export class Admin {
 
   /** Empties the store's tables (ids restart at 1). */
   async truncate(extra: readonly string[] = []): Promise<void> {
-    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
+    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', 'key_limit', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
   }
 
   async drop(): Promise<void> {
