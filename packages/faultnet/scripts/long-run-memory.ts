@@ -11,7 +11,9 @@ import { parseArgs } from 'node:util';
 import { evidenceDir } from '@postpone/testkit';
 import { longRunMarkdown, runLongRun } from '../dist/long-run/long-run.js';
 
+// A lone `--` (pnpm passes it on from `pnpm <script> -- --option`) is not an argument.
 const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== '--'),
   options: {
     minutes: { type: 'string', default: '60' },
     'sample-s': { type: 'string', default: '10' },

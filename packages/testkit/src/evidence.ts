@@ -70,6 +70,7 @@ export const CASE_ORDER: readonly string[] = [
   'await_result',
   'db_clock_jump',
   'cron_clock_jump',
+  'backlog_million',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];
