@@ -32,3 +32,4 @@ export * from './fault-run.js';
 export * from './fault-cases.js';
 export * from './soak.js';
 export * from './soak-lateness.js';
+export * from './backlog.js';

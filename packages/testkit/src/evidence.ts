@@ -72,6 +72,7 @@ export const CASE_ORDER: readonly string[] = [
   'await_result',
   'db_clock_jump',
   'cron_clock_jump',
+  'backlog_million',
   'citus_normal_three_workers',
   'citus_crash_kill9_lease_retry',
   'citus_sigstop_late_commit_rejected',

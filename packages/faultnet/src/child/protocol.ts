@@ -185,7 +185,7 @@ export type ChildEvent =
   | { readonly type: 'rejectedStale'; readonly id: string; readonly attempt: number; readonly operation: string }
   | { readonly type: 'reclaimed'; readonly id: string; readonly attempt: number; readonly outcome: string }
   /** Hybrid discovery re-read the store (`reason`: start, fallback, horizon, gap, reconnect). */
-  | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number }
+  | { readonly type: 'wheelRebuilt'; readonly reason: string; readonly listed: number; readonly size?: number }
   /**
    * How long one `store.claim` took, in ms (monotonic clock of the child), the `limit` it asked for
    * and how many it returned; `ok` false when the call rejected (sent for every such call: the worker

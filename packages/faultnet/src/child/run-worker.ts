@@ -68,7 +68,7 @@ function forwardEvents(worker: Worker<unknown>, channel: ParentChannel): void {
   worker.on('failed', ({ task, error, result }) => void channel.emit({ type: 'failed', id: task.id, attempt: task.attempt, outcome: result.outcome, error }));
   worker.on('rejectedStale', ({ task, operation }) => void channel.emit({ type: 'rejectedStale', id: task.id, attempt: task.attempt, operation }));
   worker.on('reclaimed', ({ task }) => void channel.emit({ type: 'reclaimed', id: task.id, attempt: task.attempt, outcome: task.outcome }));
-  worker.on('wheelRebuilt', ({ reason, listed }) => void channel.emit({ type: 'wheelRebuilt', reason, listed }));
+  worker.on('wheelRebuilt', ({ reason, listed, size }) => void channel.emit({ type: 'wheelRebuilt', reason, listed, size }));
   worker.on('released', ({ task, outcome }) => void channel.emit({ type: 'released', id: task.id, attempt: task.attempt, outcome }));
   worker.on('error', ({ error, operation }) => void channel.emit({ type: 'error', operation, message: `${operation}: ${String(error)}` }));
 }

@@ -27,6 +27,11 @@
  *   before it was sent.
  * - **Catch-up**: after a load everything already due fires at once; a claim is owed on start only
  *   when the first load failed or was cut at its limit.
+ * - **Backlog** (a load cut at its limit whose every listed task is already due: more is due than one
+ *   load lists, as after an outage): no timer is placed (a timer per task would only fire at once),
+ *   the worker claims back to back as a polling worker does — each full claim owes the next — and
+ *   reloads at `fallbackPollMs` instead of every {@link MIN_RELOAD_GAP_MS}; the first claim that comes
+ *   back short ends the backlog and reloads, which places the timers of what is due next.
  * - **Sharing** (docs/contract.md#discovery-sharing; when the store can announce workers): the workers
  *   of one group (same queue and kinds) learn each other from notices (`hello` at start, answered by
  *   the others; refreshed every {@link ANNOUNCE_MS}). Due time is cut into slices of
@@ -159,6 +164,8 @@ export class HybridDiscovery implements Discovery {
   /** What the last load covered; null before the first one landed. */
   private window: LoadWindow | null = null;
   private early: TaskNotice[] = [];
+  /** The last load found a backlog (cut at its limit, every listed task already due): claim without timers. */
+  private backlog = false;
   /** The last load said nothing of this worker's selection can be claimed (its queue, or every kind, is paused). */
   private selectionPaused = false;
   private loading: Promise<void> | null = null;
@@ -249,17 +256,22 @@ export class HybridDiscovery implements Discovery {
     }
     this.claimRetryAt = Number.NEGATIVE_INFINITY;
     this.burstWait = false;
-    let backlog = false;
+    let othersLate = false;
     for (const task of claimed) {
       this.wheel.remove(task.id);
       this.pending.delete(task.id);
       const dueAtMs = task.dueAt.getTime();
-      if (task.claimedAt.getTime() - dueAtMs > HELP_LATE_MS && this.peers.ownerOf(dueAtMs) !== this.peers.self) backlog = true;
+      if (task.claimedAt.getTime() - dueAtMs > HELP_LATE_MS && this.peers.ownerOf(dueAtMs) !== this.peers.self) othersLate = true;
     }
     // Another worker's tasks were waiting: it is busy, stalled or gone. Claim at every timer for a while,
     // so free slots here take the backlog instead of waiting for their own slices.
-    if (backlog) this.helpUntil = now + HELP_MS;
+    if (othersLate) this.helpUntil = now + HELP_MS;
     const full = claimed.length >= asked;
+    // A short claim ends a backlog: reload soon, so the wheel holds what is due next.
+    if (this.backlog && !full) {
+      this.backlog = false;
+      this.scheduleReload(MIN_RELOAD_GAP_MS, 'horizon');
+    }
     // A short claim settles what was owed when it was sent: a task it did not take was taken by another
     // worker (or cancelled). One of this worker's own slices taken by another: it may think this worker gone.
     let taken = false;
@@ -475,7 +487,8 @@ export class HybridDiscovery implements Discovery {
       return;
     }
     // Paused: a claim would take nothing (the store leaves paused work out); a resume notice reloads.
-    if (this.selectionPaused) return;
+    // In a backlog the back-to-back claims take it in due order: no timer.
+    if (this.selectionPaused || this.backlog) return;
     // Beyond what the last load covered: a later load lists it (the wheel holds exactly that window).
     if (window.inclusive ? notice.dueAtMs > window.throughMs : notice.dueAtMs >= window.throughMs) return;
     const fireAt = this.fireTime(notice.dueAtMs);
@@ -543,7 +556,14 @@ export class HybridDiscovery implements Discovery {
     const window: LoadWindow = cut ? { throughMs: last.dueAtMs, inclusive: false } : { throughMs: nowMs + this.lookAheadMs, inclusive: true };
     this.window = window;
     this.selectionPaused = answer.paused === true;
-    this.wheel.finishLoad(token, tasks, window, (ms) => this.fireTime(ms));
+    // More is due than one load lists: claim back to back instead of placing a timer per task (the
+    // merge drops the timers of the listed window, all due: the claims take them in due order).
+    this.backlog = cut && last.dueAtMs <= nowMs;
+    this.wheel.finishLoad(token, this.backlog ? [] : tasks, window, (ms) => this.fireTime(ms));
+    if (this.backlog) {
+      this.owed = this.urgent = true;
+      this.owedCause = 'full';
+    }
     this.placedOffset = this.clock.offsetMs ?? this.placedOffset;
     // The start's catch-up claim is owed only when the wheel may not hold everything due: every listed
     // task already due fires at the next advance anyway.
@@ -555,7 +575,7 @@ export class HybridDiscovery implements Discovery {
     this.deps.logger.debug({ reason, listed: tasks.length, size: this.wheel.size, cut }, 'wheel rebuilt from the store');
     this.deps.onRebuilt({ reason, listed: tasks.length, size: this.wheel.size });
     this.changed.abort(CHANGED);
-    this.scheduleNextReload(cut ? this.clock.toMonotonic(window.throughMs) : null);
+    this.scheduleNextReload(cut && !this.backlog ? this.clock.toMonotonic(window.throughMs) : null);
   }
 
   /** The periodic fallback; sooner when the last load was cut and time nears its end (`cutAt`, monotonic). */
