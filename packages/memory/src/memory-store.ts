@@ -432,7 +432,9 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
   async getTask(id: TaskId): Promise<Task | null> {
     this.#assertOpen();
     const task = this.#db.tasks.get(parseTaskId(id));
-    return task === undefined ? null : structuredClone(task);
+    if (task === undefined) return null;
+    const waiting = task.state === TaskState.SCHEDULED ? this.#db.dependencies.waiting(task.id) : undefined;
+    return waiting === undefined ? structuredClone(task) : { ...structuredClone(task), ...waiting };
   }
 
   /** The completion of a DONE task kept in history, else null (see core `Store.getCompletion`). @throws ValidationError INVALID_TASK_ID */
@@ -569,6 +571,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
       const row = ws.getThrottle(input.kind, input.key);
       return row !== undefined && row.closedUntilMs > now.getTime();
     });
+    // Dependencies (docs/contract.md#dependencies): every `after` id must name a task, live or finished, before anything is staged.
+    for (const [n, input] of inputs.entries()) {
+      for (const [i, e] of (input.after ?? []).entries()) {
+        if (e.id !== null && ws.getTask(e.id) === null) {
+          if (tx === undefined) this.#db.rollback(ws);
+          const field = inputs.length === 1 && n === 0 ? `after[${i}]` : `tasks[${n}].after[${i}]`;
+          throw new ValidationError('DEPENDENCY_NOT_FOUND', field, `no task has id ${e.id} (live or in history; a DONE task not kept or pruned leaves none): nothing was written`);
+        }
+      }
+    }
     const ids = inputs.map((_, i) => (held[i] ? undefined : this.#db.nextTaskId()));
     const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
     const taken = holders.findIndex((holder) => holder !== undefined);
@@ -625,6 +637,12 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
       }
       return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
     });
+    for (const [n, input] of inputs.entries()) {
+      for (const e of input.after ?? []) {
+        const dependency = e.id ?? (scheduled[e.index as number] as ScheduledTask).id;
+        ws.dependencies.push({ dependent: (scheduled[n] as ScheduledTask).id, dependency, onFailure: e.onFailure });
+      }
+    }
     if (tx === undefined) this.#db.commit(ws);
     return scheduled;
   }
