@@ -4,7 +4,8 @@
  * due time and the last dependency's finish. Shapes and validation shared by every store.
  */
 import { ValidationError } from './errors/index.js';
-import { parseTaskId, type TaskId } from './input/validate.js';
+/** A task id as decimal text (`TaskId` of `./input/validate.ts`, not imported: that module imports this one). */
+type TaskId = string;
 
 /**
  * What a dependent does when a dependency ends DEAD or CANCELLED: `'run'` (default) counts it as
@@ -49,9 +50,10 @@ export function dependencyCancelReason(dependency: TaskId, state: string): strin
  * Validates `after` of the input at `position` of a `scheduleMany` (undefined for `schedule`, where
  * `{ index }` is refused). Duplicates are refused (INVALID_DEPENDENCY), as is `after` with a `key`
  * (a keyed schedule may return an existing task instead of creating one).
- * @throws ValidationError INVALID_DEPENDENCY naming `after[i]` (or `tasks[n].after[i]`)
+ * `parseTaskId` is core's (passed in: `./input/validate.ts` imports this module).
+ * @throws ValidationError INVALID_DEPENDENCY naming `after[i]` (or `tasks[n].after[i]`), INVALID_TASK_ID
  */
-export function validateAfter(after: unknown, field: string, position: number | undefined, hasKey: boolean): NormalizedDependency[] | null {
+export function validateAfter(after: unknown, field: string, position: number | undefined, hasKey: boolean, parseTaskId: (id: unknown, field: string) => TaskId): NormalizedDependency[] | null {
   if (after === undefined || after === null) return null;
   if (!Array.isArray(after)) throw new ValidationError('INVALID_DEPENDENCY', field, `must be an array of task ids or { id | index, onFailure? }, got ${describe(after)}`);
   if (after.length === 0) return null;

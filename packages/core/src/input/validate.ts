@@ -422,7 +422,7 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const key = i.key === undefined || i.key === null ? null : validateKey(i.key, f('key'));
   const queue = i.queue === undefined ? DEFAULT_QUEUE : validateQueue(i.queue, f('queue'));
   const priority = i.priority === undefined ? 0 : validatePriority(i.priority, f('priority'));
-  const after = validateAfter(i.after, f('after'), position, key !== null);
+  const after = validateAfter(i.after, f('after'), position, key !== null, parseTaskId);
   return after === null ? { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry, queue, priority } : { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, retry, queue, priority, after };
 }
 
