@@ -17,10 +17,13 @@ const S = literal(TaskState.SCHEDULED);
 const CANCELLED = literal(TaskState.CANCELLED);
 const DEAD = literal(TaskState.DEAD);
 
-/** A move to history run inside the trigger function: no `$1` there, the transaction's `now()` is the clock. */
+/**
+ * A move to history run inside the trigger function, where there is no `$1`: the time is the row's
+ * `updated_at`, which the trigger set to the dependency's finish (on the store's clock, from history).
+ */
 function triggerHistoryInsert(history: string, from: string, set: Readonly<Record<string, string>>): string {
   return historyInsert(history, from, set, 'id')
-    .replaceAll('coalesce($1::timestamptz, now())', 'now()')
+    .replaceAll('coalesce($1::timestamptz, now())', 'g.updated_at')
     .replace(/\n\s*returning id$/, '');
 }
 
@@ -92,7 +95,7 @@ begin
            held_due_at = greatest(t.held_due_at, p.last_finish),
            due_at = case when p.culprit is null and t.waiting_for - p.n <= 0 then greatest(t.held_due_at, p.last_finish) else t.due_at end,
            last_error = coalesce(p.culprit, t.last_error),
-           updated_at = now()
+           updated_at = case when p.culprit is not null or t.waiting_for - p.n <= 0 then greatest(t.updated_at, p.last_finish) else t.updated_at end
       from per p
      where t.id = p.dependent and t.id in (select l.id from locked l) and t.state = ${S} and t.waiting_for > 0
     returning t.id, t.due_at, t.waiting_for, p.culprit
