@@ -91,13 +91,21 @@ export function validateAfter(after: unknown, field: string, position: number | 
   });
 }
 
-/** Resolves each edge of a batch to a dependency id: `{ index }` to the id the batch gave that input. */
-export function resolveDependencies(after: readonly (readonly NormalizedDependency[] | null | undefined)[], ids: readonly TaskId[]): { dependent: TaskId; dependency: TaskId; onFailure: DependencyFailurePolicy; field: string }[] {
+/**
+ * Resolves each edge of a batch to a dependency id: `{ index }` to the id the batch gave that input.
+ * An `id` entry naming a task this very batch created did not exist when it was called: the store
+ * refuses it (DEPENDENCY_NOT_FOUND; else a task could wait for itself).
+ */
+export function resolveDependencies(
+  after: readonly (readonly NormalizedDependency[] | null | undefined)[],
+  ids: readonly TaskId[],
+): { dependent: TaskId; dependency: TaskId; onFailure: DependencyFailurePolicy; field: string; byIndex: boolean }[] {
   return after.flatMap((edges, n) =>
     (edges ?? []).map((e, i) => ({
       dependent: ids[n] as TaskId,
       dependency: e.id ?? (ids[e.index as number] as TaskId),
       onFailure: e.onFailure,
+      byIndex: e.index !== null,
       field: ids.length === 1 ? `after[${i}]` : `tasks[${n}].after[${i}]`,
     })),
   );

@@ -4,6 +4,7 @@
  * a database. For fast tests, models and differential checks; nothing survives the process.
  */
 import {
+  HELD_DUE_AT_MS,
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
@@ -433,7 +434,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
     this.#assertOpen();
     const task = this.#db.tasks.get(parseTaskId(id));
     if (task === undefined) return null;
-    const waiting = task.state === TaskState.SCHEDULED ? this.#db.dependencies.waiting(task.id) : undefined;
+    // As the PostgreSQL store: only a task still at the held due time (a reschedule moves it off, docs/contract.md#dependencies).
+    const waiting = task.state === TaskState.SCHEDULED && task.dueAt.getTime() === HELD_DUE_AT_MS ? this.#db.dependencies.waiting(task.id) : undefined;
     return waiting === undefined ? structuredClone(task) : { ...structuredClone(task), ...waiting };
   }
 
@@ -571,7 +573,8 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
       const row = ws.getThrottle(input.kind, input.key);
       return row !== undefined && row.closedUntilMs > now.getTime();
     });
-    // Dependencies (docs/contract.md#dependencies): every `after` id must name a task, live or finished, before anything is staged.
+    const ids = inputs.map((_, i) => (held[i] ? undefined : this.#db.nextTaskId()));
+    // Dependencies (docs/contract.md#dependencies): every `after` id must name a task, live or finished, before anything is staged (after the ids are drawn: PostgreSQL's failed insert has drawn them too).
     for (const [n, input] of inputs.entries()) {
       for (const [i, e] of (input.after ?? []).entries()) {
         if (e.id !== null && ws.getTask(e.id) === null) {
@@ -581,7 +584,6 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore {
         }
       }
     }
-    const ids = inputs.map((_, i) => (held[i] ? undefined : this.#db.nextTaskId()));
     const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
     const taken = holders.findIndex((holder) => holder !== undefined);
     if (onConflict === 'fail' && taken >= 0) {

@@ -32,7 +32,9 @@ export async function linkDependencies(query: QueryFn, sql: DependencyStatements
   if (other.length > 0) {
     for (const r of await query(sql.dependencyFinished, [JSON.stringify(other)])) finished.set(String(r.id), { state: String(r.state), finishedAtMs: Number(r.finishedatms) });
   }
-  const missing = edges.find((e) => !live.has(e.dependency) && !finished.has(e.dependency));
+  // An id entry naming a task of this batch did not exist before the call (a task could wait for itself).
+  const created = new Set(scheduled.map((s) => s.id));
+  const missing = edges.find((e) => (!e.byIndex && created.has(e.dependency)) || (!live.has(e.dependency) && !finished.has(e.dependency)));
   if (missing !== undefined) {
     throw new ValidationError('DEPENDENCY_NOT_FOUND', missing.field, `no task has id ${missing.dependency} (live or in history; a DONE task not kept or pruned leaves none): nothing was written`);
   }
