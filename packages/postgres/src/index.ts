@@ -23,3 +23,5 @@ export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';
 export { finishChannel, MAX_IDS_PER_FINISH_NOTICE, parseFinishNotice, PROGRESS_MIGRATION_VERSION, progressWaitStatements, type ProgressWaitStatements } from './sql/progress-wait-sql.js';
 export { DEFAULT_WAIT_FALLBACK_MS, WAIT_READ_BATCH, type WaitForStats } from './store/wait-for.js';
+export { MAX_SHARD_GROUPS, SHARD_ID_BITS } from './sql/shard-sql.js';
+export { createShardedStore, DEFAULT_EMPTY_BACKOFF_MS, fnv1a32, ShardedStore, type ShardedStoreOptions, shardIdRange, shardOfId } from './sharded/sharded-store.js';
