@@ -18,6 +18,7 @@ import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
 import { progressWaitCases } from './cases-progress-wait.js';
+import { dependencyCases } from './cases-dependencies.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
 import { dedupModeCases } from './cases-dedup-modes.js';
@@ -41,6 +42,7 @@ export const CONFORMANCE_CASES = [
   completeManyCases,
   keepDoneCases,
   progressWaitCases,
+  dependencyCases,
   failCases,
   releaseCases,
   failuresCases,

@@ -16,6 +16,7 @@ describe('conformance suite', () => {
       'completeManyCases',
       'keepDoneCases',
       'progressWaitCases',
+      'dependencyCases',
       'failCases',
       'releaseCases',
       'failuresCases',

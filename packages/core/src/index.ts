@@ -35,3 +35,4 @@ export * from './cron-store.js';
 export * from './key-limit.js';
 export * from './rate-limit.js';
 export * from './progress-wait.js';
+export * from './dependencies.js';

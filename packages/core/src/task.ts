@@ -42,6 +42,12 @@ export interface Task {
    * kept when the task finishes; absent when none was reported.
    */
   readonly progress?: Json;
+  /**
+   * For a SCHEDULED task scheduled with `after` (docs/contract.md#dependencies): how many of its
+   * dependencies are not yet terminal; while above 0 the task is held (never claimed) and `dueAt`
+   * is its own due time. Absent for a task without dependencies or once released.
+   */
+  readonly waitingFor?: number;
 }
 
 /**

@@ -6,7 +6,8 @@
  * transaction sees committed rows only; a write set sees committed rows plus its own writes.
  * Constraints are checked when a write is staged (statement time) and again at commit.
  */
-import { type Completion, isTerminal, type Task, type TaskId } from '@postpone/core';
+import { type Completion, isTerminal, type Task, type TaskId, TaskState } from '@postpone/core';
+import { MemoryDependencies, type StagedDependency } from './dependencies.js';
 import { checkViolation, LEASE_CHECK, leaseCheckHolds, serializationFailure, transactionFinished, uniqueViolation } from './constraints.js';
 
 interface StagedRow {
@@ -38,6 +39,8 @@ export class WriteSet {
   readonly dropped = new Set<TaskId>();
   /** Staged throttle rows, with the committed row each was based on (first committer wins at commit). */
   readonly throttle = new Map<string, { readonly row: ThrottleRow; readonly based: ThrottleRow | undefined }>();
+  /** Dependency edges staged by a schedule with `after` (docs/contract.md#dependencies), linked at commit. */
+  readonly dependencies: StagedDependency[] = [];
   #status: WriteSetStatus = 'open';
 
   constructor(readonly db: MemoryDatabase) {}
@@ -157,6 +160,8 @@ export class MemoryDatabase {
   readonly tables = new Map<string, Map<string, unknown>>();
   /** The throttle table: `kind \u0000 key` → its row (docs/contract.md#dedup-keys). */
   readonly throttle = new Map<string, ThrottleRow>();
+  /** Dependency edges and held dependents (docs/contract.md#dependencies). */
+  readonly dependencies = new MemoryDependencies();
   /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
   onCommit: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
@@ -208,6 +213,8 @@ export class MemoryDatabase {
       ws.end('rolled back');
       throw error;
     }
+    // Tasks this commit makes terminal (docs/contract.md#dependencies): their dependents are released below.
+    const finished = [...ws.tasks.values()].filter((t) => isTerminal(t.state) && !isTerminal(ws.based.get(t.id)?.state ?? TaskState.SCHEDULED));
     for (const task of ws.tasks.values()) {
       const slot = keySlot(task);
       if (ws.dropped.has(task.id)) {
@@ -220,6 +227,9 @@ export class MemoryDatabase {
       this.tasks.set(task.id, task);
       if (slot !== undefined && !isTerminal(task.state)) this.liveKeys.set(slot, task.id);
       else if (slot !== undefined && this.liveKeys.get(slot) === task.id) this.liveKeys.delete(slot);
+    }
+    if (finished.length > 0 || ws.dependencies.length > 0) {
+      for (const task of this.dependencies.afterCommit(this.tasks, ws.dependencies, finished)) ws.tasks.set(task.id, task);
     }
     for (const completion of ws.completions.values()) this.completions.set(completion.taskId, completion);
     for (const [slot, staged] of ws.throttle) this.throttle.set(slot, staged.row);

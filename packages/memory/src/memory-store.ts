@@ -4,6 +4,7 @@
  * a database. For fast tests, models and differential checks; nothing survives the process.
  */
 import {
+  HELD_DUE_AT_MS,
   type CancelOutcome,
   type ClaimedTask,
   type ClaimParams,
@@ -459,7 +460,10 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
   async getTask(id: TaskId): Promise<Task | null> {
     this.#assertOpen();
     const task = this.#db.tasks.get(parseTaskId(id));
-    return task === undefined ? null : structuredClone(task);
+    if (task === undefined) return null;
+    // As the PostgreSQL store: only a task still at the held due time (a reschedule moves it off, docs/contract.md#dependencies).
+    const waiting = task.state === TaskState.SCHEDULED && task.dueAt.getTime() === HELD_DUE_AT_MS ? this.#db.dependencies.waiting(task.id) : undefined;
+    return waiting === undefined ? structuredClone(task) : { ...structuredClone(task), ...waiting };
   }
 
   /** The completion of a DONE task kept in history, else null (see core `Store.getCompletion`). @throws ValidationError INVALID_TASK_ID */
@@ -597,6 +601,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       return row !== undefined && row.closedUntilMs > now.getTime();
     });
     const ids = inputs.map((_, i) => (held[i] ? undefined : this.#db.nextTaskId()));
+    // Dependencies (docs/contract.md#dependencies): every `after` id must name a task, live or finished, before anything is staged (after the ids are drawn: PostgreSQL's failed insert has drawn them too).
+    for (const [n, input] of inputs.entries()) {
+      for (const [i, e] of (input.after ?? []).entries()) {
+        if (e.id !== null && ws.getTask(e.id) === null) {
+          if (tx === undefined) this.#db.rollback(ws);
+          const field = inputs.length === 1 && n === 0 ? `after[${i}]` : `tasks[${n}].after[${i}]`;
+          throw new ValidationError('DEPENDENCY_NOT_FOUND', field, `no task has id ${e.id} (live or in history; a DONE task not kept or pruned leaves none): nothing was written`);
+        }
+      }
+    }
     const holders = inputs.map((input) => (input.key === null ? undefined : ws.liveByKey(input.kind, input.key)));
     const taken = holders.findIndex((holder) => holder !== undefined);
     if (onConflict === 'fail' && taken >= 0) {
@@ -653,6 +667,12 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       }
       return { id: task.id, dueAt: new Date(dueAt), created: true, replaced: false };
     });
+    for (const [n, input] of inputs.entries()) {
+      for (const e of input.after ?? []) {
+        const dependency = e.id ?? (scheduled[e.index as number] as ScheduledTask).id;
+        ws.dependencies.push({ dependent: (scheduled[n] as ScheduledTask).id, dependency, onFailure: e.onFailure });
+      }
+    }
     if (tx === undefined) this.#db.commit(ws);
     return scheduled;
   }

@@ -70,6 +70,8 @@ export const CASE_ORDER: readonly string[] = [
   'shutdown_order',
   'history_maintenance',
   'await_result',
+  'dependency_chain_kill9',
+  'fan_in_exactly_once',
   'db_clock_jump',
   'cron_clock_jump',
   'backlog_million',

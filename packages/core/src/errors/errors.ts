@@ -30,7 +30,13 @@ export type ValidationCode =
    * pool, a top-level `sql` or ORM client, a transaction handle used after it ended): a write through
    * it would commit on its own instead of with the caller's transaction. Nothing was written.
    */
-  | 'NOT_IN_TRANSACTION';
+  | 'NOT_IN_TRANSACTION'
+  /** A malformed `after` entry (docs/contract.md#dependencies), or `after` with a dedup key. */
+  | 'INVALID_DEPENDENCY'
+  /** An `after` id names no task, live or in history (docs/contract.md#dependencies). Nothing was written. */
+  | 'DEPENDENCY_NOT_FOUND'
+  /** The store cannot keep dependencies (the Citus dialect, docs/contract.md#dependencies). Nothing was written. */
+  | 'DEPENDENCIES_UNSUPPORTED';
 
 export type PostponeErrorCode =
   | ValidationCode

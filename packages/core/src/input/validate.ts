@@ -5,6 +5,7 @@
 import { ValidationError } from '../errors/errors.js';
 import type { Json } from './json.js';
 import { type TraceContext, validateTraceContext } from './trace-context.js';
+import { type DependencyRef, type NormalizedDependency, validateAfter } from '../dependencies.js';
 
 /**
  * A task id: the decimal text of a positive PostgreSQL `bigint` (e.g. `"42"`).
@@ -83,6 +84,13 @@ export interface ScheduleInput<P = unknown> {
    * same number as `maxAttempts` (give one, or both equal). Omit it (or pass null) for none.
    */
   readonly retry?: RetryPolicy | null;
+  /**
+   * Tasks this one waits for (docs/contract.md#dependencies): it becomes due only when every one is
+   * terminal, at the later of its own due time and the last one's finish. Ids of existing tasks, or
+   * inside `scheduleMany` `{ index }` of an earlier input; each with `onFailure` `'run'` (default) or
+   * `'cancel'`. Not with `key`. Omit it (or pass null or []) for none.
+   */
+  readonly after?: readonly DependencyRef[] | null;
 }
 
 /**
@@ -147,6 +155,8 @@ export interface NormalizedSchedule {
   readonly priority: number;
   /** The task's own retry policy (with `maxAttempts` when one was given), or null when it has none. */
   readonly retry: RetryPolicy | null;
+  /** The validated dependencies (docs/contract.md#dependencies); absent or null for none. */
+  readonly after?: readonly NormalizedDependency[] | null;
 }
 
 export interface ValidationLimits {
@@ -384,14 +394,14 @@ function hasLoneSurrogate(s: string): boolean {
   return false;
 }
 
-const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry', 'queue', 'priority', 'limitKey']);
+const SCHEDULE_FIELDS: ReadonlySet<string> = new Set(['kind', 'payload', 'delayMs', 'runAt', 'maxAttempts', 'traceContext', 'key', 'retry', 'queue', 'priority', 'limitKey', 'after']);
 
 /**
  * Validates one schedule input. A field it does not know (say `delay` for `delayMs`) is refused
  * rather than ignored, so a typo never makes a task due at once.
  * @throws ValidationError (INVALID_KIND, INVALID_DELAY, INVALID_RUN_AT, INVALID_MAX_ATTEMPTS, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, INVALID_KEY, INVALID_OPTION)
  */
-export function validateSchedule(input: unknown, limits: ValidationLimits = {}, prefix = ''): NormalizedSchedule {
+export function validateSchedule(input: unknown, limits: ValidationLimits = {}, prefix = '', position?: number): NormalizedSchedule {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new ValidationError('INVALID_OPTION', prefix || 'input', `must be an object, got ${describe(input)}`);
   }
@@ -423,7 +433,9 @@ export function validateSchedule(input: unknown, limits: ValidationLimits = {}, 
   const limitKey = i.limitKey === undefined || i.limitKey === null ? null : validateKey(i.limitKey, f('limitKey'));
   const queue = i.queue === undefined ? DEFAULT_QUEUE : validateQueue(i.queue, f('queue'));
   const priority = i.priority === undefined ? 0 : validatePriority(i.priority, f('priority'));
-  return { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, limitKey, retry, queue, priority };
+  const after = validateAfter(i.after, f('after'), position, key !== null, parseTaskId);
+  const base = { kind, payload: value, payloadText: text, delayMs, runAt, maxAttempts, traceContext, key, limitKey, retry, queue, priority };
+  return after === null ? base : { ...base, after };
 }
 
 /**
@@ -435,7 +447,7 @@ export function validateScheduleMany(inputs: unknown, limits: ValidationLimits =
   if (!Array.isArray(inputs)) throw new ValidationError('INVALID_OPTION', 'tasks', `must be an array, got ${describe(inputs)}`);
   const keys = new Map<string, number>();
   return inputs.map((input, idx) => {
-    const task = validateSchedule(input, limits, `tasks[${idx}]`);
+    const task = validateSchedule(input, limits, `tasks[${idx}]`, idx);
     const slot = task.key === null ? undefined : JSON.stringify([task.kind, task.key]);
     const first = slot === undefined ? undefined : keys.get(slot);
     if (first !== undefined) throw new ValidationError('INVALID_KEY', `tasks[${idx}].key`, `repeats the kind and key of tasks[${first}]`);

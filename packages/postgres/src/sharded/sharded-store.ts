@@ -249,7 +249,10 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   async schedule(input: ScheduleInput, options?: ScheduleOptions<Tx>): Promise<ScheduledTask> {
-    const g = this.place(input);
+    // Dependencies (docs/contract.md#dependencies) are kept per group: a task with `after` goes to the
+    // group of its first dependency id; a dependency in another group is DEPENDENCY_NOT_FOUND there.
+    const first = Array.isArray(input?.after) ? input.after.map((e) => (typeof e === 'object' && e !== null && 'id' in e ? e.id : e)).find((e) => typeof e === 'string' || typeof e === 'number') : undefined;
+    const g = first === undefined ? this.place(input) : Math.max(0, this.stores.indexOf(this.byId(String(first))));
     const task = await this.stores[g]!.schedule(input, options);
     this.wake(g);
     return task;
@@ -267,6 +270,9 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
       return out;
     }
     // Spans groups: refuse bad input before any group writes (each store validates again, with its own limits).
+    if (inputs.some((input) => Array.isArray((input as { after?: unknown } | null)?.after) && ((input as { after: unknown[] }).after.length > 0))) {
+      throw new ValidationError('INVALID_DEPENDENCY', 'tasks', 'a batch with after must land in one group (dependencies are kept per group): nothing was written');
+    }
     validateScheduleOptions(options);
     validateScheduleMany(inputs, { maxPayloadBytes: Math.min(...this.stores.map((s) => s.maxPayloadBytes)) });
     const out: ScheduledTask[] = new Array(inputs.length);

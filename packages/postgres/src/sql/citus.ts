@@ -10,6 +10,7 @@
  * keyed by the exact text of the statement it replaces, so a rewrite that no longer matches any
  * statement is caught by `test/sql/citus.test.ts` instead of silently doing nothing.
  */
+import { DEPENDENCY_MIGRATION_VERSION } from './dependency-sql.js';
 import { HISTORY_STATES, historyStateTable } from './history-sql.js';
 import type { Migration } from './migrations.js';
 import { literal, quoteIdent } from './quote.js';
@@ -71,6 +72,9 @@ export interface CitusRewrite {
  *   coordinator's listeners anyway). It is not created (the function `notify_task_finished` is, unused):
  *   on Citus `waitFor` hears of no finish and learns of one by its fallback read every
  *   `waitFallbackMs` (README "On a Citus coordinator").
+ * - migration 20: the statement-level trigger `task_dependency_release`, for the same reason. It is
+ *   not created (the function, the columns and the edge table are, unused): the Citus store refuses
+ *   `schedule` with `after` (ValidationError `DEPENDENCIES_UNSUPPORTED`, docs/contract.md#dependencies).
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -98,6 +102,18 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
       original: `create trigger task_finished_notice after delete on ${task} referencing old table as gone for each statement execute function ${q}.notify_task_finished()`,
       replacement: [],
       why: 'Citus refuses triggers on distributed tables (XX000 "triggers are not supported on distributed tables"); waitFor there learns of a finish by its fallback poll',
+    },
+    {
+      version: DEPENDENCY_MIGRATION_VERSION,
+      original: `drop trigger if exists task_dependency_release on ${task}`,
+      replacement: [],
+      why: 'no trigger on Citus (see the next rewrite), hence none to drop',
+    },
+    {
+      version: DEPENDENCY_MIGRATION_VERSION,
+      original: `create trigger task_dependency_release after delete on ${task} referencing old table as gone for each statement execute function ${q}.release_task_dependents()`,
+      replacement: [],
+      why: 'Citus refuses triggers on distributed tables (XX000); without it nothing releases a dependent, so the Citus store refuses `after` (ValidationError DEPENDENCIES_UNSUPPORTED)',
     },
   ];
   for (const state of HISTORY_STATES) {

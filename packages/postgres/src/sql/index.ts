@@ -50,3 +50,4 @@ export { SqlSplitError, splitStatements } from './split.js';
 export { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, type CitusRewrite, citusRewrites, type CitusStatement, citusStatement, type Dialect, migrationStatements } from './citus.js';
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
+export { DEPENDENCY_MIGRATION_VERSION, type DependencyStatements, dependencyMigrationSql, dependencyStatements, HELD_DUE_AT_SQL } from './dependency-sql.js';

@@ -16,6 +16,7 @@ import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
 import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
 import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
+import { DEPENDENCY_MIGRATION_VERSION, dependencyMigrationSql } from './dependency-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -287,6 +288,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
     // Version 19 — per-key concurrency and fair share: see ./key-limit-sql.ts. Additive, no minReader.
     Object.freeze({ version: KEY_LIMIT_MIGRATION_VERSION, name: 'per-key concurrency', sql: keyLimitMigrationSql(schema) }),
+    // Version 20 — dependencies: see ./dependency-sql.ts. Additive (nullable columns, a new table, a trigger), no minReader.
+    Object.freeze({ version: DEPENDENCY_MIGRATION_VERSION, name: 'dependencies', sql: dependencyMigrationSql(schema) }),
   ]);
 }
 

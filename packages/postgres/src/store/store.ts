@@ -66,6 +66,7 @@ import {
   type Task,
   type TaskId,
   TaskState,
+  HELD_DUE_AT_MS,
   type TraceContext,
   parseTaskId,
   validateAttempt,
@@ -102,6 +103,8 @@ import {
 } from '@postpone/core';
 import { PostgresKeyLimits } from './key-limit.js';
 import { PostgresRateLimits } from './rate-limit.js';
+import { hasDependencies, linkDependencies } from './dependencies.js';
+import { type DependencyStatements, dependencyStatements } from '../sql/dependency-sql.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
 import { type DialectDriver, dialectDriver } from './dialect-driver.js';
 import { innerSqlStateOf, isDriverLevelError, isNotifyQueueFull, SHAPE_SQLSTATES, SqlState, sqlStateOf, translateError } from './errors.js';
@@ -394,6 +397,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   readonly sql: Statements;
   /** The statements of the dedup key modes `debounce` and `throttle` (`../sql/dedup-sql.ts`). */
   private readonly dedup: DedupStatements;
+  private readonly deps: DependencyStatements;
   readonly connectionBudget: ConnectionBudget | undefined;
   /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
   private readonly driver: DialectDriver<Tx>;
@@ -446,6 +450,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     this.pooler = options.pooler ?? 'none';
     this.sql = statements(this.schema);
     this.dedup = dedupStatements(this.schema);
+    this.deps = dependencyStatements(this.schema, msOf);
     const context = {
       driver: driver as Driver<unknown>,
       schema: this.schema,
@@ -957,10 +962,19 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     const far = this.scheduleNotices !== 'each' && !near.includes(true);
     const channel = this.scheduleNotices === 'off' || after || far ? null : this.notifyChannel;
     const keyed = tasks.some((t) => t.key !== null);
+    // Dependencies (docs/contract.md#dependencies): the insert, the edges and the holds in one transaction.
+    const dependent = hasDependencies(tasks);
+    if (dependent && (await this.call(() => this.driver.dialect())) === 'citus') {
+      throw new ValidationError('DEPENDENCIES_UNSUPPORTED', 'after', 'the Citus dialect has no trigger to release dependents (docs/contract.md#dependencies): nothing was written');
+    }
     // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
     // A limit key is set by a second statement (`taskSetLimitKeys`), so a transaction too.
-    const ownTx = onConflict === 'fail' || locksKeys(tasks) || tasks.some((t) => t.limitKey !== null) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
-    const run = async (query: QueryFn) => await this.insertIn(query, tasks, options, channel);
+    const ownTx = dependent || onConflict === 'fail' || locksKeys(tasks) || tasks.some((t) => t.limitKey !== null) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    const run = async (query: QueryFn) => {
+      const scheduled = await this.insertIn(query, tasks, options, channel);
+      if (dependent) await linkDependencies(query, this.deps, tasks, scheduled, this.nowParam());
+      return scheduled;
+    };
     const autocommit = () => (ownTx ? this.driver.transaction((query) => run(query)) : run((text, p) => this.driver.query(text, p)));
     if (after) {
       const scheduled = await this.call(autocommit);
@@ -1415,7 +1429,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     this.assertOpen();
     const taskId = parseTaskId(id);
     const [row] = await this.call(() => this.driver.query(this.sql.taskGet, [taskId]));
-    return row ? toTask(row) : null;
+    if (!row) return null;
+    const task = toTask(row);
+    // Held by dependencies (docs/contract.md#dependencies): one more read, only for such a task.
+    if (task.state !== TaskState.SCHEDULED || task.dueAt.getTime() !== HELD_DUE_AT_MS) return task;
+    const [held] = await this.call(() => this.driver.query(this.deps.dependencyWaiting, [taskId]));
+    return held ? { ...task, dueAt: date(held.heldduems), waitingFor: Number(held.waitingfor) } : task;
   }
 
   /** One read of the DONE history row (`completionGet`, migration 13). @throws ValidationError INVALID_TASK_ID for a malformed id */

@@ -86,6 +86,7 @@ $fn$`;
       [17, 1],
       [18, 6],
       [KEY_LIMIT_MIGRATION_VERSION, 3],
+      [20, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);
