@@ -17,6 +17,7 @@ import { completeCases } from './cases-complete.js';
 import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
 import { progressWaitCases } from './cases-progress-wait.js';
+import { batchCases } from './cases-batch.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
 import { dedupModeCases } from './cases-dedup-modes.js';
@@ -40,6 +41,7 @@ export const CONFORMANCE_CASES = [
   completeManyCases,
   keepDoneCases,
   progressWaitCases,
+  batchCases,
   failCases,
   releaseCases,
   failuresCases,

@@ -34,3 +34,4 @@ export * from './override-store.js';
 export * from './cron-store.js';
 export * from './rate-limit.js';
 export * from './progress-wait.js';
+export * from './batch.js';

@@ -15,6 +15,7 @@ import type { Migration } from './migrations.js';
 import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
+import { batchCitusRewrites } from './batch-sql.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
 export type Dialect = 'postgres' | 'citus';
@@ -71,6 +72,8 @@ export interface CitusRewrite {
  *   coordinator's listeners anyway). It is not created (the function `notify_task_finished` is, unused):
  *   on Citus `waitFor` hears of no finish and learns of one by its fallback read every
  *   `waitFallbackMs` (README "On a Citus coordinator").
+ * - migration 21: the trigger `task_batch_members_finished`, for the same reason (`./batch-sql.ts`):
+ *   not created; the store refuses batches on Citus (`BatchError` `BATCHES_UNSUPPORTED`).
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -100,6 +103,7 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
       why: 'Citus refuses triggers on distributed tables (XX000 "triggers are not supported on distributed tables"); waitFor there learns of a finish by its fallback poll',
     },
   ];
+  rewrites.push(...batchCitusRewrites(schema));
   for (const state of HISTORY_STATES) {
     const sub = `${q}.${quoteIdent(historyStateTable(state))}`;
     rewrites.push(

@@ -15,6 +15,7 @@ import { PAUSE_MIGRATION_VERSION, pauseMigrationSql } from './pause-sql.js';
 import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-sql.js';
 import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
+import { BATCH_MIGRATION_VERSION, batchMigrationSql } from './batch-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -280,6 +281,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: RATE_LIMIT_MIGRATION_VERSION, name: 'rate limits', sql: rateLimitMigrationSql(schema) }),
     // Version 18 — progress and finish notices: see ./progress-wait-sql.ts.
     Object.freeze({ version: PROGRESS_MIGRATION_VERSION, name: 'progress and finish notices', sql: progressMigrationSql(schema) }),
+    // Version 21 — batches with a callback: see ./batch-sql.ts. Additive (a nullable column, a table, a trigger), no minReader.
+    Object.freeze({ version: BATCH_MIGRATION_VERSION, name: 'batches with a callback', sql: batchMigrationSql(schema) }),
   ]);
 }
 
