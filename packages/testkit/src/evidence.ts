@@ -68,6 +68,7 @@ export const CASE_ORDER: readonly string[] = [
   'shutdown_order',
   'history_maintenance',
   'await_result',
+  'batch_callback_once',
   'db_clock_jump',
   'cron_clock_jump',
 ];
