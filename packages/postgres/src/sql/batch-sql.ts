@@ -22,21 +22,24 @@ export const BATCH_MIGRATION_VERSION = 21;
  *   at `now() + delayMs`, payload = the callback's payload with `batch: {id, total, done, dead,
  *   cancelled}`), records its id, and sends a `scheduled` notice to workers. `callback_task_id is
  *   null` is read under that lock, held to commit: two transactions never both insert one.
- * - the statement-level trigger `task_batch_members_finished` AFTER DELETE on `task`, with the
- *   transition table of the deleted rows (§39.1, CREATE TRIGGER "REFERENCING"): every way a task
- *   becomes terminal is a DELETE from `task` whose statement also inserts its `task_history` row (or
- *   none: DONE not kept), and AFTER triggers run when the whole statement is done, so the history
- *   row is visible (§39.4). The function returns at once when no deleted row has a `batch_id` (one
- *   scan of the statement's transition table, which `task_finished_notice` of migration 18 already
- *   makes); otherwise it counts the deleted members per batch and terminal state (the state of the
- *   history row, DONE when there is none), and updates each batch row in batch id order (so two
- *   statements finishing members of the same batches never wait on each other in a cycle), then
- *   settles it. The counter row is updated under its row lock in the transaction of the members'
- *   terminal transition: the transaction that brings `remaining` to 0 on a sealed batch inserts the
- *   callback, and a concurrent one waits for that lock and then sees the newest row (READ COMMITTED,
- *   PostgreSQL 17 §13.2.1).
+ * - the trigger `task_batch_members_finished` AFTER DELETE on `task`, FOR EACH ROW WHEN
+ *   (old.batch_id is not null), with the transition table of the statement's deleted rows (§39.1,
+ *   CREATE TRIGGER "REFERENCING"). The WHEN condition is evaluated as each row is deleted and decides
+ *   whether an event is queued at all (CREATE TRIGGER, Notes): a task outside a batch queues nothing
+ *   and calls no function — its schedule, claim and completion cost what they did before 21. Every
+ *   way a task becomes terminal is a DELETE from `task` whose statement also inserts its
+ *   `task_history` row (or none: DONE not kept), and AFTER triggers run when the whole statement is
+ *   done, so the history row is visible (§39.4). The first firing in a statement handles every deleted
+ *   member of it (later firings of the same statement find the transaction-local mark
+ *   `postpone.batch_members_done` = schema and smallest member id, and return): it counts them per
+ *   batch and terminal state (the history row's state, DONE when there is none) and updates each batch
+ *   row in batch id order — so two statements finishing members of the same batches never wait on
+ *   each other in a cycle — then settles it. The counter row is updated under its row lock in the
+ *   transaction of the members' terminal transition: the transaction that brings `remaining` to 0 on a
+ *   sealed batch inserts the callback, and a concurrent one waits for that lock and then sees the
+ *   newest row (READ COMMITTED, PostgreSQL 17 §13.2.1).
  * Additive (a nullable column, a new table, a trigger): code older than 21 never sets `batch_id`,
- * so its tasks cost the trigger's early return only. Re-runnable.
+ * so its tasks never fire the trigger. Re-runnable.
  */
 export function batchMigrationSql(schema: string): string {
   const q = quoteIdent(schema);
@@ -89,10 +92,14 @@ create or replace function ${q}.task_batch_members_finished() returns trigger
 language plpgsql as $fn$
 declare
   r record;
+  mark text;
 begin
-  if not exists (select 1 from gone where gone.batch_id is not null) then
+  -- Fired for each deleted member; the first firing of the statement handles them all.
+  select ${literal(schema)} || ':' || min(g.id)::text into mark from gone g where g.batch_id is not null;
+  if mark is null or current_setting('postpone.batch_members_done', true) is not distinct from mark then
     return null;
   end if;
+  perform set_config('postpone.batch_members_done', mark, true);
   for r in
     select m.batch_id,
            count(*)::int as n,
@@ -115,7 +122,7 @@ begin
 end
 $fn$;
 drop trigger if exists task_batch_members_finished on ${task};
-create trigger task_batch_members_finished after delete on ${task} referencing old table as gone for each statement execute function ${q}.task_batch_members_finished();`;
+create trigger task_batch_members_finished after delete on ${task} referencing old table as gone for each row when (old.batch_id is not null) execute function ${q}.task_batch_members_finished();`;
 }
 
 /** The Citus rewrites of migration 21 (`./citus.ts`): no trigger there; the store refuses batches (`BATCHES_UNSUPPORTED`). */
@@ -131,7 +138,7 @@ export function batchCitusRewrites(schema: string): { version: number; original:
     },
     {
       version: BATCH_MIGRATION_VERSION,
-      original: `create trigger task_batch_members_finished after delete on ${task} referencing old table as gone for each statement execute function ${q}.task_batch_members_finished()`,
+      original: `create trigger task_batch_members_finished after delete on ${task} referencing old table as gone for each row when (old.batch_id is not null) execute function ${q}.task_batch_members_finished()`,
       replacement: [],
       why: 'Citus refuses triggers on distributed tables (XX000); the store refuses batches there (BatchError BATCHES_UNSUPPORTED)',
     },
