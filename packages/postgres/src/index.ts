@@ -24,3 +24,5 @@ export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/heal
 export { BATCH_MIGRATION_VERSION, batchStatements, type BatchStatements } from './sql/batch-sql.js';
 export { finishChannel, MAX_IDS_PER_FINISH_NOTICE, parseFinishNotice, PROGRESS_MIGRATION_VERSION, progressWaitStatements, type ProgressWaitStatements } from './sql/progress-wait-sql.js';
 export { DEFAULT_WAIT_FALLBACK_MS, WAIT_READ_BATCH, type WaitForStats } from './store/wait-for.js';
+export { MAX_SHARD_GROUPS, SHARD_ID_BITS } from './sql/shard-sql.js';
+export { createShardedStore, DEFAULT_EMPTY_BACKOFF_MS, fnv1a32, ShardedStore, type ShardedStoreOptions, shardIdRange, shardOfId } from './sharded/sharded-store.js';

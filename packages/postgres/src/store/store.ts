@@ -132,6 +132,7 @@ import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
 import { DEFAULT_WAIT_FALLBACK_MS, PgWaitFor, type WaitForStats } from './wait-for.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { reserveIdRangeSql } from '../sql/shard-sql.js';
 import { finishChannel, type ProgressWaitStatements, progressWaitStatements } from '../sql/progress-wait-sql.js';
 import { millis, ms as msOf, taskColumns } from '../sql/sql.js';
 import {
@@ -397,7 +398,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   /** The adapter's driver behind the dialect switch (`./dialect-driver.ts`). */
   private readonly driver: DialectDriver<Tx>;
   private readonly clock: Clock | undefined;
-  private readonly maxPayloadBytes: number;
+  /** Largest payload or result accepted, in UTF-8 bytes of its JSON text. */
+  readonly maxPayloadBytes: number;
   private readonly pooler: 'none' | 'transaction';
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -841,6 +843,27 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
         throw new PostponeError('MIGRATION_ERROR', `migrating schema ${this.schema} failed: ${translated.message}`, { cause: error });
       }
       throw translated;
+    }
+  }
+
+  /**
+   * Puts this schema's future task ids in `first..last` (a shard group's range of a sharded front,
+   * `../sharded/sharded-store.ts`): the `task` identity sequence moves up to `first` when it is
+   * below; one transaction under the schema's migration lock. Call after {@link migrate}.
+   * @throws PostponeError MIGRATION_ERROR when ids past `last` were already drawn (the schema belongs to
+   *   another group or grew past its range); StoreClosedError, ConnectionLostError, StoreError
+   */
+  async reserveIdRange(first: bigint, last: bigint): Promise<void> {
+    this.assertOpen();
+    const rows = await this.call(() =>
+      this.driver.transaction(async (query) => {
+        await query(this.sql.migrationLock, [this.schema]);
+        return await query(reserveIdRangeSql(this.schema), [first.toString()]);
+      }),
+    );
+    const drawn = rows[0]?.last;
+    if (typeof drawn === 'string' && BigInt(drawn) > last) {
+      throw new PostponeError('MIGRATION_ERROR', `schema ${this.schema} already drew task id ${drawn}, past its shard group's range ${first}..${last}`);
     }
   }
 
