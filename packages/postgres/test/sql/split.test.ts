@@ -85,6 +85,7 @@ $fn$`;
       [16, 1],
       [17, 1],
       [18, 6],
+      [21, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);
