@@ -10,8 +10,8 @@
 //       later run cannot overwrite them, and prints the run's line.
 //   node scripts/test-summary.mjs --run LABEL=DIR [--run LABEL=DIR ...]
 //       one line per saved run, `run LABEL (node vX): N passed, N failed`, then the Citus suite's
-//       line when packages/postgres/.vitest-results-citus.json exists (.ci/run deletes it before the
-//       suite runs once; absent when the suite was skipped), then the total of all as the last
+//       line when packages/postgres/.vitest-results-citus.json or packages/faultnet/.vitest-results-citus.json
+//       exists (.ci/run deletes them before the suites run once; absent when they were skipped), then the total of all as the last
 //       line, `N passed, N failed`. The in-place form counts that report too when it exists.
 // Exit code 1 when any test failed or a report is missing, else 0.
 import { fileURLToPath } from 'node:url';
@@ -76,14 +76,15 @@ function total(reportOf) {
 }
 
 /**
- * The Citus suite's report (`pnpm --filter @postpone/postgres test:citus`, run once by .ci/run), or
+ * The Citus suites' reports (`pnpm --filter @postpone/postgres test:citus`, then `@postpone/faultnet`'s, run once by .ci/run), or
  * null when there is none: without CITUS_TARBALL the suite prints its skip line and writes no report.
  */
-const CITUS_REPORT = join(root, 'packages', 'postgres', '.vitest-results-citus.json');
+const CITUS_REPORTS = ['postgres', 'faultnet'].map((name) => ({ name: `@postpone/${name} (citus)`, file: join(root, 'packages', name, '.vitest-results-citus.json') }));
 function citus() {
-  if (!existsSync(CITUS_REPORT)) return null;
+  const present = CITUS_REPORTS.filter((r) => existsSync(r.file));
+  if (present.length === 0) return null;
   const t = { passed: 0, failed: 0, skipped: 0, problems: [] };
-  addReport(t, '@postpone/postgres (citus)', CITUS_REPORT);
+  for (const r of present) addReport(t, r.name, r.file);
   return t;
 }
 
@@ -152,7 +153,7 @@ if (args.length === 0) {
   const z = citus();
   if (z !== null) {
     for (const p of z.problems) console.log(`summary (citus): ${p}`);
-    console.log(`run citus (packages/postgres/.vitest-results-citus.json): ${counts(z)}`);
+    console.log(`run citus (packages/{postgres,faultnet}/.vitest-results-citus.json): ${counts(z)}`);
     sum.passed += z.passed;
     sum.failed += z.failed;
     sum.skipped += z.skipped;

@@ -31,3 +31,4 @@ export * from './checker/index.js';
 export * from './fault-run.js';
 export * from './fault-cases.js';
 export * from './soak.js';
+export * from './soak-lateness.js';

@@ -5,6 +5,7 @@
  * `pnpm soak` runs the full size (scripts/soak.ts → evidence/soak.md); `soak_short` in the tests
  * runs 30 s of it.
  */
+import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mulberry32 } from '@postpone/testkit';
 import { type CaseContext, withCaseContext } from './case-context.js';
@@ -14,6 +15,7 @@ import { FaultRun } from './fault-run.js';
 import { allReady, type HarnessChild } from './harness-child.js';
 import type { HistoryVerdict } from './checker/checker.js';
 import { PgServer } from './faults/pg-server.js';
+import { type FaultWindow, latenessByDueBucket, type SplitLateness, splitLateness } from './soak-lateness.js';
 
 export interface SoakOptions {
   readonly tasks: number;
@@ -52,6 +54,16 @@ export interface SoakReport {
   readonly latenessP50Ms: number;
   readonly latenessP99Ms: number;
   readonly errorsByOperation: Readonly<Record<string, number>>;
+  /** Lateness inside and outside fault windows (`splitLateness`, grace = the lease). */
+  readonly split: SplitLateness;
+  readonly leaseMs: number;
+  /** Spawn of a replacement process to its `ready`, p50 / max (ms). */
+  readonly respawnP50Ms: number;
+  readonly respawnMaxMs: number;
+  /** Lateness of first claims per 10 s of due time: p50 / p99 / max (ms). */
+  /** The machine's 1-minute load average (`os.loadavg`), sampled every 10 s of the run: min / mean / max. */
+  readonly load: { readonly min: number; readonly mean: number; readonly max: number };
+  readonly byDueBucket: readonly { readonly fromMs: number; readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }[];
 }
 
 const VARIANTS: readonly Variant[] = [
@@ -83,16 +95,27 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
   // One slot per worker; a killed worker is replaced by a fresh process in its slot.
   const slots: HarnessChild[] = [];
   let generation = 0;
-  const spawnSlot = (i: number): HarnessChild => {
+  const windows: FaultWindow[] = [];
+  const respawnMs: number[] = [];
+  const spawnSlot = (i: number, killedAtMs?: number): HarnessChild => {
     const variant = VARIANTS[i % VARIANTS.length]!;
     const child = run.spawn(`s${i + 1}-${variantName(variant)}-g${++generation}`, {
       settings: faultSettings(variant, settings),
       connection: { driver: variant.driver, connectTimeoutMs: 3_000, waitForDatabase: true },
     });
     // Started once it is ready (a control sent earlier would reach no listener).
+    const spawnedAt = Date.now();
     void child
       .waitFor('ready', () => true, 60_000)
-      .then(() => child.send({ type: 'start' }))
+      .then(() => {
+        // A kill's window lasts until its replacement is ready (then `start` is sent).
+        const readyAt = Date.now();
+        if (killedAtMs !== undefined) {
+          windows.push({ kind: 'kill', startMs: killedAtMs, endMs: readyAt });
+          respawnMs.push(readyAt - spawnedAt);
+        }
+        return child.send({ type: 'start' });
+      })
       .catch(() => {});
     return child;
   };
@@ -122,15 +145,18 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
       }
       if (random() < 0.5) {
         run.killed.add(child);
+        const killedAt = Date.now();
         await child.kill9().catch(() => {});
         kills++;
-        slots[slot] = spawnSlot(slot);
+        slots[slot] = spawnSlot(slot, killedAt);
         log(`kill -9 ${child.name}`);
       } else {
+        const stoppedAt = Date.now();
         child.sigstop();
         stops++;
         await sleep(500 + random() * 2_500);
         if (child.alive) child.sigcont();
+        windows.push({ kind: 'stop', startMs: stoppedAt, endMs: Date.now() });
         log(`SIGSTOP/SIGCONT ${child.name}`);
       }
     }
@@ -139,9 +165,11 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
   const restartsDone = (async () => {
     for (let r = 1; r <= o.restarts; r++) {
       await sleep(Math.max(0, startedAt + (r * o.durationMs) / (o.restarts + 1) - performance.now()));
+      const downAt = Date.now();
       await server.stopImmediate();
       await sleep(o.restartOutageMs);
       await server.start();
+      windows.push({ kind: 'restart', startMs: downAt, endMs: Date.now() });
       restarts++;
       log(`database restarted (${o.restartOutageMs} ms down)`);
     }
@@ -165,7 +193,10 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
     log(`cancel storm: ${cancelsSent} sent, ${cancelErrors} errors`);
   })();
 
-  await Promise.all([chaos, restartsDone, storm]);
+  const loads: number[] = [];
+  const loadTimer = setInterval(() => loads.push(loadavg()[0]!), 10_000);
+  loads.push(loadavg()[0]!);
+  await Promise.all([chaos, restartsDone, storm]).finally(() => clearInterval(loadTimer));
   for (const c of slots) if (c.alive) c.sigcont();
   log('chaos over; waiting for every task to be terminal');
   let allTerminal = true;
@@ -189,6 +220,10 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
     .map((c) => c.claimedAtMs - c.dueAtMs)
     .sort((a, b) => a - b);
   const q = (p: number) => (late.length === 0 ? -1 : late[Math.min(late.length - 1, Math.ceil(p * late.length) - 1)]!);
+  const claims = run.claims();
+  const split = splitLateness(claims, windows, settings.leaseMs);
+  const byDueBucket = latenessByDueBucket(claims, 10_000).map((b) => ({ fromMs: b.fromMs, p50Ms: b.figures.p50Ms, p99Ms: b.figures.p99Ms, maxMs: b.figures.maxMs }));
+  respawnMs.sort((a, b) => a - b);
   return {
     options: o,
     verdict,
@@ -206,6 +241,12 @@ async function soakIn(ctx: CaseContext, server: PgServer, o: SoakOptions): Promi
     latenessP50Ms: q(0.5),
     latenessP99Ms: q(0.99),
     errorsByOperation: run.errorsByOperation(),
+    split,
+    leaseMs: settings.leaseMs,
+    respawnP50Ms: respawnMs[Math.floor(respawnMs.length / 2)] ?? Number.NaN,
+    respawnMaxMs: respawnMs.at(-1) ?? Number.NaN,
+    byDueBucket,
+    load: { min: Math.min(...loads), mean: loads.reduce((a, b) => a + b, 0) / loads.length, max: Math.max(...loads) },
   };
 }
 
@@ -234,11 +275,24 @@ export function soakMarkdown(r: SoakReport, when: Date): string {
     `| final states | ${JSON.stringify(s.finalStates)} |`,
     `| every task terminal | ${r.allTerminal} (open at end: ${r.openAtEnd}) |`,
     `| worker crashes | ${r.crashed.length === 0 ? 'none' : r.crashed.join('; ')} |`,
-    `| lateness p50 / p99 (database clock) | ${r.latenessP50Ms} / ${r.latenessP99Ms} ms |`,
+    `| lateness p50 / p99 (database clock), all claims | ${r.latenessP50Ms} / ${r.latenessP99Ms} ms |`,
+    `| lateness **outside** fault windows: claims, p50 / p99 / max | ${r.split.outside.claims}, ${r.split.outside.p50Ms} / ${r.split.outside.p99Ms} / ${r.split.outside.maxMs} ms |`,
+    `| lateness **inside** fault windows: claims, p50 / p99 / max | ${r.split.inside.claims}, ${r.split.inside.p50Ms} / ${r.split.inside.p99Ms} / ${r.split.inside.maxMs} ms |`,
+    `| share of the run's due times inside fault windows | ${Math.round(r.split.coveredShare * 100)} % |`,
+    `| lease; replacement process spawn → ready, p50 / max | ${r.leaseMs} ms; ${r.respawnP50Ms} / ${r.respawnMaxMs} ms |`,
     `| worker store errors by operation | ${JSON.stringify(r.errorsByOperation)} |`,
     `| elapsed | ${Math.round(r.elapsedMs / 1000)} s |`,
+    `| machine load (1-min load average during the chaos, ${cpus().length} cores): min / mean / max | ${r.load.min.toFixed(1)} / ${r.load.mean.toFixed(1)} / ${r.load.max.toFixed(1)} |`,
     '',
     `Violations by kind: ${JSON.stringify(r.verdict.counts)}`,
+    '',
+    '**Fault windows.** Each fault is a window of time by the host clock (the database server runs on the same host): a SIGKILL from the kill to its replacement process being ready; a SIGSTOP from the stop to the SIGCONT; a database restart from the immediate stop to the server accepting connections again. A claim is *inside* when its task\'s due time falls in `[start, end + lease]` of some window (the lease: how long the tasks a faulted process held stay locked), or when it is a re-claim (attempt ≥ 2: the handler never fails here, so only a fault takes an attempt\'s lease, and the re-claim keeps the first due time); every other claim is *outside*. Lateness is `claimedAt − dueAt` by the database clock (`packages/faultnet/src/soak-lateness.ts`). Targets (issue #26 item 11): outside p99 < 1 s, inside p99 < lease + restart time.',
+    '',
+    'Lateness of first claims by due time (10 s buckets from the first due time), p50 / p99 / max ms:',
+    '',
+    '| due from | p50 | p99 | max |',
+    '|---|---|---|---|',
+    ...r.byDueBucket.map((b) => `| ${b.fromMs / 1000} s | ${b.p50Ms} | ${b.p99Ms} | ${b.maxMs} |`),
     '',
   ];
   if (r.verdict.violations.length > 0) {

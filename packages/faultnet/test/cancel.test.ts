@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'vitest';
 import { allReady, CASE_WORKER, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { raceDueVsCancel } from './cases/seed.js';
 
 const KIND = 'job';
 const HOUR_MS = 3_600_000;
-const TERMINAL = ['DONE', 'CANCELLED', 'DEAD'];
 
 describe('evidence: cancel', () => {
   it('cancel_semantics: each cancel outcome names the phase the task was in', async () => {
@@ -81,41 +80,6 @@ describe('evidence: cancel', () => {
   });
 
   it('race_due_vs_cancel: 200 rounds of cancel near the due time end only in allowed combinations', async () => {
-    await runCase('race_due_vs_cancel', async (v, ctx) => {
-      const rounds = 200;
-      const batch = 20;
-      const dueMs = 150;
-      const worker = { ...CASE_WORKER, concurrency: 20, pollIntervalMs: 10 };
-      const workers = ['r1', 'r2'].map((name) => ctx.spawn({ name, run: { mode: 'worker', worker, handler: { kind: KIND, workMs: 40 } } }));
-      await allReady(workers);
-      const allowed = new Set(['CANCELLED/CANCELLED/effects=0', 'REQUESTED/CANCELLED/effects=0', 'TOO_LATE/DONE/effects=1']);
-      const outcomes = new Map<string, number>();
-      let violations = 0;
-      for (let first = 0; first < rounds; first += batch) {
-        // Cancel from 100 ms before to 150 ms after the due time: before the claim, while running, after the end.
-        const sent = await Promise.all(
-          Array.from({ length: Math.min(batch, rounds - first) }, async (_, i) => {
-            const { id } = await ctx.store.schedule({ kind: KIND, payload: { round: first + i }, delayMs: dueMs });
-            await sleep(dueMs - 100 + Math.floor(Math.random() * 250));
-            return { id, cancel: await ctx.store.cancel(id) };
-          }),
-        );
-        const ids = sent.map((s) => s.id);
-        await pollUntil(async () => (await ctx.db.countIn(TERMINAL, ids)) === ids.length, { timeoutMs: 20_000, what: 'round tasks terminal' });
-        for (const { id, cancel } of sent) {
-          const [task, effects] = await Promise.all([ctx.db.task(id), ctx.db.effects(id)]);
-          const key = `${cancel}/${task.state}/effects=${effects.length}`;
-          outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
-          if (!allowed.has(key)) violations++;
-        }
-      }
-      await stopAll(workers);
-      const counted = [...outcomes.values()].reduce((a, b) => a + b, 0);
-      v.set('rounds', counted)
-        .set('violations', violations)
-        .set('outcomes', [...outcomes].sort().map(([k, n]) => `${k}=${n}`));
-      v.equal('rounds', counted, rounds);
-      v.equal('violations', violations, 0);
-    });
+    await runCase('race_due_vs_cancel', raceDueVsCancel);
   });
 });

@@ -71,6 +71,13 @@ export const CASE_ORDER: readonly string[] = [
   'batch_callback_once',
   'db_clock_jump',
   'cron_clock_jump',
+  'citus_normal_three_workers',
+  'citus_crash_kill9_lease_retry',
+  'citus_sigstop_late_commit_rejected',
+  'citus_race_due_vs_cancel',
+  'citus_worker_node_down',
+  'citus_coordinator_restart',
+  'citus_shard_move',
 ];
 
 export type CaseValue = string | number | boolean | null | undefined | readonly (string | number)[];

@@ -12,7 +12,10 @@
  *
  * `install-citus.sh` needs root (it is idempotent, about 1 s when PostgreSQL 15 is installed); the
  * cluster lives in a fresh folder under the OS temp dir and is stopped and deleted at teardown.
- * Test files read the coordinator URL with `testDatabaseUrl()` as in the plain suite.
+ * Test files read the coordinator URL with `testDatabaseUrl()` as in the plain suite; fault cases
+ * that stop a node (packages/faultnet's Citus suite) read the cluster's folder and base port from
+ * `POSTPONE_CITUS_DATA` and `POSTPONE_CITUS_BASEPORT` (nodes `coordinator`, `worker1`, `worker2`
+ * under it, on the base port and the next two).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -80,6 +83,8 @@ export async function setup(project: SetupProject): Promise<void> {
   const url = out.trim().split('\n').at(-1) ?? '';
   if (!url.startsWith('postgres://')) throw new CitusSetupError(`citus-cluster.sh printed no coordinator URL (last line: ${url})`);
   process.env.POSTPONE_TEST_DATABASE_URL = url;
+  process.env.POSTPONE_CITUS_DATA = data;
+  process.env.POSTPONE_CITUS_BASEPORT = String(port);
   project.provide('databaseUrl', url);
 }
 

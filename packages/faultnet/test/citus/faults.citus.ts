@@ -1,0 +1,130 @@
+/**
+ * Faults on a Citus cluster (issue 25, "Faults on a cluster"): the fault workload of the plain
+ * suite (`runVariant`: worker processes on the coordinator, every task's completion writing its
+ * effects in the completing transaction, the whole history judged by the checker) with a node of
+ * the cluster stopped, the coordinator restarted, or the schema's shard group moved mid-run.
+ * Run by `vitest.citus.config.ts`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { beforeAll, describe, it } from 'vitest';
+import { type FaultRun, runCase, runVariant, type Variant, withCaseContext } from '../../src/index.js';
+import { type CitusNode, durableCommits, moveSchema, nodeOfSchema, otherWorker, startNode, stopNode } from './cluster.js';
+
+const PG_POLL: Variant = { driver: 'pg', discovery: 'poll' };
+const POSTGRES_POLL: Variant = { driver: 'postgres', discovery: 'poll' };
+/** 120 tasks due over 6 s from 300 ms, 2 workers, 100 ms of work each (the fault at 2 s). */
+const WORKLOAD = { workers: 2, tasks: 120, firstDueMs: 300, spreadMs: 6_000, settleMs: 60_000, handler: { workMs: 100 } } as const;
+const FAULT_AT_MS = 2_000;
+
+/** Receive times (monotonic ms) of every claim the run's workers reported, ascending. */
+function claimTimes(run: FaultRun): number[] {
+  return run.children.flatMap((c) => c.eventsOf('claimed').map((e) => e.receivedAt)).sort((a, b) => a - b);
+}
+
+/** The first claim received after `at`, in ms after it (-1: none). */
+function firstClaimAfter(run: FaultRun, at: number): number {
+  const after = claimTimes(run).find((t) => t >= at);
+  return after === undefined ? -1 : Math.round(after - at);
+}
+
+/** Stops `node` `FAULT_AT_MS` after `startedAt`, keeps it down `outageMs`, starts it; returns when it accepts connections again. */
+async function outage(node: CitusNode, startedAt: number, outageMs: number): Promise<{ downAt: number; backAt: number }> {
+  await sleep(Math.max(0, startedAt + FAULT_AT_MS - performance.now()));
+  const downAt = performance.now();
+  await stopNode(node);
+  await sleep(outageMs);
+  await startNode(node);
+  return { downAt, backAt: performance.now() };
+}
+
+/** The first error message a run's workers reported for `operation` (trimmed), or '' when none. */
+function firstError(run: FaultRun, operation: string): string {
+  const e = run.children.flatMap((c) => c.eventsOf('error')).find((x) => x.operation === operation);
+  return (e?.message ?? '').replace(/\s+/g, ' ').slice(0, 160);
+}
+
+/** Claims received in [from, to). */
+function claimsBetween(run: FaultRun, from: number, to: number): number {
+  return claimTimes(run).filter((t) => t >= from && t < to).length;
+}
+
+describe('evidence on Citus: faults on the cluster', () => {
+  beforeAll(durableCommits);
+
+  it('citus_worker_node_down: the node holding a shard group stopped 10 s; its tasks wait, the other group goes on, nothing lost or run twice', async () => {
+    await runCase('citus_worker_node_down', async (v, ctx) => {
+      // A second Postpone schema (shard group) on the other worker node, with its own workers: the "others".
+      await withCaseContext(ctx.databaseUrl, 'citus_other', async (other) => {
+        const downNode = await nodeOfSchema(ctx.pool, ctx.schema);
+        if ((await nodeOfSchema(ctx.pool, other.schema)) === downNode) await moveSchema(ctx.pool, other.schema, otherWorker(downNode));
+        const otherNode = await nodeOfSchema(ctx.pool, other.schema);
+        v.set('downNode', downNode).set('otherNode', otherNode);
+        v.equal('the two groups on different nodes', otherNode, otherWorker(downNode));
+        const outageMs = 10_000;
+        let window = { downAt: 0, backAt: 0 };
+        // The other group's tasks are due over the whole outage (2 s to 12 s after the start).
+        const others = runVariant(v, other, POSTGRES_POLL, { ...WORKLOAD, tasks: 160, spreadMs: 16_000, prefix: 'other_' }, async () => {});
+        const down = await runVariant(v, ctx, PG_POLL, { ...WORKLOAD, prefix: 'down_' }, async (_run, startedAt) => {
+          window = await outage(downNode, startedAt, outageMs);
+        });
+        const { run: otherRun } = await others;
+        const { downAt, backAt } = window;
+        // Claims of the stopped group that answered during the outage (after a 1 s margin for answers already under way).
+        const downClaims = claimsBetween(down.run, downAt + 1_000, backAt);
+        const otherClaims = claimsBetween(otherRun, downAt, backAt);
+        const firstAfterMs = firstClaimAfter(down.run, backAt);
+        v.set('outageMs', Math.round(backAt - downAt))
+          .set('down_claimsDuringOutage', downClaims)
+          .set('other_claimsDuringOutage', otherClaims)
+          .set('down_firstClaimAfterRecoveryMs', firstAfterMs)
+          .set('other_reclaimError', firstError(otherRun, 'reclaim'));
+        v.equal('the stopped group claimed nothing during the outage', downClaims, 0);
+        v.atLeast('the other group claimed during the outage', otherClaims, 1);
+        v.holds('the stopped group claimed again within 10 s of its node returning', firstAfterMs >= 0 && firstAfterMs <= 10_000, `first claim ${firstAfterMs} ms after`);
+      });
+    });
+  }, 240_000);
+
+  it('citus_coordinator_restart: the coordinator stopped (immediate) for 5 s mid-run and started; the workers absorb it, nothing lost or run twice', async () => {
+    await runCase('citus_coordinator_restart', async (v, ctx) => {
+      let window = { downAt: 0, backAt: 0 };
+      const { run } = await runVariant(v, ctx, POSTGRES_POLL, { ...WORKLOAD, prefix: '' }, async (_run, startedAt) => {
+        window = await outage('coordinator', startedAt, 5_000);
+      });
+      const firstAfterMs = firstClaimAfter(run, window.backAt);
+      v.set('outageMs', Math.round(window.backAt - window.downAt)).set('firstClaimAfterRecoveryMs', firstAfterMs);
+      v.holds('claimed again within 10 s of the coordinator returning', firstAfterMs >= 0 && firstAfterMs <= 10_000, `first claim ${firstAfterMs} ms after`);
+    });
+  }, 180_000);
+
+  it('citus_shard_move: the shard group moved to the other worker node under load; 0 lost, 0 duplicates, the claim gap reported', async () => {
+    await runCase('citus_shard_move', async (v, ctx) => {
+      const from = await nodeOfSchema(ctx.pool, ctx.schema);
+      let move = { start: 0, end: 0 };
+      const { run } = await runVariant(v, ctx, PG_POLL, { ...WORKLOAD, prefix: '' }, async (_run, startedAt) => {
+        await sleep(Math.max(0, startedAt + FAULT_AT_MS - performance.now()));
+        const start = performance.now();
+        await moveSchema(ctx.pool, ctx.schema, otherWorker(from));
+        move = { start, end: performance.now() };
+      });
+      const to = await nodeOfSchema(ctx.pool, ctx.schema);
+      // The claim gap: the longest time without a claim around the move (from the last claim before it to the first after it ended).
+      const times = claimTimes(run);
+      const before = times.filter((t) => t < move.start).at(-1) ?? move.start;
+      const after = times.find((t) => t >= move.end) ?? Number.NaN;
+      let gap = 0;
+      for (let i = 1; i < times.length; i += 1) {
+        const [a, b] = [times[i - 1] ?? 0, times[i] ?? 0];
+        if (b >= move.start && a <= move.end) gap = Math.max(gap, b - a);
+      }
+      v.set('from', from)
+        .set('to', to)
+        .set('moveMs', Math.round(move.end - move.start))
+        .set('claimGapMs', Math.round(gap))
+        .set('lastClaimBeforeMoveToFirstAfterMs', Math.round(after - before))
+        .set('claimsDuringMove', claimsBetween(run, move.start, move.end));
+      v.equal('group now on the other node', to, otherWorker(from));
+      v.holds('claims resumed after the move', Number.isFinite(after), 'no claim after the move ended');
+    });
+  }, 180_000);
+});
