@@ -347,6 +347,30 @@ export function buildProgram(out: Out, json = false): Command {
       print(out, g, found, () => taskDetail(found.task, found.completion));
     });
 
+  // Batches with a callback (docs/contract.md#batches): counts and state of one batch.
+  const batchCommand = program.command('batch').description('batches with a callback (docs/contract.md#batches): `batch show ID`');
+  batchCommand
+    .command('show <id>')
+    .description('show one batch: OPEN, SEALED or CALLED_BACK, its members (total, remaining, DONE, DEAD, CANCELLED), the callback kind and, once scheduled, the callback task id')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const batchId = parseTaskId(id, 'id');
+      const found = await withStore(g, (store) => store.getBatch(batchId));
+      if (found === null) throw new OutcomeError('NOT_FOUND', `no batch ${id}`);
+      print(out, g, found, () =>
+        [
+          `batch      ${found.id}`,
+          `state      ${found.state}`,
+          `members    ${found.total} (remaining ${found.remaining}, DONE ${found.done}, DEAD ${found.dead}, CANCELLED ${found.cancelled})`,
+          `callback   ${found.callback.kind} in queue ${found.callback.queue}${found.callbackTaskId === null ? '' : `: task ${found.callbackTaskId}`}`,
+          `created    ${found.createdAt.toISOString()}`,
+          `sealed     ${found.sealedAt?.toISOString() ?? '-'}`,
+          `called     ${found.calledBackAt?.toISOString() ?? '-'}`,
+          '',
+        ].join('\n'),
+      );
+    });
+
   program
     .command('list')
     .description('list tasks, newest first, one page at a time (pass --cursor to get the next page): queue, priority, key, attempt (claims so far) and failures of the allowed')

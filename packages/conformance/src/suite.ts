@@ -19,6 +19,7 @@ import { completeManyCases } from './cases-complete-many.js';
 import { keepDoneCases } from './cases-keep-done.js';
 import { progressWaitCases } from './cases-progress-wait.js';
 import { dependencyCases } from './cases-dependencies.js';
+import { batchCases } from './cases-batch.js';
 import { constraintCases } from './cases-constraint.js';
 import { dedupCases } from './cases-dedup.js';
 import { dedupModeCases } from './cases-dedup-modes.js';
@@ -43,6 +44,7 @@ export const CONFORMANCE_CASES = [
   keepDoneCases,
   progressWaitCases,
   dependencyCases,
+  batchCases,
   failCases,
   releaseCases,
   failuresCases,

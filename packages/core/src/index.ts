@@ -36,3 +36,4 @@ export * from './key-limit.js';
 export * from './rate-limit.js';
 export * from './progress-wait.js';
 export * from './dependencies.js';
+export * from './batch.js';

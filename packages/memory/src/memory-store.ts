@@ -79,6 +79,8 @@ import { MemoryTx, writeSetOf } from './memory-tx.js';
 import { checkCallParams, DEFAULT_BATCH_LIMIT, errorText, MAX_BATCH_LIMIT, MAX_CLAIM_LIMIT, validateKeep, validateOwner } from '@postpone/core';
 import { TaskLocks } from './task-locks.js';
 import { MemoryAdmin } from './admin.js';
+import { MemoryBatches } from './batch.js';
+import type { BatchCallback, BatchId, BatchInfo, BatchStore } from '@postpone/core';
 import { MemoryBulk } from './bulk.js';
 import type { BulkFilter, BulkOptions, CancelManyResult, DeleteManyResult, RescheduleManyOptions, RescheduleManyResult, RetryManyOptions, RetryManyResult } from '@postpone/core';
 import { MemoryCron } from './cron.js';
@@ -107,7 +109,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore, BatchStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -136,12 +138,26 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       insert: (input) => this.#insertTasks([input], undefined, KEEP)[0] as ScheduledTask,
       assertOpen: () => this.#assertOpen(),
     });
+    this.#batches = new MemoryBatches({
+      nowMs: () => this.#clock.now(),
+      maxPayloadBytes: this.#maxPayloadBytes,
+      assertOpen: () => this.#assertOpen(),
+      insert: (tasks) => this.#insertTasks(tasks, undefined, KEEP),
+    });
     this.#db.onCommit = (ws) => {
+      this.#batches.onCommit(ws);
       for (const id of ws.tasks.keys()) {
         if (this.#waiters.has(id)) this.#waiters.settle(id, this.#db.tasks.get(id) ?? null);
       }
     };
   }
+
+  /** Batches with a callback (`BatchStore`, docs/contract.md#batches): see `./batch.ts`. */
+  readonly #batches: MemoryBatches;
+  createBatch = (params: { readonly callback: BatchCallback }): Promise<BatchId> => this.#batches.createBatch(params);
+  scheduleInBatch = (batchId: BatchId, inputs: readonly ScheduleInput[]): Promise<ScheduledTask[]> => this.#batches.scheduleInBatch(batchId, inputs);
+  sealBatch = (batchId: BatchId): Promise<BatchInfo> => this.#batches.sealBatch(batchId);
+  getBatch = (batchId: BatchId): Promise<BatchInfo | null> => this.#batches.getBatch(batchId);
 
   /** The `waitFor` callers, woken in-process by every commit that touches their task. */
   readonly #waiters = new TaskWaiters();

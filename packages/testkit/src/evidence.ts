@@ -72,6 +72,7 @@ export const CASE_ORDER: readonly string[] = [
   'await_result',
   'dependency_chain_kill9',
   'fan_in_exactly_once',
+  'batch_callback_once',
   'db_clock_jump',
   'cron_clock_jump',
   'backlog_million',

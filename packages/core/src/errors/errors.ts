@@ -55,7 +55,11 @@ export type PostponeErrorCode =
   | 'SNOOZE'
   | 'WORKER_STOPPED'
   | 'WAIT_TIMEOUT'
-  | 'NOT_FOUND';
+  | 'NOT_FOUND'
+  /** Batches (docs/contract.md#batches): no such batch; it is sealed; the store's dialect has none (Citus). */
+  | 'BATCH_NOT_FOUND'
+  | 'BATCH_SEALED'
+  | 'BATCHES_UNSUPPORTED';
 
 export class PostponeError extends Error {
   readonly [MARKER] = true;

@@ -16,6 +16,7 @@ import type { Migration } from './migrations.js';
 import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
+import { batchCitusRewrites } from './batch-sql.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
 export type Dialect = 'postgres' | 'citus';
@@ -75,6 +76,8 @@ export interface CitusRewrite {
  * - migration 20: the statement-level trigger `task_dependency_release`, for the same reason. It is
  *   not created (the function, the columns and the edge table are, unused): the Citus store refuses
  *   `schedule` with `after` (ValidationError `DEPENDENCIES_UNSUPPORTED`, docs/contract.md#dependencies).
+ * - migration 21: the trigger `task_batch_members_finished`, for the same reason (`./batch-sql.ts`):
+ *   not created; the store refuses batches on Citus (`BatchError` `BATCHES_UNSUPPORTED`).
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -116,6 +119,7 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
       why: 'Citus refuses triggers on distributed tables (XX000); without it nothing releases a dependent, so the Citus store refuses `after` (ValidationError DEPENDENCIES_UNSUPPORTED)',
     },
   ];
+  rewrites.push(...batchCitusRewrites(schema));
   for (const state of HISTORY_STATES) {
     const sub = `${q}.${quoteIdent(historyStateTable(state))}`;
     rewrites.push(

@@ -17,6 +17,7 @@ import { DEDUP_MODES_MIGRATION_VERSION, dedupModesMigrationSql } from './dedup-s
 import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limit-sql.js';
 import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 import { DEPENDENCY_MIGRATION_VERSION, dependencyMigrationSql } from './dependency-sql.js';
+import { BATCH_MIGRATION_VERSION, batchMigrationSql } from './batch-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -290,6 +291,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: KEY_LIMIT_MIGRATION_VERSION, name: 'per-key concurrency', sql: keyLimitMigrationSql(schema) }),
     // Version 20 — dependencies: see ./dependency-sql.ts. Additive (nullable columns, a new table, a trigger), no minReader.
     Object.freeze({ version: DEPENDENCY_MIGRATION_VERSION, name: 'dependencies', sql: dependencyMigrationSql(schema) }),
+    // Version 21 — batches with a callback: see ./batch-sql.ts. Additive (a nullable column, a table, a trigger), no minReader.
+    Object.freeze({ version: BATCH_MIGRATION_VERSION, name: 'batches with a callback', sql: batchMigrationSql(schema) }),
   ]);
 }
 

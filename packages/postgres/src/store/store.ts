@@ -129,6 +129,8 @@ import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
+import { PostgresBatches } from './batch.js';
+import type { BatchCallback, BatchId, BatchInfo, BatchStore } from '@postpone/core';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import { PostgresCron } from './cron.js';
 import { PostgresPause } from './pause.js';
@@ -329,6 +331,8 @@ function locksKeys(tasks: readonly { readonly kind: string; readonly key: string
 export const LISTEN_PROBE_TIMEOUT_MS = 3_000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The options of a batch's schedule (`scheduleInBatch`): `keep`, no throttle. */
+const KEEP_OPTIONS: NormalizedScheduleOptions = Object.freeze({ onConflict: 'keep', throttleMs: null });
 
 function validateIdentifier(value: unknown, field: string): string {
   if (typeof value !== 'string' || !IDENTIFIER.test(value) || value.length > MAX_IDENTIFIER_LENGTH) {
@@ -390,7 +394,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, BatchStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -462,6 +466,18 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     };
     this.admin = new PostgresAdmin({ ...context, toTask });
     this.bulk = new PostgresBulk({ ...context, toTask });
+    this.batches = new PostgresBatches({
+      schema: this.schema,
+      notifyChannel: this.scheduleNotices === 'off' ? null : this.notifyChannel,
+      maxPayloadBytes: this.maxPayloadBytes,
+      nowMs: () => this.clock?.now() ?? Date.now(),
+      query: (text, p) => this.driver.query(text, p),
+      transaction: (work) => this.driver.transaction((query) => work(query)),
+      insertIn: (query, tasks) => this.insertIn(query, tasks, KEEP_OPTIONS, this.scheduleNotices === 'off' ? null : this.notifyChannel),
+      call: (op) => this.call(op),
+      assertOpen: () => this.assertOpen(),
+      dialect: () => driver.dialect(),
+    });
     this.progressSql = progressWaitStatements(this.schema, taskColumns, msOf, millis);
     const fallbackMs = options.waitFallbackMs === undefined ? DEFAULT_WAIT_FALLBACK_MS : validatePositiveMs(options.waitFallbackMs, 'waitFallbackMs');
     const waiterId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -614,6 +630,20 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   private readonly admin: PostgresAdmin;
   /** Bulk operations by filter or ids (docs/contract.md#bulk-operations): see `./bulk.ts`. */
   private readonly bulk: PostgresBulk;
+  /** Batches with a callback (`BatchStore`, docs/contract.md#batches): see `./batch.ts`. */
+  private readonly batches: PostgresBatches;
+  createBatch(params: { readonly callback: BatchCallback }): Promise<BatchId> {
+    return this.batches.createBatch(params);
+  }
+  scheduleInBatch(batchId: BatchId, inputs: readonly ScheduleInput[]): Promise<ScheduledTask[]> {
+    return this.batches.scheduleInBatch(batchId, inputs);
+  }
+  sealBatch(batchId: BatchId): Promise<BatchInfo> {
+    return this.batches.sealBatch(batchId);
+  }
+  getBatch(batchId: BatchId): Promise<BatchInfo | null> {
+    return this.batches.getBatch(batchId);
+  }
   cancelMany(filter: BulkFilter, options?: BulkOptions): Promise<CancelManyResult> {
     return this.bulk.cancelMany(filter, options);
   }

@@ -87,6 +87,7 @@ $fn$`;
       [18, 6],
       [KEY_LIMIT_MIGRATION_VERSION, 3],
       [20, 6],
+      [21, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);
