@@ -3,9 +3,8 @@
  * only when every task it depends on is terminal (DONE, DEAD or CANCELLED), at the later of its own
  * due time and the last dependency's finish. Shapes and validation shared by every store.
  */
+import type { TaskId } from './input/validate.js';
 import { ValidationError } from './errors/index.js';
-/** A task id as decimal text (`TaskId` of `./input/validate.ts`, not imported: that module imports this one). */
-type TaskId = string;
 
 /**
  * What a dependent does when a dependency ends DEAD or CANCELLED: `'run'` (default) counts it as
