@@ -80,6 +80,36 @@ export function dependencyCases(h: HarnessRef): void {
       expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
     });
 
+    it('a held task keeps its own due time: cancelled while it waits (history), rescheduled while it waits (still held)', async () => {
+      const { store, clock } = h();
+      const x = await store.schedule({ kind: 'x' });
+      const [y, z, w] = await store.scheduleMany([
+        { kind: 'y', delayMs: 5_000, after: [x.id] },
+        { kind: 'z', after: [x.id] },
+        { kind: 'w', after: [x.id] },
+      ]);
+      if (y === undefined || z === undefined || w === undefined) throw new Error('three tasks expected');
+      expect(await store.cancel(y.id)).toBe('CANCELLED');
+      expect(await mustGetTask(store, y.id)).toMatchObject({ state: TaskState.CANCELLED, dueAt: y.dueAt });
+      const r = await store.reschedule(z.id, { delayMs: 3_000 });
+      if (r.outcome !== 'RESCHEDULED') throw new Error(`reschedule: ${r.outcome}`);
+      expect(r.dueAt.getTime()).toBe((await store.now()).getTime() + 3_000);
+      expect(await mustGetTask(store, z.id)).toMatchObject({ state: TaskState.SCHEDULED, waitingFor: 1, dueAt: r.dueAt });
+      expect(await store.rescheduleMany({ ids: [w.id] }, { delayMs: 4_000 })).toMatchObject({ counts: { RESCHEDULED: 1 } });
+      const wHeld = await mustGetTask(store, w.id);
+      expect(wHeld.waitingFor).toBe(1);
+      expect(wHeld.dueAt.getTime()).toBe((await store.now()).getTime() + 4_000);
+      // Still held: only x is claimed; its finish releases z and w at their own (later) due times.
+      const cx = await claimExactly(store, x.id);
+      expect(await store.complete({ id: x.id, attempt: cx.attempt, owner: 'w1' })).toBe('DONE');
+      expect((await mustGetTask(store, z.id)).dueAt).toEqual(r.dueAt);
+      expect(await store.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS })).toEqual([]);
+      clock.tick(3_000);
+      await claimExactly(store, z.id);
+      clock.tick(1_000);
+      await claimExactly(store, w.id);
+    });
+
     it('an unknown dependency id writes nothing (DEPENDENCY_NOT_FOUND); malformed after is INVALID_DEPENDENCY', async () => {
       const { store } = h();
       const x = await store.schedule({ kind: 'x' });

@@ -144,6 +144,7 @@ export class MemoryBulk {
           if (t.state !== TaskState.SCHEDULED) return { outcome: 'NOT_SCHEDULED', effect: false };
           const nowMs = this.ctx.nowMs();
           db.tasks.set(id, { ...t, dueAt: new Date(o.dueAt === null ? nowMs + (o.delayMs ?? 0) : o.dueAt.getTime()), updatedAt: new Date(nowMs) });
+          db.dependencies.rescheduled(db.tasks, id);
           return { outcome: 'RESCHEDULED', effect: false };
         });
       case 'delete':

@@ -29,6 +29,18 @@ export class MemoryDependencies {
   /** dependent → its count and own due time (`waiting_for`, `held_due_at`). */
   readonly #held = new Map<TaskId, Held>();
 
+  /**
+   * After a reschedule of `id` committed (its `dueAt` the new due time): a task still waiting keeps
+   * waiting — the new time becomes its own due time and `dueAt` goes back to the held one.
+   */
+  rescheduled(tasks: Map<TaskId, Task>, id: TaskId): void {
+    const h = this.#held.get(id);
+    const task = tasks.get(id);
+    if (h === undefined || h.waiting <= 0 || task === undefined || task.state !== TaskState.SCHEDULED) return;
+    h.dueMs = task.dueAt.getTime();
+    tasks.set(id, { ...task, dueAt: new Date(HELD_DUE_AT_MS) });
+  }
+
   /** For getTask: the waiting count and own due time of a held task, or undefined. */
   waiting(id: TaskId): { waitingFor: number; dueAt: Date } | undefined {
     const h = this.#held.get(id);
@@ -81,6 +93,13 @@ export class MemoryDependencies {
     // Release: every task made terminal, in order, cascading through cancelled dependents.
     for (let i = 0; i < queue.length; i++) {
       const done = queue[i] as Task;
+      // A held task made terminal (a cancel) keeps its own due time, not the held one, as in PostgreSQL's history.
+      const own = this.#held.get(done.id);
+      if (own !== undefined && done.dueAt.getTime() === HELD_DUE_AT_MS) {
+        const kept: Task = { ...done, dueAt: new Date(own.dueMs) };
+        tasks.set(done.id, kept);
+        changed.set(done.id, kept);
+      }
       this.#held.delete(done.id);
       const edges = this.#edges.get(done.id);
       if (edges === undefined) continue;

@@ -180,6 +180,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       const command: Command = { type: 'reschedule', dueAt: p.dueAt ?? new Date(nowMs + p.delayMs), ...(p.payload === null ? {} : { payload: p.payload.value }) };
       const staged = this.#stage(ws, p.id, command, nowMs);
       this.#db.commit(ws);
+      this.#db.dependencies.rescheduled(this.#db.tasks, p.id);
       return staged;
     });
     const { result } = resultOf(step, 'reschedule');

@@ -196,7 +196,8 @@ select o.id::text as id, o.retried_as::text as retriedas, i.id::text as newid,
 
     /**
      * New due time for the listed SCHEDULED ids (fenced on SCHEDULED; attempt, failures and the rest
-     * unchanged; a NOTIFY `scheduled` so timing wheels re-place it) → rows `{ id }` it moved.
+     * unchanged; a NOTIFY `scheduled` so timing wheels re-place it) → rows `{ id }` it moved. A task
+     * still waiting for dependencies stays held: the new time becomes its own due time (`held_due_at`).
      */
     reschedule(now: string | null, ids: string, f: BulkFilterFields | null, dueAt: string | null, delayMs: number, channel: string): BulkStatement {
       const p = new BulkParams(now);
@@ -213,7 +214,9 @@ select o.id::text as id, o.retried_as::text as retriedas, i.id::text as newid,
    for update
 )
 update ${task} t
-   set due_at = ${due}, updated_at = ${NOW}
+   set due_at = case when t.waiting_for > 0 then t.due_at else ${due} end,
+       held_due_at = case when t.waiting_for > 0 then ${due} else t.held_due_at end,
+       updated_at = ${NOW}
   from target g
  where t.id = g.id and t.state = ${S}
 returning t.id::text as id, ${notice('scheduled', ch, 't')} as notified`,

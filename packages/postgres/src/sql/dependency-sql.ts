@@ -47,8 +47,9 @@ function triggerHistoryInsert(history: string, from: string, set: Readonly<Recor
  *   a `'cancel'` edge cancels the dependent at once (moved to history CANCELLED, `last_error`
  *   naming the dependency), and that DELETE fires the trigger again: the cancellation cascades.
  *   All in the transaction of the finish that caused it.
- *   Without edges for the deleted ids it costs one probe of the edge table's primary key per
- *   deleted row and returns.
+ *   A held task deleted itself (cancelled while waiting) gets its own due time (`held_due_at`) in
+ *   its history row. Without held rows or edges for the deleted ids it costs a scan of the
+ *   transition table and one probe of the edge table's primary key per deleted row, and returns.
  * Additive: code older than 20 keeps working (it never writes `after`).
  */
 export function dependencyMigrationSql(schema: string): string {
@@ -69,6 +70,12 @@ language plpgsql as $fn$
 declare
   doomed bigint[];
 begin
+  -- A held task made terminal (a cancel) keeps its own due time in history, not the held one.
+  if exists (select 1 from gone g where g.waiting_for > 0) then
+    update ${history} h set due_at = g.held_due_at
+      from gone g
+     where g.waiting_for > 0 and g.held_due_at is not null and h.id = g.id and h.due_at = ${HELD_DUE_AT_SQL};
+  end if;
   perform 1 from gone g where exists (select 1 from ${q}.task_dependency d where d.dependency = g.id);
   if not found then
     return null;

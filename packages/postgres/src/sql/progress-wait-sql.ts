@@ -121,20 +121,22 @@ returning id::text as id`,
      * a payload is given, `$6` the payload JSON text, `$7` notify channel (null: no notice) →
      * one `{ dueatms, notified }` row when the task was SCHEDULED: due time (and payload) replaced,
      * `updated_at` now, and a `scheduled` notice so hybrid workers place the new due time
-     * (`./notice.ts`). The fence `state = 'SCHEDULED'` is re-checked on the newest row version, so a
+     * (`./notice.ts`). A task still waiting for dependencies (migration 20, `waiting_for > 0`) stays
+     * held: the new time becomes its own due time (`held_due_at`), `dueatms` is that time, no notice. The fence `state = 'SCHEDULED'` is re-checked on the newest row version, so a
      * task claimed meanwhile is left alone (§13.2.1).
      */
     taskReschedule: `with hit as (
   update ${task} t
-     set due_at = coalesce($3::timestamptz, ${NOW} + ${millis('$4')}),
+     set due_at = case when t.waiting_for > 0 then t.due_at else coalesce($3::timestamptz, ${NOW} + ${millis('$4')}) end,
+         held_due_at = case when t.waiting_for > 0 then coalesce($3::timestamptz, ${NOW} + ${millis('$4')}) else t.held_due_at end,
          payload = case when $5::boolean then $6::text::jsonb else t.payload end,
          updated_at = ${NOW}
    where t.id = $2::bigint
      and t.state = ${S}
-  returning t.id, t.due_at
+  returning t.id, coalesce(case when t.waiting_for > 0 then t.held_due_at end, t.due_at) as due_at, coalesce(t.waiting_for > 0, false) as held
 )
 select ${ms('h.due_at')} as dueatms,
-       case when $7::text is not null and (select pg_notification_queue_usage()) < ${FINISH_NOTICE_QUEUE_LIMIT}
+       case when $7::text is not null and not h.held and (select pg_notification_queue_usage()) < ${FINISH_NOTICE_QUEUE_LIMIT}
             then pg_notify($7::text, json_build_object('op', 'scheduled', 'id', h.id::text, 'dueAtMs', ${ms('h.due_at')})::text) is null end as notified
   from hit h`,
 
