@@ -95,25 +95,35 @@ export class MemoryBulk {
     // A filter walk leaves tasks scheduled after the call began alone (as the SQL's `id <= max(id)`).
     const upTo = [...this.ctx.db.tasks.keys()].sort(compareIds).at(-1) ?? '0';
     // The batches of the SQL walk: by ids, chunks of the ids; by filter, one walk per state group
-    // (cancel and reschedule SCHEDULED then CLAIMED, history in one), each in id order.
-    const groups: (readonly TaskId[])[] = byIds
-      ? [f.ids as readonly TaskId[]]
-      : (op === 'cancel' || op === 'reschedule' ? [TaskState.SCHEDULED, TaskState.CLAIMED].filter((s) => f.states.includes(s)).map((s) => [s]) : [f.states]).map((states) =>
-          [...this.ctx.db.tasks.values()]
-            .filter((t) => states.includes(t.state) && matchesFields(t, f) && compareIds(t.id, upTo) <= 0)
-            .map((t) => t.id)
-            .sort(compareIds),
-        );
+    // (cancel and reschedule SCHEDULED then CLAIMED, history in one), each in id order, every batch
+    // chosen when it runs — the next `batchSize` ids after the last batch that match NOW, as the SQL's
+    // keyset walk does: a task that an earlier batch's cascade (a dependent cancelled with its
+    // dependency) took out of the states is not met, and not counted.
+    const groups: (readonly string[])[] = byIds ? [f.states] : op === 'cancel' || op === 'reschedule' ? [TaskState.SCHEDULED, TaskState.CLAIMED].filter((s) => f.states.includes(s)).map((s) => [s]) : [f.states];
+    const nextBatch = (states: readonly string[], after: TaskId | null, done: number): TaskId[] => {
+      if (byIds) return (f.ids as readonly TaskId[]).slice(done, done + o.batchSize);
+      return [...this.ctx.db.tasks.values()]
+        .filter((t) => states.includes(t.state) && matchesFields(t, f) && compareIds(t.id, upTo) <= 0 && (after === null || compareIds(t.id, after) > 0))
+        .map((t) => t.id)
+        .sort(compareIds)
+        .slice(0, o.batchSize);
+    };
     if (!byIds && o.dryRun) batches = 1;
-    for (const selected of groups) {
-      for (let i = 0; i < selected.length; i += o.batchSize) {
+    for (const states of groups) {
+      let after: TaskId | null = null;
+      // Bounded: every batch moves `after` (or `done`) forward over a finite set of ids.
+      for (let done = 0; ; ) {
+        const selected = nextBatch(states, after, done);
+        if (selected.length === 0) break;
         this.ctx.assertOpen();
         if (!(o.dryRun && !byIds)) batches += 1;
-        for (const id of selected.slice(i, i + o.batchSize)) {
+        for (const id of selected) {
           const r = await this.#one(op, id, byIds ? null : f, f.states, o);
           if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
           if (r.effect) effectsDeleted += 1;
         }
+        after = selected.at(-1) ?? after;
+        done += selected.length;
         await Promise.resolve(); // let other calls run between batches, as separate transactions do
       }
     }

@@ -143,9 +143,12 @@ export class Admin {
     return row?.n ?? 0;
   }
 
-  /** Empties the store's tables (ids restart at 1). */
+  /**
+   * Empties every table of the store (ids restart at 1). A table left out keeps rows naming ids the
+   * next run reuses: a dependency edge of an earlier sequence cancelled a new task in the differential test.
+   */
   async truncate(extra: readonly string[] = []): Promise<void> {
-    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', 'key_limit', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
+    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', 'key_limit', 'task_dependency', 'task_batch', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
   }
 
   async drop(): Promise<void> {
