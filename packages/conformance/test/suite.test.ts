@@ -17,6 +17,7 @@ describe('conformance suite', () => {
       'keepDoneCases',
       'progressWaitCases',
       'dependencyCases',
+      'batchCases',
       'failCases',
       'releaseCases',
       'failuresCases',

@@ -64,7 +64,7 @@ describe('list and stats at 1 M live rows', () => {
   it('the live table is large and holds the hot-path indexes only', async () => {
     const counts = await admin.query<{ state: string; n: number }>(`select state, count(*)::int as n from ${admin.t('task')} group by state order by state`);
     const indexes = await admin.query<{ name: string }>(`select indexrelid::regclass::text as name from pg_index where indrelid = $1::regclass`, [admin.t('task')]);
-    expect(indexes.map((i) => i.name.replace(/^.*\./, '')).sort()).toEqual(['task_claim_idx', 'task_claimed_idx', 'task_error_idx', 'task_key_idx', 'task_pkey', 'task_scheduled_kind_idx']);
+    expect(indexes.map((i) => i.name.replace(/^.*\./, '')).sort()).toEqual(['task_claim_idx', 'task_claimed_idx', 'task_error_idx', 'task_key_idx', 'task_limit_key_idx', 'task_pkey', 'task_scheduled_kind_idx']);
     expect(Object.fromEntries(counts.map((c) => [c.state, c.n]))).toEqual({ CLAIMED, SCHEDULED: 991_113 });
     expect(taskPages).toBeGreaterThan(10_000);
   });

@@ -99,7 +99,7 @@ begin
   ), counted as (
     update ${task} t
        set waiting_for = t.waiting_for - p.n,
-           held_due_at = greatest(t.held_due_at, p.last_finish),
+           held_due_at = case when p.culprit is null then greatest(t.held_due_at, p.last_finish) else t.held_due_at end,
            due_at = case when p.culprit is null and t.waiting_for - p.n <= 0 then greatest(t.held_due_at, p.last_finish) else t.due_at end,
            last_error = coalesce(p.culprit, t.last_error),
            updated_at = case when p.culprit is not null or t.waiting_for - p.n <= 0 then greatest(t.updated_at, p.last_finish) else t.updated_at end
