@@ -61,12 +61,22 @@ export const CONFORMANCE_CASES = [
   keyLimitCases,
 ] as const;
 
+/** Options of {@link describeStoreConformance}. */
+export interface ConformanceOptions {
+  /**
+   * Groups of cases not registered, by the name of their function in {@link CONFORMANCE_CASES}
+   * (e.g. `'dependencyCases'`): for a store that refuses that feature with a typed error, as the
+   * PostgreSQL store on Citus refuses dependencies and batches (docs/contract.md#dependencies, #batches).
+   */
+  readonly without?: readonly string[];
+}
+
 /**
  * Registers the conformance suite as vitest `describe`/`it` blocks named `store conformance: <name>`.
  * Call it at the top level of a test file. `makeHarness` runs before every test (a fresh, migrated,
  * empty store with a TestClock); `cleanup` runs after it, even when the test failed.
  */
-export function describeStoreConformance(name: string, makeHarness: () => Promise<ConformanceHarness<any>>): void {
+export function describeStoreConformance(name: string, makeHarness: () => Promise<ConformanceHarness<any>>, options: ConformanceOptions = {}): void {
   describe(`store conformance: ${name}`, () => {
     let current: ConformanceHarness<any> | undefined;
     const harness = (): ConformanceHarness<any> => {
@@ -81,6 +91,6 @@ export function describeStoreConformance(name: string, makeHarness: () => Promis
       current = undefined;
       await h?.cleanup();
     });
-    for (const register of CONFORMANCE_CASES) register(harness);
+    for (const register of CONFORMANCE_CASES) if (!options.without?.includes(register.name)) register(harness);
   });
 }

@@ -45,9 +45,12 @@ export function keyLimitStatements(schema: string) {
   const level = `s.state = ${S} and s.queue = $5::text and s.kind = k.kind and s.priority = k.priority`;
 
   return Object.freeze({
-    /** `$1` kind, `$2` limit → the row `{ kind, limit }`. An upsert. */
+    /**
+     * `$1` kind, `$2` limit → the row `{ kind, limit }`. An upsert; `updated_at` is the proposed row's
+     * (its default `now()`): Citus refuses a function in the DO UPDATE SET of a distributed table (0A000).
+     */
     keyLimitSet: `insert into ${keyLimit} as r (kind, max_claimed) values ($1::text, $2::int)
-on conflict (kind) do update set max_claimed = excluded.max_claimed, updated_at = now()
+on conflict (kind) do update set max_claimed = excluded.max_claimed, updated_at = excluded.updated_at
 returning r.kind, r.max_claimed as "limit"`,
 
     /** `$1` kind → one row when deleted. */
