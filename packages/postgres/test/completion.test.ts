@@ -71,44 +71,61 @@ describe('migration 13: what a completion writes', () => {
     const ONE = 300;
     const batches = <T>(xs: readonly T[]) => Array.from({ length: Math.ceil(xs.length / BATCH) }, (_, i) => xs.slice(i * BATCH, (i + 1) * BATCH));
 
-    const manyNow = await walPer(MANY, async (tasks) => {
-      for (const b of batches(tasks)) expect(new Set(await store.completeMany(b.map((t) => ({ id: t.id, attempt: t.attempt, owner: 'wal' }))))).toEqual(new Set(['DONE']));
-    });
-    const effectsBefore = await admin.count('effect');
-    const manyV12 = await walPer(MANY, async (tasks) => {
-      for (const b of batches(tasks)) {
-        const items = JSON.stringify(b.map((t) => ({ id: t.id, attempt: t.attempt, owner: null, result: null })));
-        expect(await admin.query(completeManyV12, [null, items])).toHaveLength(b.length);
-      }
-    });
-    expect((await admin.count('effect')) - effectsBefore).toBe(MANY);
-    const oneNow = await walPer(ONE, async (tasks) => {
-      for (const t of tasks) expect(await store.complete({ id: t.id, attempt: t.attempt, owner: 'wal' })).toBe('DONE');
-    });
-    // Version 12's complete without work: one transaction of the fenced move and the effect row.
-    const oneV12 = await walPer(ONE, async (tasks) => {
-      const client = await admin.pool.connect();
-      try {
-        for (const t of tasks) {
-          await client.query('begin');
-          expect((await client.query(s.taskCompleteFenced, [null, t.id, t.attempt, 'null', null])).rows).toHaveLength(1);
-          await client.query(`insert into ${admin.t('effect')} (task_id, attempt, worker, created_at) values ($1::bigint, $2::int, 'wal', now())`, [t.id, t.attempt]);
-          await client.query('commit');
+    const measureManyNow = () =>
+      walPer(MANY, async (tasks) => {
+        for (const b of batches(tasks)) expect(new Set(await store.completeMany(b.map((t) => ({ id: t.id, attempt: t.attempt, owner: 'wal' }))))).toEqual(new Set(['DONE']));
+      });
+    const measureManyV12 = async () => {
+      const effectsBefore = await admin.count('effect');
+      const bytes = await walPer(MANY, async (tasks) => {
+        for (const b of batches(tasks)) {
+          const items = JSON.stringify(b.map((t) => ({ id: t.id, attempt: t.attempt, owner: null, result: null })));
+          expect(await admin.query(completeManyV12, [null, items])).toHaveLength(b.length);
         }
-      } finally {
-        client.release();
-      }
-    });
+      });
+      expect((await admin.count('effect')) - effectsBefore).toBe(MANY);
+      return bytes;
+    };
+    const measureOneNow = () =>
+      walPer(ONE, async (tasks) => {
+        for (const t of tasks) expect(await store.complete({ id: t.id, attempt: t.attempt, owner: 'wal' })).toBe('DONE');
+      });
+    // Version 12's complete without work: one transaction of the fenced move and the effect row.
+    const measureOneV12 = () =>
+      walPer(ONE, async (tasks) => {
+        const client = await admin.pool.connect();
+        try {
+          for (const t of tasks) {
+            await client.query('begin');
+            expect((await client.query(s.taskCompleteFenced, [null, t.id, t.attempt, 'null', null])).rows).toHaveLength(1);
+            await client.query(`insert into ${admin.t('effect')} (task_id, attempt, worker, created_at) values ($1::bigint, $2::int, 'wal', now())`, [t.id, t.attempt]);
+            await client.query('commit');
+          }
+        } finally {
+          client.release();
+        }
+      });
+    // The WAL position is the whole server's: other test files writing meanwhile (a loaded CI run) add
+    // to a measurement and never take from it. So when a pair comes out in the wrong order it is
+    // measured again, up to 3 rounds, and the least of each side is compared.
+    let [manyNow, manyV12, oneNow, oneV12] = [await measureManyNow(), await measureManyV12(), await measureOneNow(), await measureOneV12()];
+    let rounds = 1;
+    for (; rounds < 3 && !(manyNow < manyV12 && oneNow < oneV12); rounds++) {
+      manyNow = Math.min(manyNow, await measureManyNow());
+      manyV12 = Math.min(manyV12, await measureManyV12());
+      oneNow = Math.min(oneNow, await measureOneNow());
+      oneV12 = Math.min(oneV12, await measureOneV12());
+    }
     console.info(
       `WAL bytes per completion (history kept): completeMany batches of ${BATCH} (${MANY} tasks): ${manyNow.toFixed(0)} now, ${manyV12.toFixed(0)} with the effect row (version 12), ` +
         `${(manyV12 - manyNow).toFixed(0)} saved (${((100 * (manyV12 - manyNow)) / manyV12).toFixed(1)} %); complete one by one (${ONE} tasks): ${oneNow.toFixed(0)} now, ${oneV12.toFixed(0)} version 12, ` +
-        `${(oneV12 - oneNow).toFixed(0)} saved (${((100 * (oneV12 - oneNow)) / oneV12).toFixed(1)} %)`,
+        `${(oneV12 - oneNow).toFixed(0)} saved (${((100 * (oneV12 - oneNow)) / oneV12).toFixed(1)} %); least of ${rounds} round(s)`,
     );
     expect(manyNow).toBeLessThan(manyV12);
     expect(oneNow).toBeLessThan(oneV12);
     // Every DONE of this code carries its worker; those of the version-12 emulation none (they have their effect row).
-    expect(await admin.query(`select count(*)::int as n from ${admin.t('task_history')} where state = 'DONE' and finished_by = 'wal'`)).toEqual([{ n: MANY + ONE }]);
-  }, 120_000);
+    expect(await admin.query(`select count(*)::int as n from ${admin.t('task_history')} where state = 'DONE' and finished_by = 'wal'`)).toEqual([{ n: rounds * (MANY + ONE) }]);
+  }, 300_000);
 
   it('a DONE written before migration 13 has no worker; prune deletes its effect row with it (effectsDeleted)', async () => {
     const [legacy] = await claimed(1);
