@@ -22,6 +22,7 @@ describe('evidence: a backlog due at once', () => {
         .set('drainRatePerS', Math.round(r.drainRatePerS))
         .set('probeDepths', r.probes.map((p) => p.depth))
         .set('claimBuffersPerTask', r.probes.map((p) => Number(p.buffersPerTask.toFixed(2))))
+        .set('claimBuffersPerTaskVacuumed', r.probes.map((p) => Number(p.vacuumedBuffersPerTask.toFixed(2))))
         .set('claimServerMsPerTask', r.probes.map((p) => Number(p.msPerTask.toFixed(4))))
         .set('deadRowsAtProbes', r.probes.map((p) => p.deadRows))
         .set('decileRatesPerS', r.deciles.map((d) => Math.round(d.ratePerS)))
