@@ -6,6 +6,6 @@
  * describeStoreConformance('memory', async () => makeMemoryHarness());
  * ```
  */
-export { describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
+export { type ConformanceOptions, describeStoreConformance, CONFORMANCE_CASES } from './suite.js';
 // The harness contract and the shared assertions live in @postpone/conformance src/kit/; exported here too.
 export * from './kit/index.js';
