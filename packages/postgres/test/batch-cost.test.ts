@@ -8,20 +8,11 @@
  * single completes and one 500-row completeMany statement, and by `pg_stat_user_functions`
  * (`track_functions = 'pl'`): no call of the batch functions; a member's completion calls them.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { statements } from '../src/index.js';
-import { Admin, makeKit } from './support/kits.js';
+import { migratedKit } from './support/kits.js';
 
-const admin = Admin.create('batch_cost');
-const kit = makeKit('pg');
-
-beforeAll(async () => {
-  await kit.store({ schema: admin.schema }).migrate();
-});
-afterAll(async () => {
-  await kit.close();
-  await admin.drop();
-});
+const { admin, kit } = migratedKit('batch_cost');
 
 interface TriggerTime {
   readonly 'Trigger Name': string;

@@ -10,19 +10,10 @@
  *   printed as DEPENDENCY_TRIGGER_COST.
  */
 import { HELD_DUE_AT_MS, TaskState, ValidationError } from '@postpone/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Admin, makeKit } from './support/kits.js';
+import { describe, expect, it } from 'vitest';
+import { migratedKit } from './support/kits.js';
 
-const admin = Admin.create('dependencies');
-const kit = makeKit('pg');
-
-beforeAll(async () => {
-  await kit.store({ schema: admin.schema }).migrate();
-});
-afterAll(async () => {
-  await kit.close();
-  await admin.drop();
-});
+const { admin, kit } = migratedKit('dependencies');
 
 async function claimAll(store: ReturnType<typeof kit.store>, kind: string, n: number) {
   const claimed = [];

@@ -8,20 +8,11 @@
  */
 import { parseTaskNotice } from '@postpone/postgres';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { finishChannel } from '../src/index.js';
-import { Admin, makeKit } from './support/kits.js';
+import { migratedKit } from './support/kits.js';
 
-const admin = Admin.create('progress_wait');
-const kit = makeKit('pg');
-
-beforeAll(async () => {
-  await kit.store({ schema: admin.schema }).migrate();
-});
-afterAll(async () => {
-  await kit.close();
-  await admin.drop();
-});
+const { admin, kit } = migratedKit('progress_wait');
 
 async function claimAll(store: ReturnType<typeof kit.store>, n: number) {
   await store.scheduleMany(Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i } })));

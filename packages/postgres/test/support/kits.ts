@@ -168,6 +168,23 @@ export async function waitFor(check: () => boolean | Promise<boolean>, what: str
 }
 
 /**
+ * A fresh schema and a `pg` kit for one test file: migrated before its tests; the kit closed and the
+ * schema dropped after them. Call it at the top level of the file.
+ */
+export function migratedKit(prefix: string): { admin: Admin; kit: Kit<any> } {
+  const admin = Admin.create(prefix);
+  const kit = makeKit('pg');
+  beforeAll(async () => {
+    await kit.store({ schema: admin.schema }).migrate();
+  });
+  afterAll(async () => {
+    await kit.close();
+    await admin.drop();
+  });
+  return { admin, kit };
+}
+
+/**
  * A fresh schema for one test file: migrated (through pg) before its tests, dropped after them.
  * Call at the top level of the file.
  */
