@@ -2,11 +2,12 @@
  * A sharded deployment on the command line (docs/sharding.md, issue #25): `--groups s0,s1,…` (or
  * `POSTPONE_GROUPS`) names the Postpone schemas of one deployment's shard groups, in group order
  * (the order the application gives `createShardedStore`: the index is written in every id, never
- * reorder). With it, `migrate`, `stats` and `dashboard` run through the front (`createShardedStore`
- * of `@postpone/postgres`): `migrate` migrates every schema and sets each group's id range, `stats`
- * adds every group's counts, the dashboard reads and acts through the front (by-id actions reach the
- * group the id names). The other commands read or write one schema: they refuse `--groups` (exit 2)
- * and name `--schema` of the group to use.
+ * reorder). With it, `migrate`, `stats`, `list`, `show` and `dashboard` run through the front
+ * (`createShardedStore` of `@postpone/postgres`): `migrate` migrates every schema and sets each
+ * group's id range, `stats` adds every group's counts, `list` merges every group's page in id order,
+ * `show` reads the group the id names, the dashboard reads and acts through the front (by-id actions
+ * reach the group the id names). The other commands read or write one schema: they refuse
+ * `--groups` (exit 2) and name `--schema` of the group to use.
  */
 import { createShardedStore, MAX_SHARD_GROUPS, type ShardedStore } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
@@ -44,5 +45,5 @@ export async function withFront<T>(url: string, schemas: readonly string[], fn: 
 
 /** The refusal of a one-schema command given `--groups`. */
 export function oneSchemaOnly(): UsageError {
-  return new UsageError('INVALID_OPTION', '--groups / POSTPONE_GROUPS: this command reads or writes one schema; run it with --schema <the group\'s schema> (migrate, stats and dashboard take --groups)');
+  return new UsageError('INVALID_OPTION', '--groups / POSTPONE_GROUPS: this command reads or writes one schema; run it with --schema <the group\'s schema> (migrate, stats, list, show and dashboard take --groups)');
 }

@@ -5,7 +5,7 @@
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
  * A sharded deployment (docs/sharding.md): `--groups s0,s1` or `POSTPONE_GROUPS` names its groups' schemas;
- * `migrate`, `stats` and `dashboard` then run across them (./groups.ts), the other commands refuse it.
+ * `migrate`, `stats`, `list`, `show` and `dashboard` then run across them (./groups.ts), the other commands refuse it.
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
  * option, bad value: the store's `ValidationError`). Errors go to stderr as
  * `postpone: error <CODE>: <message>`, CODE being the typed error's `code`; with `--json`, as one
@@ -201,7 +201,7 @@ export function buildProgram(out: Out, json = false): Command {
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string').env('DATABASE_URL'))
     .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
     .addOption(
-      new Option('--groups <schemas>', 'a sharded deployment: the schemas of its shard groups in group order, comma-separated (migrate, stats and dashboard run across them)').env(
+      new Option('--groups <schemas>', 'a sharded deployment: the schemas of its shard groups in group order, comma-separated (migrate, stats, list, show and dashboard run across them)').env(
         'POSTPONE_GROUPS',
       ),
     )
@@ -369,7 +369,8 @@ export function buildProgram(out: Out, json = false): Command {
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
-      const found = await withStore(g, async (store) => {
+      // With --groups: read from the group the id names.
+      const found = await withDeployment(g, async (store) => {
         const task = await store.getTaskRecord(taskId);
         return task === null ? null : { task, completion: await store.getCompletion(taskId) };
       });
@@ -430,7 +431,8 @@ export function buildProgram(out: Out, json = false): Command {
           limit: parseInteger(opts.limit, '--limit'),
           ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
         };
-        const page = await withStore(g, (store) => store.listTasks(params));
+        // With --groups: every group's page merged in id order (ShardedStore.listTasks); the cursor pages on across them.
+        const page = await withDeployment(g, (store) => store.listTasks(params));
         print(out, g, page, () => {
           const body = page.tasks.length === 0 ? 'no tasks' : taskTable(page.tasks);
           return page.nextCursor === null ? body : `${body}\nmore: --cursor ${page.nextCursor}`;

@@ -3,7 +3,8 @@
  * sharded deployment of two Postpone schemas of the test server. `migrate` migrates both and sets
  * each group's id range; `stats` and the dashboard's overview add both groups' counts (checked against
  * each schema read alone, each group holding tasks of every counted state); the dashboard shows a
- * task of group 1 by its id (past 2^53); the one-schema commands refuse `--groups`.
+ * task of group 1 by its id (past 2^53); `list` pages across both groups and `show` reads the group an
+ * id names; the one-schema commands refuse `--groups`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -161,8 +162,28 @@ describe('postpone --groups', () => {
     expect(await exited).toBe(0);
   });
 
+  it('list merges both groups in id order, paging on across them with the cursor; show reads the group an id names', async () => {
+    const everyId = [...(await front.listTasks({ limit: 1000 })).tasks.map((t) => t.id)];
+    expect(new Set(everyId.map(groupOf))).toEqual(new Set([0, 1]));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 20; page++) {
+      const r: { tasks: { id: string }[]; nextCursor: string | null } = await json(['--groups', GROUPS, 'list', '--limit', '3', ...(cursor === null ? [] : ['--cursor', cursor])]);
+      seen.push(...r.tasks.map((t) => t.id));
+      cursor = r.nextCursor;
+      if (cursor === null) break;
+    }
+    // Newest first is id order descending: group 1's ids (from 2^56) before group 0's; every task once.
+    expect(seen).toEqual([...everyId].sort((a, b) => (BigInt(b) > BigInt(a) ? 1 : -1)));
+    const sms = (await front.listTasks({ kinds: ['sms'] })).tasks[0]!;
+    const shown = await json<{ task: { id: string; kind: string; state: string } }>(['--groups', GROUPS, 'show', sms.id]);
+    expect(shown.task).toMatchObject({ id: sms.id, kind: 'sms', state: 'SCHEDULED' });
+    // The same id on group 0's schema alone is no task there.
+    expect((await postpone(['--schema', schemas[0], 'show', sms.id])).code).toBe(1);
+  });
+
   it('one-schema commands and bad group lists are refused as bad usage (exit 2)', async () => {
-    for (const args of [['list'], ['show', '1'], ['health'], ['schedule', 'x']]) {
+    for (const args of [['cancel', '1'], ['retry', '1'], ['health'], ['schedule', 'x'], ['prune', '--older-than', '1d']]) {
       const r = await postpone(['--groups', GROUPS, ...args]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^postpone: error INVALID_OPTION: --groups \/ POSTPONE_GROUPS: this command reads or writes one schema/);
