@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DuplicateKeyError, PostponeError } from '@postpone/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresStore } from '../src/index.js';
+import { createShardedStore, type PostgresStore, SHARD_ID_BITS } from '../src/index.js';
 import { Admin, makeKit } from './support/kits.js';
 
 const run = promisify(execFile);
@@ -55,8 +55,8 @@ describe.skipIf(data === undefined || basePort === 0)('a worker node down (Citus
   beforeAll(async () => {
     a = kit.store({ schema: groups[0].schema }) as PostgresStore<unknown>;
     b = kit.store({ schema: groups[1].schema }) as PostgresStore<unknown>;
-    await a.migrate();
-    await b.migrate();
+    // Through the front: each schema migrated and given its group's id range (A group 0, B group 1).
+    await createShardedStore({ stores: [a, b] }).migrate();
     const shards = async () =>
       await kit.query(
         `select s.table_name::text as name, s.nodeport as port, s.shardid::text as shardid from citus_shards s where s.table_name::text in ($1, $2) order by s.table_name::text = $1 desc`,
@@ -136,6 +136,16 @@ describe.skipIf(data === undefined || basePort === 0)('a worker node down (Citus
       expect(await b.cancel(one.id)).toBe('CANCELLED');
       const reclaimed = await b.reclaimExpired({ limit: 10 });
       expect(reclaimed.map((r) => [r.id, r.outcome])).toEqual([[expired.id, 'SCHEDULED']]);
+
+      // The sharded front over A and B: keyless schedules aimed at A go to B; a key of A's group fails, typed.
+      const front = createShardedStore({ stores: [a, b] });
+      const placed = await Promise.all([1, 2, 3, 4].map((i) => front.schedule({ kind: 'front', payload: i })));
+      expect(placed.map((t) => Number(BigInt(t.id) >> BigInt(SHARD_ID_BITS)))).toEqual([1, 1, 1, 1]);
+      expect((await front.scheduleMany([{ kind: 'front', payload: 5 }, { kind: 'front', payload: 6 }])).map((t) => front.groupOfId(t.id))).toEqual([1, 1]);
+      const keyOfA = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => front.groupOfKey(k) === 0) as string;
+      const keyedOfA = await bounded(front.schedule({ kind: 'front', key: keyOfA, payload: 0 }));
+      expect(keyedOfA.ok).toBe(false);
+      if (!keyedOfA.ok) expect(keyedOfA.error).toBeInstanceOf(PostponeError);
 
       // Group A: a typed error, fast, for a schedule and a claim.
       for (const call of [(): Promise<unknown> => a.schedule({ kind: 'work', payload: 1 }), (): Promise<unknown> => a.claim({ owner: 'w', limit: 1, leaseMs: 60_000 })]) {
