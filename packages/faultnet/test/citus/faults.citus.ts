@@ -70,14 +70,16 @@ interface HealthyWork {
 }
 
 /**
- * Schedules, claims, completes and reclaims in `store`'s (healthy) group from this process, in queue
+ * Schedules, claims and completes in `store`'s (healthy) group from this process, in queue
  * `outage_probe`, which the case's workers do not serve (so the checker's history stays theirs):
- * 10 keyless schedules, 5 keyed (`onConflict: 'keep'`), one `scheduleMany` of 5; then claims them and
- * completes them with `completeMany`; then one task claimed with a 200 ms lease that expires and is
- * reclaimed (by this `reclaimExpired` or by a worker's reclaim of that group: either way, during the
- * outage), then cancelled. Every failure is counted, never thrown.
+ * 10 keyless schedules, 5 keyed (`onConflict: 'keep'`), one `scheduleMany` of 5, then claims them and
+ * completes them with `completeMany`. Then, in `spare` — a third group on the same healthy node,
+ * with no workers, since the case's workers reclaim every expired lease of their own group and the
+ * checker would then judge a task it never scheduled — one task scheduled, claimed with a 200 ms
+ * lease, and reclaimed by `reclaimExpired` once the lease expired, then cancelled. Every failure is
+ * counted, never thrown.
  */
-async function healthyGroupWork(store: Store<unknown>): Promise<HealthyWork> {
+async function healthyGroupWork(store: Store<unknown>, spare: Store<unknown>): Promise<HealthyWork> {
   const work: HealthyWork = { scheduled: 0, scheduleErrors: 0, completed: 0, reclaimed: 0, errors: [] };
   const queue = 'outage_probe';
   const attempt = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
@@ -101,14 +103,16 @@ async function healthyGroupWork(store: Store<unknown>): Promise<HealthyWork> {
   const claimed = (await attempt('claim', () => store.claim({ owner: 'outage-probe', limit: 100, leaseMs: 60_000, queue }))) ?? [];
   const outcomes = (await attempt('completeMany', () => store.completeMany(claimed.map((t) => ({ id: t.id, attempt: t.attempt, owner: 'outage-probe' }))))) ?? [];
   work.completed = outcomes.filter((o) => o === 'DONE').length;
-  const expiring = await attempt('schedule', () => store.schedule({ kind: 'probe', queue, payload: 'expiring' }));
-  const [leased] = (await attempt('claim', () => store.claim({ owner: 'outage-probe', limit: 1, leaseMs: 200, queue }))) ?? [];
+  const expiring = await attempt('schedule', () => spare.schedule({ kind: 'probe', queue, payload: 'expiring' }));
+  if (expiring === undefined) work.scheduleErrors += 1;
+  else work.scheduled += 1;
+  const [leased] = (await attempt('claim', () => spare.claim({ owner: 'outage-probe', limit: 1, leaseMs: 200, queue }))) ?? [];
   if (expiring !== undefined && leased?.id === expiring.id) {
     await sleep(500);
-    await attempt('reclaim', () => store.reclaimExpired({ limit: 100 }));
-    const task = await attempt('getTask', () => store.getTask(expiring.id));
-    if (task?.state === 'SCHEDULED' && task.failures === 1 && task.lastError === 'lease expired') work.reclaimed = 1;
-    await attempt('cancel', () => store.cancel(expiring.id));
+    const reclaimed = (await attempt('reclaim', () => spare.reclaimExpired({ limit: 100 }))) ?? [];
+    const task = await attempt('getTask', () => spare.getTask(expiring.id));
+    if (reclaimed.some((r) => r.id === expiring.id) && task?.state === 'SCHEDULED' && task.failures === 1 && task.lastError === 'lease expired') work.reclaimed = 1;
+    await attempt('cancel', () => spare.cancel(expiring.id));
   }
   return work;
 }
@@ -125,9 +129,12 @@ describe('evidence on Citus: faults on the cluster', () => {
     await runCase('citus_worker_node_down', async (v, ctx) => {
       // A second Postpone schema (shard group) on the other worker node, with its own workers: the "others".
       await withCaseContext(ctx.databaseUrl, 'citus_other', async (other) => {
+       await withCaseContext(ctx.databaseUrl, 'citus_spare', async (spare) => {
         const downNode = await nodeOfSchema(ctx.pool, ctx.schema);
         if ((await nodeOfSchema(ctx.pool, other.schema)) === downNode) await moveSchema(ctx.pool, other.schema, otherWorker(downNode));
+        if ((await nodeOfSchema(ctx.pool, spare.schema)) === downNode) await moveSchema(ctx.pool, spare.schema, otherWorker(downNode));
         const otherNode = await nodeOfSchema(ctx.pool, other.schema);
+        v.equal('the spare group on the healthy node', await nodeOfSchema(ctx.pool, spare.schema), otherNode);
         v.set('downNode', downNode).set('otherNode', otherNode);
         v.equal('the two groups on different nodes', otherNode, otherWorker(downNode));
         const outageMs = 10_000;
@@ -138,7 +145,7 @@ describe('evidence on Citus: faults on the cluster', () => {
         let healthy: HealthyWork = { scheduled: 0, scheduleErrors: 0, completed: 0, reclaimed: 0, errors: [] };
         const down = await runVariant(v, ctx, PG_POLL, { ...WORKLOAD, prefix: 'down_' }, async (_run, startedAt) => {
           window = await outage(downNode, startedAt, outageMs, async () => {
-            healthy = await healthyGroupWork(other.store as Store<unknown>);
+            healthy = await healthyGroupWork(other.store as Store<unknown>, spare.store as Store<unknown>);
           });
         });
         const { run: otherRun } = await others;
@@ -156,14 +163,15 @@ describe('evidence on Citus: faults on the cluster', () => {
           .set('other_schedulesDuringOutage', healthy.scheduled)
           .set('other_scheduleErrorsDuringOutage', healthy.scheduleErrors)
           .set('other_completedDuringOutage', healthy.completed)
-          .set('other_reclaimedDuringOutage', healthy.reclaimed);
+          .set('spare_reclaimedDuringOutage', healthy.reclaimed);
         v.equal('the stopped group claimed nothing during the outage', downClaims, 0);
         v.atLeast('the other group claimed during the outage', otherClaims, 1);
-        v.equal('the other group scheduled during the outage (10 keyless, 5 keyed, a batch of 5, 1 to expire)', healthy.scheduled, 21);
+        v.equal('the healthy node scheduled during the outage (10 keyless, 5 keyed, a batch of 5; 1 to expire in the spare group)', healthy.scheduled, 21);
         v.equal("the other group's calls during the outage that failed", healthy.errors, []);
         v.equal('the other group completed what it scheduled during the outage', healthy.completed, 20);
-        v.equal('the other group reclaimed an expired lease during the outage', healthy.reclaimed, 1);
+        v.equal('the spare group on the healthy node reclaimed an expired lease during the outage', healthy.reclaimed, 1);
         v.holds('the stopped group claimed again within 10 s of its node returning', firstAfterMs >= 0 && firstAfterMs <= 10_000, `first claim ${firstAfterMs} ms after`);
+       });
       });
     });
   }, 240_000);

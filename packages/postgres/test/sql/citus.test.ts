@@ -97,7 +97,7 @@ describe('citus routing during another node outage (src/sql/citus-route.ts)', ()
     }
     expect(split.upsert.replace).toContain("'replace' = 'replace'");
     expect(split.upsert.keep).toContain("'keep' = 'replace'");
-    expect(citusCompleteManySplit(st.taskCompleteManyFenced)).toMatch(/\n\)\ninsert into "postpone"\.task_history \([^]*\nreturning id::text as id$/);
+    expect(citusCompleteManySplit(st.taskCompleteManyFenced)).toMatch(/\n\)\ninsert into "postpone"\.task_history \([\s\S]*\nreturning id::text as id$/);
   });
 });
 
