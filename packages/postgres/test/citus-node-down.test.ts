@@ -5,7 +5,8 @@
  * (`pg_ctl stop -m immediate`) and, while it is down, every routine call of a scheduler and a worker
  * on group B must succeed with the right result: schedule (keyless, and keyed in each `onConflict`
  * mode), scheduleMany, claim, complete, completeMany, fail (retried and dead), extend, extendMany,
- * release, cancel (scheduled and claimed) and reclaimExpired. Group A's calls fail with a typed
+ * release, cancel (scheduled and claimed), reclaimExpired and a cron occurrence; through the sharded
+ * front, keyless schedules aimed at A land in B. Group A's calls fail with a typed
  * error, fast (no hang). The node is started again in `finally`; then group A works again.
  *
  * Before `src/sql/citus-route.ts`, B's schedules, fails, releases, cancels, reclaims and
@@ -80,7 +81,9 @@ describe.skipIf(data === undefined || basePort === 0)('a worker node down (Citus
   });
 
   it("group B schedules, claims, finishes and reclaims while group A's node is down; A fails fast and works again after", async () => {
-    // Before the outage: B's tasks to work on, one of them with a lease that expires at once.
+    // Before the outage: a cron schedule in B, B's tasks to work on, one of them with a lease that expires at once.
+    const cron = { name: 'every-minute', cron: '* * * * *', timeZone: 'UTC', task: { kind: 'cron' } } as const;
+    await b.reconcileCronSchedules({ schedules: [cron] });
     await b.scheduleMany(Array.from({ length: 12 }, (_, i) => ({ kind: 'work', payload: { i } })));
     const [expired] = await b.claim({ owner: 'crashed', limit: 1, leaseMs: 1 });
     const claimed = await b.claim({ owner: 'w', limit: 9, leaseMs: 60_000 });
@@ -136,6 +139,12 @@ describe.skipIf(data === undefined || basePort === 0)('a worker node down (Citus
       expect(await b.cancel(one.id)).toBe('CANCELLED');
       const reclaimed = await b.reclaimExpired({ limit: 10 });
       expect(reclaimed.map((r) => [r.id, r.outcome])).toEqual([[expired.id, 'SCHEDULED']]);
+
+      // A cron occurrence in B: scheduled once, and only once.
+      const occurrence = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 60_000);
+      const fired = await b.scheduleCronOccurrence({ ...cron, occurrence });
+      expect(fired.outcome).toBe('SCHEDULED');
+      expect((await b.scheduleCronOccurrence({ ...cron, occurrence })).outcome).not.toBe('SCHEDULED');
 
       // The sharded front over A and B: keyless schedules aimed at A go to B; a key of A's group fails, typed.
       const front = createShardedStore({ stores: [a, b] });

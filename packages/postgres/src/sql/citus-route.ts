@@ -26,6 +26,7 @@
  *   the plain statement restricted to one outcome.
  * - **completeMany** ({@link citusCompleteManySplit}): the `moved` INSERT at top level over `done`;
  *   its ids are mapped back to the input positions.
+ * - **cron occurrence** ({@link citusCronSplit}): the task INSERT at top level over the watermark UPDATE.
  * - **schedule** ({@link citusInsertRun}): the ids are drawn first (`nextval` alone runs on the
  *   coordinator), then the upsert is the top-level INSERT over the input read once, and the rows
  *   are matched to the input in the store (by drawn id, or by (kind, key)).
@@ -202,6 +203,47 @@ export function citusCompleteManyRun(text: string): CitusRun {
     const position = new Map(items.map((item, i) => [BigInt(item.id), i + 1] as const));
     const rows = await send(text, params);
     return rows.map((r) => ({ ord: position.get(BigInt(String(r.id))) }));
+  };
+}
+
+/** The Citus form of `cronScheduleOccurrence` (see {@link citusCronSplit}): the text and the plain parameters it binds. */
+export interface CronSplit {
+  readonly text: string;
+  /** The 0-based indexes of the plain parameters bound to `text`'s `$1`, `$2`, … */
+  readonly params: readonly number[];
+  /** The 0-based index of the notify channel parameter (not bound: the runner makes the notice). */
+  readonly channelIndex: number;
+}
+
+const CRON_INSERTED = '), inserted as (\n  insert into ';
+const CRON_TAIL = /\n {2}returning id, due_at\n\)\nselect i\.id::text as id, [^\n]* as notified from inserted i$/;
+
+/**
+ * The Citus form of `cronScheduleOccurrence` (`./cron-sql.ts`, plain text), or undefined when
+ * `plain` is not it: the task INSERT as the top-level statement over the `advanced` watermark
+ * UPDATE (one statement still: the occurrence stays exactly-once), returning `{ id, dueatms }`;
+ * without the channel parameter, the runner adds the notice payload.
+ * @param channelParam the 1-based number of its channel parameter
+ */
+export function citusCronSplit(plain: string, channelParam: number): CronSplit | undefined {
+  const insertedAt = plain.indexOf(CRON_INSERTED);
+  const tail = CRON_TAIL.exec(plain);
+  if (!plain.startsWith('with advanced as (\n  update ') || insertedAt < 0 || tail === null) return undefined;
+  const insert = plain.slice(insertedAt + CRON_INSERTED.length - 'insert into '.length, tail.index);
+  const compact = compactParams(`${plain.slice(0, insertedAt)})\n${insert}\nreturning id::text as id, floor(extract(epoch from due_at) * 1000)::float8 as dueatms`);
+  if (compact.keep.includes(channelParam - 1)) return undefined;
+  return { text: compact.text, params: compact.keep, channelIndex: channelParam - 1 };
+}
+
+/** Runs {@link citusCronSplit}'s text and returns the plain `{ id, dueatms, notified }` rows. */
+export function citusCronRun(split: CronSplit): CitusRun {
+  return async (send, params) => {
+    const channel = params[split.channelIndex];
+    const rows = await send(
+      split.text,
+      split.params.map((i) => params[i] ?? null),
+    );
+    return rows.map((r) => ({ ...r, notified: typeof channel === 'string' ? `{"op":"scheduled","id":"${String(r.id)}","dueAtMs":${String(r.dueatms)}}` : null }));
   };
 }
 

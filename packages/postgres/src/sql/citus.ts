@@ -17,7 +17,7 @@ import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
 import { batchCitusRewrites } from './batch-sql.js';
-import { type CitusRun, citusCompleteManyRun, citusCompleteManySplit, citusInsertRun, citusInsertSplit, citusMoveRun, citusMoveSplit } from './citus-route.js';
+import { type CitusRun, citusCompleteManyRun, citusCompleteManySplit, citusCronRun, citusCronSplit, citusInsertRun, citusInsertSplit, citusMoveRun, citusMoveSplit } from './citus-route.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
 export type Dialect = 'postgres' | 'citus';
@@ -249,7 +249,7 @@ export interface CitusStatement {
   readonly channelParam: number | undefined;
   /**
    * Set for the statements Citus must be sent as several so that each is routed to the shard
-   * group's one node (`./citus-route.ts`: schedule, fail, release, snooze, cancel, reclaim, completeMany): run it
+   * group's one node (`./citus-route.ts`: schedule, fail, release, snooze, cancel, reclaim, completeMany, a cron occurrence): run it
    * instead of sending `text`, with the same (bound) parameters; it returns the rows `text` would.
    * `text` stays the one-statement form (what the statement would be without the outage concern).
    */
@@ -298,7 +298,7 @@ const NOTICE_CALL =
  *   notice's payload (the same JSON text, built with IMMUTABLE `||`) in the `notified` column, and
  *   the caller sends them from the coordinator ({@link CITUS_NOTIFY}) — in the same transaction, or
  *   just after an autocommit statement committed (a notice is a hint: workers also poll).
- * - Routing during another node's outage: schedule, fail, release, snooze, cancel, reclaim and completeMany carry a
+ * - Routing during another node's outage: schedule, fail, release, snooze, cancel, reclaim, completeMany and a cron occurrence carry a
  *   `run` that sends them as statements Citus routes to the group's one node (`./citus-route.ts`).
  * Statements without any of these come back unchanged.
  * @param plain a statement's text as `./sql.ts` builds it
@@ -328,6 +328,8 @@ function routed(plain: string, channelParam: number | undefined): { run?: CitusR
   const many = citusCompleteManySplit(plain);
   if (many !== undefined) return { run: citusCompleteManyRun(citusStatement(many).text) };
   if (channelParam === undefined) return {};
+  const cron = citusCronSplit(plain, channelParam + 1);
+  if (cron !== undefined) return { run: citusCronRun({ ...cron, text: citusStatement(cron.text).text }) };
   const split = citusMoveSplit(plain, channelParam + 1);
   if (split === undefined) return {};
   return { run: citusMoveRun(plain, { ...split, live: citusStatement(split.live).text, finish: citusStatement(split.finish).text }) };

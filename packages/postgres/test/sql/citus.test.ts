@@ -9,8 +9,8 @@ import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgStore } from '../../src/drivers/pg.js';
-import { citusCompleteManySplit, citusInsertSplit, citusMoveSplit } from '../../src/sql/citus-route.js';
-import { adminStatements, citusRewrites, citusStatement, dedupStatements, migrations, migrationStatements, rateLimitStatements, splitStatements, statements } from '../../src/sql/index.js';
+import { citusCompleteManySplit, citusCronSplit, citusInsertSplit, citusMoveSplit } from '../../src/sql/citus-route.js';
+import { adminStatements, citusRewrites, citusStatement, cronStatements, dedupStatements, migrations, migrationStatements, rateLimitStatements, splitStatements, statements } from '../../src/sql/index.js';
 import type { TaskNotice } from '../../src/index.js';
 
 describe('citus rewrites', () => {
@@ -97,6 +97,10 @@ describe('citus routing during another node outage (src/sql/citus-route.ts)', ()
     }
     expect(split.upsert.replace).toContain("'replace' = 'replace'");
     expect(split.upsert.keep).toContain("'keep' = 'replace'");
+    const cron = citusCronSplit(cronStatements('postpone').cronScheduleOccurrence, 10);
+    expect(cron?.text).toContain('\n)\ninsert into "postpone".task (');
+    expect(cron?.params).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12]);
+    expect(citusStatement(cronStatements('postpone').cronScheduleOccurrence).run).toBeDefined();
     expect(citusCompleteManySplit(st.taskCompleteManyFenced)).toMatch(/\n\)\ninsert into "postpone"\.task_history \([\s\S]*\nreturning id::text as id$/);
   });
 });
