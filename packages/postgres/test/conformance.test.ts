@@ -58,5 +58,5 @@ async function makeHarness(driver: DriverName): Promise<ConformanceHarness<any>>
 // On a Citus coordinator (the Citus suite) the store refuses dependencies and batches with a typed
 // error (no trigger on a distributed table): those groups are not registered there.
 const onCitus = (await admin.query(`select 1 from pg_extension where extname = 'citus'`)).length > 0;
-const without = onCitus ? ['dependencyCases', 'batchCases'] : [];
+const without = onCitus ? ['dependencyCases', 'batchCases', 'keyRateLimitCases'] : [];
 for (const driver of DRIVERS) describeStoreConformance(`postgres (${driver})`, () => makeHarness(driver), { without });

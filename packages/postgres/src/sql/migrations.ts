@@ -5,6 +5,7 @@
  * (`PostgresStore` in `@postpone/postgres`) applies the missing versions inside one transaction holding an advisory lock.
  */
 import { KEY_LIMIT_MIGRATION_VERSION, keyLimitMigrationSql } from './key-limit-sql.js';
+import { KEY_RATE_MIGRATION_VERSION, keyRateMigrationSql } from './key-rate-sql.js';
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
@@ -293,6 +294,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: DEPENDENCY_MIGRATION_VERSION, name: 'dependencies', sql: dependencyMigrationSql(schema) }),
     // Version 21 — batches with a callback: see ./batch-sql.ts. Additive (a nullable column, a table, a trigger), no minReader.
     Object.freeze({ version: BATCH_MIGRATION_VERSION, name: 'batches with a callback', sql: batchMigrationSql(schema) }),
+    // Version 22 — per-key rate limits: see ./key-rate-sql.ts. Additive (new tables), no minReader.
+    Object.freeze({ version: KEY_RATE_MIGRATION_VERSION, name: 'per-key rate limits', sql: keyRateMigrationSql(schema) }),
   ]);
 }
 
