@@ -364,7 +364,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       let anyFree = false;
       let reopensAtMs = this.#keyRates.earliestReopen(named, nowMs);
       for (const t of this.#db.tasks.values()) {
-        if (t.state !== TaskState.SCHEDULED || t.queue !== chosen.queue || !named.includes(t.kind)) continue;
+        if (t.state !== TaskState.SCHEDULED || t.queue !== chosen.queue || !named.includes(t.kind) || this.#pause.holds(t.queue, t.kind)) continue;
         if (t.dueAt.getTime() > nowMs) {
           reopensAtMs = Math.min(reopensAtMs, t.dueAt.getTime());
           continue;

@@ -6,7 +6,7 @@
  * below), so a kind walked per key gets both limits in one statement.
  */
 import { TaskState } from '@postpone/core';
-import { CLOCK, literal, ms, NOW, quoteIdent } from './sql.js';
+import { CLOCK, levelsCte, literal, ms, NOW, quoteIdent } from './sql.js';
 
 /**
  * The migration number of per-key rate limits. Kept in this one constant so it can be renumbered
@@ -163,29 +163,59 @@ select 1 as deleted from gone`,
     /**
      * `$1` now, `$2` the kinds a claim named, all with a per-key rate limit, as a JSON array, `$3` the
      * queue → one row `held, reopeninms`. Read in a short rated claim's transaction after its claim
-     * (so it sees the claim's own log). `held`: at least one due SCHEDULED task of those kinds in the
-     * queue, and every one has a limit key whose log is full (at least `max_starts` claims later than
-     * `now − window`) — a due task without a key, or of a key with room (held by concurrency, locked
-     * by another command), makes it false. `reopeninms`: until the earliest of a full key's window
-     * reopening (its `max_starts`-th most recent claim + window) and the next not-yet-due task of
-     * those kinds in the queue becoming due, from the actual time. Reads the due rows of the kinds up
-     * to the first one not held.
+     * (so it sees the claim's own log). Walks the levels of those kinds as the claim does (paused ones
+     * left out, `levelsCte`) and per level its keys with SCHEDULED tasks (the loose index scan of
+     * `task_limit_key_idx`). `held`: some key with a due task has a full log (at least `max_starts`
+     * claims later than `now − window`), and no key without a full log has a due task, nor is a task
+     * without a key due — one index probe per key (a scalar `limit 1` subquery, so the planner keeps
+     * it a probe instead of hashing every due row), and for tasks without a key one range of
+     * `task_claim_idx` per level with `limit_key is null` as a filter (as the claim). A due task of a key held only by per-key
+     * concurrency, or locked by another command, makes it false. `reopeninms`: until the earliest of a
+     * full key's window reopening (its `max_starts`-th most recent claim + window) and the next
+     * not-yet-due task of those kinds becoming due, from the actual time.
      */
-    keyRateHeld: `with r as materialized (
+    keyRateHeld: `${levelsCte(task, '$3', '$2', `${q}.pause`)}, keys(kind, priority, key) as (
+  select l.kind, l.priority,
+         (select s.limit_key from ${task} s
+           where s.state = ${S} and s.queue = $3::text and s.kind = l.kind and s.priority = l.priority and s.limit_key is not null
+           order by s.limit_key limit 1)
+    from levels l
+   where l.priority is not null
+  union all
+  select k.kind, k.priority,
+         (select s.limit_key from ${task} s
+           where s.state = ${S} and s.queue = $3::text and s.kind = k.kind and s.priority = k.priority and s.limit_key > k.key
+           order by s.limit_key limit 1)
+    from keys k
+   where k.key is not null
+), r as materialized (
   select g.kind, g.max_starts, g.window_ms from ${decl} g where g.kind in (select jsonb_array_elements_text($2::text::jsonb))
 ), full_keys as materialized (
   select l.kind, l.limit_key,
          (select t from unnest(l.starts) t order by t desc offset r.max_starts - 1 limit 1) + ${win('r')} as reopens
     from ${log} l join r on r.kind = l.kind
    where ${USED} >= r.max_starts
+), due_keys as materialized (
+  select k.kind, k.key, exists (select 1 from full_keys f where f.kind = k.kind and f.limit_key = k.key) as isfull
+    from keys k
+   where k.key is not null
+     and (select s.id from ${task} s
+           where s.state = ${S} and s.queue = $3::text and s.kind = k.kind and s.priority = k.priority and s.limit_key = k.key and s.due_at <= ${NOW}
+           order by s.due_at limit 1) is not null
 )
-select exists (select 1 from ${task} s join full_keys f on f.kind = s.kind and f.limit_key = s.limit_key
-                where s.state = ${S} and s.queue = $3::text and s.due_at <= ${NOW})
-       and not exists (select 1 from ${task} s
-                        where s.state = ${S} and s.queue = $3::text and s.kind in (select kind from r) and s.due_at <= ${NOW}
-                          and (s.limit_key is null or not exists (select 1 from full_keys f where f.kind = s.kind and f.limit_key = s.limit_key))) as held,
+select exists (select 1 from due_keys d where d.isfull)
+       and not exists (select 1 from due_keys d where not d.isfull)
+       and not exists (select 1 from levels l
+                        where l.priority is not null
+                          and (select s.id from ${task} s
+                                where s.state = ${S} and s.queue = $3::text and s.kind = l.kind and s.priority = l.priority
+                                  and s.due_at <= ${NOW} and s.limit_key is null
+                                order by s.due_at limit 1) is not null) as held,
        greatest(0, ${ms(`least((select min(f.reopens) from full_keys f),
-                               (select min(s.due_at) from ${task} s where s.state = ${S} and s.queue = $3::text and s.kind in (select kind from r) and s.due_at > ${NOW}))`)} - ${ms(CLOCK)})::float8 as reopeninms`,
+                               (select min((select s.due_at from ${task} s
+                                             where s.state = ${S} and s.queue = $3::text and s.kind = l.kind and s.priority = l.priority and s.due_at > ${NOW}
+                                             order by s.due_at limit 1))
+                                  from levels l where l.priority is not null))`)} - ${ms(CLOCK)})::float8 as reopeninms`,
   });
 }
 
