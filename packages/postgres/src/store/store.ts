@@ -1161,6 +1161,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
    * key-limited kind in reach (docs/contract.md#per-key-concurrency; which kinds: a cache read at most
    * once a second), ONE transaction too: the cap locks, `keyLimitLock` (advisory locks per key-limited
    * kind, sorted), the rate-limit rows when limited, then `taskClaimKeyed` (per-key rooms, fair order).
+   * With a kind of per-key rate limits in reach (docs/contract.md#per-key-rate-limits; a cache read at
+   * most once a second), the same transaction with `taskClaimKeyRated` (the keys' logs read and
+   * written under the same advisory locks), at most every 10 s `keyRateLogPrune` after the locks,
+   * and `keyRateHeld` after a short claim naming only such kinds (then `onRateLimited`).
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
