@@ -28,7 +28,7 @@ async function triggersOf(text: string, params: unknown[]): Promise<TriggerTime[
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
-/** Calls of the settle: `task_batch_settle` (migration 21; the seal's) and `task_batch_settle_at` (migration 24; the trigger's). */
+/** Calls of the settle: `task_batch_settle` (migration 21; the seal's) and `task_batch_settle_at` (migration 22; the trigger's). */
 async function settleCalls(): Promise<number> {
   await admin.query('select pg_stat_clear_snapshot()');
   const [row] = await admin.query<{ n: string | null }>(

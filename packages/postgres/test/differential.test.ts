@@ -568,7 +568,7 @@ const DEPENDENCY_CASCADE_EXAMPLE: Cmd[] = [
  * gave a batch its `createdAt`, `sealedAt` and `calledBackAt`, and the callback task its due time,
  * `createdAt` and `updatedAt`, from the server's `now()` (memory: the clock); and the callback task's
  * own retry policy differed — memory wrote `{ maxAttempts }` even when the callback named none,
- * PostgreSQL never wrote one (migration 24 fixes both, `batch-clock-sql.ts`). Members end DONE, DEAD
+ * PostgreSQL never wrote one (migration 22 fixes both, `batch-clock-sql.ts`). Members end DONE, DEAD
  * and CANCELLED; the seal finds them all terminal and calls back; a second batch calls back from its
  * last member's completion (the trigger), `delayMs` after it; a sealed batch refuses members.
  */
@@ -599,7 +599,7 @@ const BATCH_EXAMPLE: Cmd[] = [
 /**
  * Found with BATCH_EXAMPLE: a batch's last member, or a task's last dependency, completed with
  * `keep: false` — a DELETE that carries no time — was settled or released at the server's `now()` on
- * PostgreSQL, the store's clock on memory (migration 24: the store hands its clock to the triggers).
+ * PostgreSQL, the store's clock on memory (migration 22: the store hands its clock to the triggers).
  */
 const NOT_KEPT_CLOCK_EXAMPLE: Cmd[] = [
   { op: 'createBatch', delayMs: 0, payload: { n: 2 } },

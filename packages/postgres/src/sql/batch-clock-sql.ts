@@ -13,11 +13,11 @@ import { dependencyMigrationSql } from './dependency-sql.js';
 import { NOTICE_QUEUE_LIMIT } from './sql.js';
 
 /** The migration number; kept in this one constant so it can be renumbered at merge. */
-export const BATCH_CLOCK_MIGRATION_VERSION = 24;
+export const BATCH_CLOCK_MIGRATION_VERSION = 22;
 
 /**
  * The transaction-local setting through which the store hands its clock to the functions of
- * migration 24 (`task_batch_settle(id)`, and the triggers for a DONE-not-kept finish, whose DELETE
+ * migration 22 (`task_batch_settle(id)`, and the triggers for a DONE-not-kept finish, whose DELETE
  * carries no time): an ISO 8601 time, or '' (unset) for the server's `now()`. Set only when the store
  * has a `clock`: in production no statement is added.
  */
@@ -26,11 +26,11 @@ export const STORE_NOW_SETTING = 'postpone.store_now';
 /** `$1` the store's clock as ISO text (or null) → one row: sets {@link STORE_NOW_SETTING} until the transaction ends. */
 export const storeNowSet = `select set_config(${literal(STORE_NOW_SETTING)}, coalesce($1::text, ''), true) as now_set`;
 
-/** The store's clock as the functions of migration 24 read it: the setting, else `now()`. */
+/** The store's clock as the functions of migration 22 read it: the setting, else `now()`. */
 const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}, true), '')::timestamptz, now())`;
 
 /**
- * Migration 24 — batches on the store's clock:
+ * Migration 22 — batches on the store's clock:
  * - `task_batch_settle_at(id, at)`: `task_batch_settle` of migration 21 with the time `at` for the
  *   callback task's due time (`at + delayMs`), `created_at`, `updated_at` and the batch's
  *   `called_back_at` — the same lock (`for update` on the batch row), checks and notice — and the
@@ -49,7 +49,7 @@ const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}
  *   was `now()` alone: under a store clock a released dependent's due time was the server's).
  * A store with a `clock` sets {@link STORE_NOW_SETTING} before a DONE-not-kept DELETE, in its
  * transaction; without one nothing is set and every time is `now()` as before.
- * Additive (functions replaced or added, same signatures): code of 20–23 works unchanged. Re-runnable.
+ * Additive (functions replaced or added, same signatures): code of 20–21 works unchanged. Re-runnable.
  */
 export function batchClockMigrationSql(schema: string): string {
   const q = quoteIdent(schema);
@@ -62,7 +62,7 @@ export function batchClockMigrationSql(schema: string): string {
   const releaseEnd = dependencySql.indexOf('$fn$;', releaseStart) + '$fn$;'.length;
   const release = dependencySql.slice(releaseStart, releaseEnd);
   const releaseOnClock = release.replace('coalesce(h.finished_at, now())', `coalesce(h.finished_at, ${STORE_NOW})`);
-  if (releaseStart < 0 || releaseOnClock === release) throw new Error('migration 24: release_task_dependents of migration 20 not found');
+  if (releaseStart < 0 || releaseOnClock === release) throw new Error('migration 22: release_task_dependents of migration 20 not found');
   return `${releaseOnClock}
 create or replace function ${q}.task_batch_settle_at(b_id bigint, at timestamptz) returns bigint
 language plpgsql as $fn$

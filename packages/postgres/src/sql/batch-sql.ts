@@ -186,7 +186,7 @@ select (select count(*) from joined)::int as n, (select count(*) from counted)::
     /**
      * `$1` batch id, `$2` now (the store's clock as ISO text, or null) → `{ taskid }`: the callback
      * task this call scheduled, or null (not due, or scheduled before). `$2` reaches the settle through
-     * the transaction-local setting of migration 24 (`./batch-clock-sql.ts`); a schema before 24 ignores it.
+     * the transaction-local setting of migration 22 (`./batch-clock-sql.ts`); a schema before 22 ignores it.
      */
     batchSettle: `select ${q}.task_batch_settle(b.id)::text as taskid
   from (select $1::bigint as id, set_config(${literal(STORE_NOW_SETTING)}, coalesce($2::text, ''), true) as now_set) b`,

@@ -294,7 +294,7 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: DEPENDENCY_MIGRATION_VERSION, name: 'dependencies', sql: dependencyMigrationSql(schema) }),
     // Version 21 — batches with a callback: see ./batch-sql.ts. Additive (a nullable column, a table, a trigger), no minReader.
     Object.freeze({ version: BATCH_MIGRATION_VERSION, name: 'batches with a callback', sql: batchMigrationSql(schema) }),
-    // Version 24 — batches and releases on the store's clock: see ./batch-clock-sql.ts. Functions replaced (same signatures) or added, no minReader.
+    // Version 22 — batches and releases on the store's clock: see ./batch-clock-sql.ts. Functions replaced (same signatures) or added, no minReader.
     Object.freeze({ version: BATCH_CLOCK_MIGRATION_VERSION, name: 'batches and releases on the store clock', sql: batchClockMigrationSql(schema) }),
   ]);
 }

@@ -1620,7 +1620,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
 
   /**
    * Runs a DONE-not-kept DELETE (`drop`): in autocommit without a store clock (production: unchanged);
-   * with one, in a transaction that first hands the clock to the triggers (migration 24,
+   * with one, in a transaction that first hands the clock to the triggers (migration 22,
    * `STORE_NOW_SETTING`), since that DELETE carries no time of its own.
    */
   private async dropOnClock(now: string | null, drop: (query: QueryFn) => Promise<Row[]>): Promise<Row[]> {
