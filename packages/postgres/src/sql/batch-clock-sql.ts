@@ -1,11 +1,11 @@
 /**
  * Batches and dependency releases on the store's clock (docs/contract.md#batches): the migration
- * that makes a batch's callback (and a release after a DONE-not-kept finish) take its times from the store's clock, as every other statement does (`$1` now or null,
- * `./sql.ts`), instead of the server's `now()` alone. Found by the differential test
- * (packages/postgres/test/differential.test.ts, BATCH_CLOCK_EXAMPLE): under a store `clock` the
- * callback task's due time, `created_at`, `updated_at` and the batch's `called_back_at` were the
- * server's time while every member's were the clock's; and the callback task's own retry policy
- * differed between the stores (below).
+ * that makes a batch's callback, and a release after a DONE-not-kept finish, take their times from
+ * the store's clock, as every other statement does (`$1` now or null, `./sql.ts`), instead of the
+ * server's `now()` alone. Found by the differential test (packages/postgres/test/differential.test.ts,
+ * BATCH_EXAMPLE and NOT_KEPT_CLOCK_EXAMPLE): under a store `clock` a batch's times and the callback
+ * task's due time, `created_at` and `updated_at` were the server's while every member's were the
+ * clock's; and the callback task's own retry policy differed between the stores (below).
  */
 import { TaskState } from '@postpone/core';
 import { literal, quoteIdent } from './quote.js';
@@ -30,7 +30,7 @@ export const storeNowSet = `select set_config(${literal(STORE_NOW_SETTING)}, coa
 const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}, true), '')::timestamptz, now())`;
 
 /**
- * Migration 22 — batches on the store's clock:
+ * Migration 22 — batches and releases on the store's clock:
  * - `task_batch_settle_at(id, at)`: `task_batch_settle` of migration 21 with the time `at` for the
  *   callback task's due time (`at + delayMs`), `created_at`, `updated_at` and the batch's
  *   `called_back_at` — the same lock (`for update` on the batch row), checks and notice — and the
@@ -38,7 +38,7 @@ const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}
  *   the task's `retry` column, as `schedule` writes it (21 wrote none: the worker's policy for the
  *   kind then overrode the callback's `maxAttempts`; the memory store wrote one even when not named).
  * - `task_batch_settle(id)` (migration 21's signature, which code of 21 calls) now calls it with the
- *   transaction-local {@link BATCH_NOW_SETTING} when a statement set it, else `now()`: `sealBatch`
+ *   transaction-local {@link STORE_NOW_SETTING} when a statement set it, else `now()`: `sealBatch`
  *   sets it to the store's clock in its transaction (code of 21 never sets it: `now()`, as before).
  * - `task_batch_members_finished()` (the function of migration 21's trigger, which keeps its
  *   definition) settles each batch at the newest `finished_at` of the statement's members in
