@@ -10,9 +10,9 @@ import { CLOCK, levelsCte, literal, ms, NOW, quoteIdent } from './sql.js';
 
 /**
  * The migration number of per-key rate limits. Kept in this one constant so it can be renumbered
- * when branches merge (20 and 21 are other work of the same release).
+ * when branches merge (20–22 are other work of the same release).
  */
-export const KEY_RATE_MIGRATION_VERSION = 22;
+export const KEY_RATE_MIGRATION_VERSION = 23;
 
 /**
  * Rows of `key_rate_log` whose newest claim is older than `now − window − KEY_RATE_PRUNE_MARGIN` are
@@ -24,7 +24,7 @@ export const KEY_RATE_MIGRATION_VERSION = 22;
 export const KEY_RATE_PRUNE_MARGIN = "interval '1 minute'";
 
 /**
- * Migration 22 — per-key rate limits: the table `key_rate_limit`, one row per kind with a per-key
+ * Migration 23 — per-key rate limits: the table `key_rate_limit`, one row per kind with a per-key
  * rate limit (`max_starts` claims per `window_ms` per limit key); and `key_rate_log`, the sliding log
  * per (kind, limit_key): `starts`, the claim times of the key's `max_starts` most recent claims (core
  * `rate-limit.ts` says why that many are enough), and `last_start`, the newest, indexed per kind so

@@ -73,7 +73,7 @@ export class PostgresKeyRateLimits {
   /**
    * The kinds with a per-key rate limit a claim of `kinds` (null: every kind) may take, sorted, from
    * the cache (read again after {@link KEY_RATE_REFRESH_MS}). A schema without the table (older than
-   * migration 22) has none.
+   * migration 23) has none.
    */
   async applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
     let known = this.cache !== null && nowMs - this.cache.atMs < KEY_RATE_REFRESH_MS ? this.cache.kinds : null;
