@@ -13,6 +13,7 @@ import { mergeResults } from './report/merge.js';
 import { writeReport } from './report/write.js';
 import { startBenchDatabase } from './db/server.js';
 import { scaleMain } from './scale/main.js';
+import { citusMain } from './citus/main.js';
 import { writeHostsSection } from './hosts/main-section.js';
 import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
 import { createProgress } from './progress.js';
@@ -67,6 +68,7 @@ const program = new Command()
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
   .option('--scale', 'instead of the sections: the scale run of apps/bench/src/scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
+  .option('--citus', 'instead of the sections: plain PostgreSQL 15 vs Citus 13.2 with 1 and 2 worker nodes (apps/bench/src/citus; needs CITUS_TARBALL; `--citus --help` lists its options; writes citus.md)')
   .option('--hosts', 'only the hosts section: 1, 4, 8, 16 network-namespace worker hosts × 2 processes (needs root; writes hosts.md)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
@@ -77,6 +79,10 @@ async function main(argv: string[]): Promise<number> {
   while (args[0] === '--') args.shift();
   if (args[0] === '--scale') {
     console.log(`report: ${await scaleMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
+    return 0;
+  }
+  if (args[0] === '--citus') {
+    console.log(`report: ${await citusMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
     return 0;
   }
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
