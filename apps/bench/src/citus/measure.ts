@@ -44,6 +44,8 @@ export interface NodeCost {
   readonly node: string;
   readonly statementsPerTask: number;
   readonly serverMsPerTask: number;
+  /** `PREPARE TRANSACTION`s per task: this node's part in two-phase commits. */
+  readonly preparedPerTask: number;
 }
 
 export interface Latency {
@@ -91,6 +93,10 @@ const PSS_READ = `select coalesce(sum(calls), 0)::float8 as calls, coalesce(sum(
  where dbid = (select oid from pg_database where datname = current_database())
    and query not like '%pg_stat_statements%' and query not like '%wait_edges%'
    and query not like '%pg_prepared_xacts%' and query not like '%citus_internal%'`;
+
+/** Two-phase commits a node took part in: its `PREPARE TRANSACTION` statements (each gid is a text of its own). */
+const PSS_PREPARED = `select coalesce(sum(calls), 0)::float8 as n from pg_stat_statements
+ where dbid = (select oid from pg_database where datname = current_database()) and query ilike 'prepare transaction%'`;
 
 /** The statements behind a node's count, most frequent first: the first 70 characters of the normalised text. */
 const PSS_TOP = `select left(regexp_replace(query, '\\s+', ' ', 'g'), 70) as query, sum(calls)::float8 as calls, sum(total_exec_time)::float8 as ms
@@ -240,7 +246,9 @@ async function runRound(setup: Setup, round: number, o: CitusBenchOptions): Prom
   await Promise.all(Array.from({ length: o.loops }, (_, k) => loop(k)));
   const drainMs = performance.now() - d0;
   const after = await nodeCounts(setup.nodes);
+  const prepared = await Promise.all(setup.nodes.map(async (n) => ((await n.client.query<{ n: number }>(PSS_PREPARED)).rows[0]?.n ?? 0) / o.tasks));
   const nodes = setup.nodes.map((n, i) => ({
+    preparedPerTask: prepared[i] ?? 0,
     node: n.name,
     statementsPerTask: ((after[i]?.calls ?? 0) - (before[i]?.calls ?? 0)) / o.tasks,
     serverMsPerTask: ((after[i]?.ms ?? 0) - (before[i]?.ms ?? 0)) / o.tasks,

@@ -92,14 +92,14 @@ export function writeCitusReport(dir: string, run: CitusRun): string {
     "`pg_stat_statements` of each node (the set-up's database), reset before the schedule and read after the drain, divided by the tasks: one task's share of the schedule, claim and complete statements (`BEGIN`/`COMMIT` included). Left out: the bench's own reads of `pg_stat_statements` and Citus's background work (distributed deadlock detection, 2PC recovery). On the coordinator, a statement's time is end to end: it includes the wait for the worker that ran it, so the coordinator's own cost is roughly its time minus the workers'.",
   );
   lines.push('');
-  lines.push('| set-up | node | statements/task | server ms/task |');
-  lines.push('| --- | --- | ---: | ---: |');
+  lines.push('| set-up | node | statements/task | server ms/task | two-phase commits (`PREPARE TRANSACTION`)/task |');
+  lines.push('| --- | --- | ---: | ---: | ---: |');
   for (const s of SETUPS) {
     const r = by(s);
     const names = r[0]?.nodes.map((n) => n.node) ?? [];
     for (const node of names) {
       const costs = r.map((x) => x.nodes.find((n) => n.node === node)).filter((n) => n !== undefined);
-      lines.push(`| ${LABEL[s]} | ${node} | ${spread(costs.map((c) => c.statementsPerTask), 3)} | ${spread(costs.map((c) => c.serverMsPerTask), 3)} |`);
+      lines.push(`| ${LABEL[s]} | ${node} | ${spread(costs.map((c) => c.statementsPerTask), 3)} | ${spread(costs.map((c) => c.serverMsPerTask), 3)} | ${spread(costs.map((c) => c.preparedPerTask ?? 0), 3)} |`);
     }
   }
   lines.push('');
