@@ -6,13 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { evidenceDir } from '@postpone/testkit';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { BenchResults } from './report/results.js';
 import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './report/config.js';
 import { mergeResults } from './report/merge.js';
 import { writeReport } from './report/write.js';
 import { startBenchDatabase } from './db/server.js';
 import { scaleMain } from './scale/main.js';
+import { CitusClusterError } from './citus/cluster.js';
 import { citusMain } from './citus/main.js';
 import { writeHostsSection } from './hosts/main-section.js';
 import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
@@ -82,8 +83,17 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (args[0] === '--citus') {
-    console.log(`report: ${await citusMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
-    return 0;
+    try {
+      console.log(`report: ${await citusMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
+      return 0;
+    } catch (error) {
+      if (error instanceof CommanderError) return error.code === 'commander.helpDisplayed' ? 0 : 2;
+      if (error instanceof CitusClusterError) {
+        console.error(`bench --citus: ${error.message}`);
+        return 1;
+      }
+      throw error;
+    }
   }
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
   if (opts.list) {
