@@ -6,4 +6,4 @@
 export { type CitusCluster, CitusClusterError, type CitusNode, startCitusCluster } from './cluster.js';
 export { citusMain } from './main.js';
 export { CITUS_BENCH_DEFAULTS, type CitusBenchOptions, quantile, runCitusBench, SETUPS, type SetupName, type SetupRound } from './measure.js';
-export { type CitusRun, writeCitusReport } from './report.js';
+export { type CitusRun, renderCitusReport, writeCitusReport } from './report.js';

@@ -1,8 +1,10 @@
 /**
- * `evidence/bench/citus.md` from a run of `pnpm bench --citus` (kept beside it as `citus-results.json`):
- * medians over the rounds with the spread (min–max) of each figure.
+ * `evidence/bench/citus.md` from the runs of `pnpm bench --citus` (kept beside it in
+ * `citus-results.json`, newest last): the newest run in full — medians over its rounds with the
+ * spread (min–max) of each figure — and one line of headline figures per earlier run, so a run on a
+ * loaded machine does not silently replace a quieter one.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CitusBenchOptions, SetupName, SetupRound } from './measure.js';
 import { SETUPS } from './measure.js';
@@ -43,17 +45,37 @@ const LABEL: Record<SetupName, string> = {
   'citus-2w': 'Citus, 2 groups on 2 workers',
 };
 
-/** Writes citus.md and citus-results.json into `dir`. @returns the path of citus.md */
+/** The runs saved in `dir`'s citus-results.json (an array; a single saved run is read as one). */
+function savedRuns(dir: string): CitusRun[] {
+  const file = join(dir, 'citus-results.json');
+  if (!existsSync(file)) return [];
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as CitusRun | CitusRun[];
+  return Array.isArray(saved) ? saved : [saved];
+}
+
+/** Median over a run's rounds of `pick` for set-up `s`. */
+function runMedian(run: CitusRun, s: SetupName, pick: (r: SetupRound) => number): number {
+  return median(run.rounds.filter((r) => r.setup === s).map(pick));
+}
+
+/** Adds `run` to citus-results.json in `dir` and writes citus.md. @returns the path of citus.md */
 export function writeCitusReport(dir: string, run: CitusRun): string {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'citus-results.json'), `${JSON.stringify(run, null, 1)}\n`);
+  const runs = [...savedRuns(dir), run];
+  writeFileSync(join(dir, 'citus-results.json'), `${JSON.stringify(runs, null, 1)}\n`);
+  return renderCitusReport(dir, runs);
+}
+
+/** Writes citus.md in `dir` from `runs` (newest last). @returns its path */
+export function renderCitusReport(dir: string, runs: readonly CitusRun[]): string {
+  const run = runs.at(-1) as CitusRun;
   const by = (s: SetupName) => run.rounds.filter((r) => r.setup === s);
   const o = run.options;
   const lines: string[] = [];
   lines.push('# Postpone on Citus: plain PostgreSQL 15 vs Citus 13.2 on 1 and 2 worker nodes');
   lines.push('');
   lines.push(
-    `Written by \`pnpm bench --citus\` (apps/bench/src/citus) on ${run.at}, commit ${run.commit}, ${run.durationS} s. ${run.versions.postgres}; ${run.versions.citus}. ` +
+    `Written by \`pnpm bench --citus\` (apps/bench/src/citus). The tables below are the newest of ${runs.length} run${runs.length === 1 ? '' : 's'} (each run's headline figures: "Every run"): ${run.at}, commit ${run.commit}, ${run.durationS} s. ${run.versions.postgres}; ${run.versions.citus}. ` +
       `A throwaway 3-node cluster on loopback (coordinator + 2 workers, \`fsync=off\`, \`synchronous_commit=off\`: not durable, the same on every set-up) started from \`CITUS_TARBALL\`, ` +
       `\`pg_stat_statements\` loaded on every node. This machine: ${run.cpus} cores shared with other work (1-minute load average ${run.loadBefore.toFixed(1)} at the start, ${run.loadAfter.toFixed(1)} at the end). ` +
       `Median over ${o.rounds} round${o.rounds === 1 ? '' : 's'}, the spread (min–max) in brackets; the set-ups run in turn, the first one moving by one each round.`,
@@ -140,6 +162,21 @@ export function writeCitusReport(dir: string, run: CitusRun): string {
     const extraRead = r.map((x) => (x.overhead.coordinator?.read.p50 ?? 0) - x.overhead.direct.read.p50);
     const extraUpdate = r.map((x) => (x.overhead.coordinator?.update.p50 ?? 0) - x.overhead.direct.update.p50);
     lines.push(`| ${LABEL[s]} | ${dr} | ${cr} | ${spread(extraRead, 2)} | ${du} | ${cu} | ${spread(extraUpdate, 2)} |`);
+  }
+  lines.push('');
+  lines.push('## Every run');
+  lines.push('');
+  lines.push(
+    'Headline medians of each run kept in `citus-results.json` (newest last): drain tasks/s and claim p50 per set-up, and the coordinator\'s extra latency on the routed read (median of the rounds, 1 and 2 worker set-ups). The load average shows how much else ran on the 2 cores.',
+  );
+  lines.push('');
+  lines.push('| run | commit | rounds × tasks | load average start → end | drain tasks/s: plain / Citus 1w / Citus 2w | claim p50 ms: plain / 1w / 2w | read extra ms: 1w / 2w |');
+  lines.push('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of runs) {
+    const drain = SETUPS.map((s) => fmt(runMedian(r, s, (x) => x.drainTasksPerSec), 0)).join(' / ');
+    const claim = SETUPS.map((s) => fmt(runMedian(r, s, (x) => x.claimMs.p50), 1)).join(' / ');
+    const extra = (['citus-1w', 'citus-2w'] as const).map((s) => fmt(runMedian(r, s, (x) => (x.overhead.coordinator?.read.p50 ?? 0) - x.overhead.direct.read.p50), 2)).join(' / ');
+    lines.push(`| ${r.at} | ${r.commit} | ${r.options.rounds} × ${fmt(r.options.tasks, 0)} | ${r.loadBefore.toFixed(1)} → ${r.loadAfter.toFixed(1)} | ${drain} | ${claim} | ${extra} |`);
   }
   lines.push('');
   lines.push('## What this machine cannot show');
