@@ -54,11 +54,24 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM   # until the demo starts
 
 echo "citus-demo: starting a 3-node Citus cluster on 127.0.0.1:$PORT..$((PORT + 2))" >&2
 URL="$(bash "$CITUS_DIR/citus-cluster.sh" start "$DATA" "$PORT" | tail -n1)"
 case "$URL" in postgres://*) ;; *) die "citus-cluster.sh printed no coordinator URL (last line: $URL)" ;; esac
 
 # Two shard groups: Citus places each new group on a worker node; the demo's log line names where.
-DATABASE_URL="$URL" node "$ROOT/apps/demo/dist/main.js" --groups 2 "$@"
+# The demo runs in the background so that a signal to this script reaches it at once (the demo stops
+# its workers and exits 130); the EXIT trap then stops the cluster.
+DATABASE_URL="$URL" node "$ROOT/apps/demo/dist/main.js" --groups 2 "$@" &
+DEMO_PID=$!
+trap 'kill -INT "$DEMO_PID" 2>/dev/null || true' INT TERM
+set +e
+wait "$DEMO_PID"
+rc=$?
+# A trapped signal ends `wait` early: wait again until the demo has exited, keeping its exit code.
+while kill -0 "$DEMO_PID" 2>/dev/null; do
+  wait "$DEMO_PID"
+  rc=$?
+done
+exit "$rc"
