@@ -2,7 +2,7 @@
  * `pnpm demo:citus` (scripts/citus-demo.sh) end to end: a 3-node Citus cluster started from
  * `CITUS_TARBALL`, the demo over 2 shard groups through a SIGKILL, the cluster stopped and deleted.
  * Runs only where `CITUS_TARBALL` is set (install-citus.sh needs root the first time); otherwise it
- * is skipped with one line. About 30 s on an idle 2-core machine.
+ * is skipped with one line. 11–33 s on this 2-core machine, depending on its load.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
