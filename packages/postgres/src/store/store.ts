@@ -127,6 +127,7 @@ import { CITUS_BEFORE_SCHEMA, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, t
 import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { storeNowSet } from '../sql/batch-clock-sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { PostgresBatches } from './batch.js';
@@ -471,6 +472,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       notifyChannel: this.scheduleNotices === 'off' ? null : this.notifyChannel,
       maxPayloadBytes: this.maxPayloadBytes,
       nowMs: () => this.clock?.now() ?? Date.now(),
+      nowParam: () => this.nowParam(),
       query: (text, p) => this.driver.query(text, p),
       transaction: (work) => this.driver.transaction((query) => work(query)),
       insertIn: (query, tasks) => this.insertIn(query, tasks, KEEP_OPTIONS, this.scheduleNotices === 'off' ? null : this.notifyChannel),
@@ -1266,7 +1268,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       // fenced delete alone (DONE not kept). A miss is resolved after it, as in the transaction.
       return await this.call(async () => {
         const now = this.nowParam();
-        const done = keep ? await this.driver.query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await this.driver.query(s.taskCompleteDrop, [id, attempt]);
+        const done = keep ? await this.driver.query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await this.dropOnClock(now, (query) => query(s.taskCompleteDrop, [id, attempt]));
         return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, id, attempt, keep);
       });
     }
@@ -1274,6 +1276,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     const run = () =>
       this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
+        if (!keep && now !== null) await query(storeNowSet, [now]);
         const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
           try {
@@ -1330,10 +1333,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
         // Every item kept (the default): one statement, as before; `ord` counts the kept items, here all.
         for (const r of await this.driver.query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(Number(r.ord) - 1);
       } else if (kept.length === 0) {
-        for (const r of await this.driver.query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
+        for (const r of await this.dropOnClock(now, (query) => query(this.sql.taskCompleteManyDrop, [dropJson()]))) hit.add(Number(r.ord) - 1);
       } else {
         const keptIndex = valid.flatMap((item, idx) => (item.keep ? [idx] : []));
         await this.driver.transaction(async (query) => {
+          if (now !== null) await query(storeNowSet, [now]);
           for (const r of await query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
           for (const r of await query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(keptIndex[Number(r.ord) - 1] as number);
         });
@@ -1612,6 +1616,19 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
 
   private assertOpen(): void {
     if (this.closed) throw new StoreClosedError();
+  }
+
+  /**
+   * Runs a DONE-not-kept DELETE (`drop`): in autocommit without a store clock (production: unchanged);
+   * with one, in a transaction that first hands the clock to the triggers (migration 22,
+   * `STORE_NOW_SETTING`), since that DELETE carries no time of its own.
+   */
+  private async dropOnClock(now: string | null, drop: (query: QueryFn) => Promise<Row[]>): Promise<Row[]> {
+    if (now === null) return await drop(this.driver.query);
+    return await this.driver.transaction(async (query) => {
+      await query(storeNowSet, [now]);
+      return await drop(query);
+    });
   }
 
   private nowParam(): string | null {
