@@ -12,6 +12,7 @@
 export { type Migration, migrations, MIN_SCHEMA_VERSION, SCHEMA_VERSION } from './sql/migrations.js';
 export { PAUSE_MIGRATION_VERSION } from './sql/pause-sql.js';
 export { KEY_LIMIT_MIGRATION_VERSION } from './sql/key-limit-sql.js';
+export { KEY_RATE_MIGRATION_VERSION } from './sql/key-rate-sql.js';
 export { KEY_LIMIT_REFRESH_MS } from './store/key-limit.js';
 export { defaultNotifyChannel, type PauseNotice, parsePauseNotice, parseTaskNotice, parseWorkerNotice, type TaskNotice, type TaskNoticeOp, type WorkerNotice } from './sql/notice.js';
 export { quoteIdent } from './sql/quote.js';

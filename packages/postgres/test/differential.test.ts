@@ -4,7 +4,8 @@
  * Every outcome and the final rows (every column, completions of DONE tasks, counts) must be identical. Tasks have
  * three kinds, two queues and priorities −2..2; claims and peeks select by kinds and queue, and
  * claims may cap kinds (`kindLimits`); rate limits of kinds and a queue are set and deleted between
- * them (`onRateLimited` compared too).
+ * them (`onRateLimited` compared too); tasks may carry a limit key and per-key rate limits of kinds
+ * are set and deleted between claims (the keyed walk, the keys' logs and the held-back report compared).
  * Schedules use every dedup mode (`onConflict` keep, replace, fail, debounce, queueBehind, throttle).
  * `cancelInTx` cancels inside a caller transaction (a `MemoryTx`; a native pg / postgres.js one)
  * that then commits or rolls back. `cancelMany` and `rescheduleMany` act by filter (kinds, queue) in batches.
@@ -14,7 +15,7 @@
  */
 import type { DuplicateKeyError, Json, OnConflict, RetryPolicy, Store, Task } from '@postpone/core';
 import { PostponeError, TestClock } from '@postpone/core';
-import type { BatchInfo, BatchStore, CronStore, RateLimited, RateLimitStore } from '@postpone/core';
+import type { BatchInfo, BatchStore, CronStore, KeyRateLimitStore, RateLimited, RateLimitStore } from '@postpone/core';
 import { createMemoryStore } from '@postpone/memory';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -41,6 +42,8 @@ type Cmd =
         kind: string;
         queue: string | null;
         priority: number | null;
+        /** The limit key (docs/contract.md#per-key-concurrency); absent or null: none. */
+        limitKey?: string | null;
       }[];
       readonly onConflict: OnConflict;
     }
@@ -81,6 +84,8 @@ type Cmd =
   | { readonly op: 'rescheduleMany'; readonly kinds: readonly string[]; readonly queue: string | null; readonly batchSize: number; readonly delayMs: number }
   /** Rate limits (docs/contract.md#rate-limits): set (`limit` not null) or delete the limit of kind `k`/`m` or queue `q2`. */
   | { readonly op: 'rateLimit'; readonly scope: 'kind:k' | 'kind:m' | 'queue:q2'; readonly limit: number | null; readonly windowMs: number }
+  /** Per-key rate limits (docs/contract.md#per-key-rate-limits): set (`limit` not null) or delete the one of kind `k` or `m`. */
+  | { readonly op: 'keyRateLimit'; readonly kind: 'k' | 'm'; readonly limit: number | null; readonly windowMs: number }
   /** Recurring schedules (docs/contract.md#recurring-schedules): reconcile, and one occurrence at now + `offsetMs`. */
   | { readonly op: 'cronReconcile'; readonly schedules: readonly { name: string; cron: string }[]; readonly removeUndeclared: boolean }
   | {
@@ -134,6 +139,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
           kind: fc.constantFrom(...KINDS),
           queue: fc.option(fc.constantFrom(...QUEUES), { freq: 3 }),
           priority: fc.option(fc.integer({ min: -2, max: 2 }), { freq: 2 }),
+          limitKey: fc.option(fc.constantFrom('x', 'y'), { freq: 2 }),
         }),
         { minLength: 1, maxLength: 3 },
       ),
@@ -241,6 +247,15 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
     }),
   },
   {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('keyRateLimit' as const),
+      kind: fc.constantFrom('k' as const, 'm' as const),
+      limit: fc.option(fc.integer({ min: 1, max: 2 }), { freq: 4 }),
+      windowMs: fc.integer({ min: 1, max: 3_000 }),
+    }),
+  },
+  {
     weight: 2,
     arbitrary: fc.record({ op: fc.constant('scheduleAfter' as const), ref, onFailure: fc.constantFrom('run' as const, 'cancel' as const), delayMs: fc.constantFrom(0, 1_000) }),
   },
@@ -316,11 +331,11 @@ function batchErrorCode(error: unknown): { error: string } {
 async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: InTx): Promise<unknown> {
   switch (cmd.op) {
     case 'schedule': {
-      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key, retry, kind, queue, priority }, i) => {
+      const inputs = cmd.tasks.map(({ delayMs, runAtOffsetMs, maxAttempts, payload: p, key, retry, kind, queue, priority, limitKey }, i) => {
         const keyOf = cmd.tasks.findIndex((t) => t.key === key && t.kind === kind) === i ? key : null;
         // A policy's maxAttempts must equal the top-level one when both are given: use the policy's alone then.
         const attempts = retry?.maxAttempts === undefined ? { maxAttempts } : {};
-        const extra = { ...(queue === null ? {} : { queue }), ...(priority === null ? {} : { priority }) };
+        const extra = { ...(queue === null ? {} : { queue }), ...(priority === null ? {} : { priority }), ...(limitKey == null ? {} : { limitKey }) };
         return runAtOffsetMs === null
           ? { kind, delayMs, ...attempts, payload: p, key: keyOf, retry, ...extra }
           : { kind, runAt: new Date(clock.now() + runAtOffsetMs), ...attempts, payload: p, key: keyOf, retry, ...extra };
@@ -354,6 +369,10 @@ async function apply(store: Store<any>, cmd: Resolved, clock: TestClock, inTx: I
       const scope = kind === 'kind' ? { kind: name } : { queue: name };
       const rates = store as Store<any> & RateLimitStore;
       return cmd.limit === null ? await rates.deleteRateLimit(scope) : await rates.setRateLimit({ ...scope, limit: cmd.limit, windowMs: cmd.windowMs });
+    }
+    case 'keyRateLimit': {
+      const rates = store as Store<any> & KeyRateLimitStore;
+      return cmd.limit === null ? await rates.deleteKeyRateLimit({ kind: cmd.kind }) : await rates.setKeyRateLimit({ kind: cmd.kind, limit: cmd.limit, windowMs: cmd.windowMs });
     }
     case 'extend':
       return await store.extend({ id: cmd.id, attempt: cmd.at, leaseMs: cmd.leaseMs });
@@ -443,6 +462,7 @@ function describeOutcome(cmd: Cmd, outcome: unknown): string {
   }
   if (cmd.op === 'claim' && !Array.isArray(outcome)) return `claim:held (${(outcome as { tasks: unknown[] }).tasks.length === 0 ? 'none' : 'some'})`;
   if (cmd.op === 'rateLimit') return `rateLimit:${cmd.limit === null ? `delete ${String(outcome)}` : 'set'}`;
+  if (cmd.op === 'keyRateLimit') return `keyRateLimit:${cmd.limit === null ? `delete ${String(outcome)}` : 'set'}`;
   if (cmd.op === 'claim' && Array.isArray(outcome)) {
     const priorities = new Set((outcome as { priority: number }[]).map((t) => t.priority)).size;
     const capped = cmd.kindLimits !== null && Object.keys(cmd.kindLimits).length > 0;
@@ -473,7 +493,7 @@ async function snapshot(
   store: Store<any>,
   count: number,
   batches: number,
-): Promise<{ tasks: (Task | null)[]; completions: unknown[]; counts: unknown; schedules: unknown; rateLimits: unknown; batches: unknown[] }> {
+): Promise<{ tasks: (Task | null)[]; completions: unknown[]; counts: unknown; schedules: unknown; rateLimits: unknown; keyRateLimits: unknown; batches: unknown[] }> {
   const ids = Array.from({ length: count }, (_, i) => String(i + 1));
   return {
     batches: await Promise.all(Array.from({ length: batches }, (_, i) => batchesOf(store).getBatch(String(i + 1)))),
@@ -482,6 +502,7 @@ async function snapshot(
     counts: await store.countByState(),
     schedules: await (store as Store<any> & CronStore).listCronSchedules(),
     rateLimits: await (store as Store<any> & RateLimitStore).listRateLimits(),
+    keyRateLimits: await (store as Store<any> & KeyRateLimitStore).listKeyRateLimits(),
   };
 }
 
@@ -628,6 +649,20 @@ const RATE_LIMIT_EXAMPLE: Cmd[] = [
   { op: 'claim', limit: 4, leaseMs: 5_000, owner: 'w2', kinds: ['k', 'm'], queue: null, kindLimits: null },
 ];
 
+/** Per-key rate limits: two keys of `k` at 1 per second, a claim cut short and told so, one held back whole, the window reopening. */
+const KEY_RATE_EXAMPLE: Cmd[] = [
+  {
+    op: 'schedule',
+    onConflict: 'keep',
+    tasks: [0, 1, 2].map((i) => ({ delayMs: 0, runAtOffsetMs: null, maxAttempts: 2, payload: i, key: null, kind: 'k', queue: null, priority: null, retry: null, limitKey: i === 2 ? 'y' : 'x' })),
+  },
+  { op: 'keyRateLimit', kind: 'k', limit: 1, windowMs: 1_000 },
+  { op: 'claim', limit: 4, leaseMs: 5_000, owner: 'w1', kinds: ['k'], queue: null, kindLimits: null },
+  { op: 'claim', limit: 4, leaseMs: 5_000, owner: 'w1', kinds: ['k'], queue: null, kindLimits: null },
+  { op: 'tick', ms: 1_000 },
+  { op: 'claim', limit: 4, leaseMs: 5_000, owner: 'w2', kinds: ['k'], queue: null, kindLimits: null },
+];
+
 const RUNS = 50;
 const MAX_COMMANDS = 30;
 
@@ -690,7 +725,7 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
       {
         numRuns: RUNS,
         endOnFailure: false,
-        examples: [[NOT_KEPT_CLOCK_EXAMPLE], [BATCH_EXAMPLE], [PRIORITY_EXAMPLE], [CRON_RETRY_EXAMPLE], [KIND_LIMIT_EXAMPLE], [RATE_LIMIT_EXAMPLE], [DEPENDENCY_CASCADE_EXAMPLE]],
+        examples: [[NOT_KEPT_CLOCK_EXAMPLE], [BATCH_EXAMPLE], [PRIORITY_EXAMPLE], [CRON_RETRY_EXAMPLE], [KIND_LIMIT_EXAMPLE], [RATE_LIMIT_EXAMPLE], [DEPENDENCY_CASCADE_EXAMPLE], [KEY_RATE_EXAMPLE]],
         // Replays a failure fast-check reported: POSTPONE_DIFF_SEED=<seed> POSTPONE_DIFF_PATH=<path>.
         ...(process.env.POSTPONE_DIFF_SEED ? { seed: Number(process.env.POSTPONE_DIFF_SEED), path: process.env.POSTPONE_DIFF_PATH, endOnFailure: true } : {}),
       },
@@ -707,6 +742,8 @@ describe.each(DRIVERS)('differential: memory vs PostgreSQL (%s)', (driver) => {
     expect(seen).toContain('claim:held (none)');
     expect([...seen].some((label) => label.endsWith('mixed priorities'))).toBe(true);
     expect(seen).toContain('scheduleAfter:scheduled');
+    // Per-key rate limits, from KEY_RATE_EXAMPLE: a key rate limit set, and claims held back by it.
+    expect(seen).toContain('keyRateLimit:set');
     // Batches, from BATCH_EXAMPLE: called back by a seal and by a member's completion, a sealed batch refusing members.
     expect(seen).toContain('sealBatch:CALLED_BACK');
     expect(seen).toContain('sealBatch:SEALED');
