@@ -12,6 +12,7 @@
 import { createShardedStore, MAX_SHARD_GROUPS, type ShardedStore } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { UsageError } from './args.js';
+import type { DashboardStore } from './dashboard/data.js';
 
 /** A PostgreSQL identifier as `--schema` takes it: unquoted lower-case letters, digits, `_` and `$`, not starting with a digit, at most 63 bytes. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_$]{0,62}$/;
@@ -46,4 +47,20 @@ export async function withFront<T>(url: string, schemas: readonly string[], fn: 
 /** The refusal of a one-schema command given `--groups`. */
 export function oneSchemaOnly(): UsageError {
   return new UsageError('INVALID_OPTION', '--groups / POSTPONE_GROUPS: this command reads or writes one schema; run it with --schema <the group\'s schema> (migrate, stats, list, show and dashboard take --groups)');
+}
+
+/**
+ * The dashboard's store over the front: every call the front's own, except `getBatch`, which answers
+ * null (the batch page's 404): the front offers no batches (docs/sharding.md), and a batch id of one
+ * group's table names no group. The other calls are checked against {@link DashboardStore} when compiled.
+ */
+export function frontDashboardStore(front: ShardedStore<PgTx>): DashboardStore {
+  const checked: Omit<DashboardStore, 'getBatch'> = front;
+  return new Proxy(checked, {
+    get(target, prop) {
+      if (prop === 'getBatch') return async () => null;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as DashboardStore;
 }

@@ -34,7 +34,7 @@ import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError }
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { pausedOrNone } from './dashboard/data.js';
-import { oneSchemaOnly, parseGroups, withFront } from './groups.js';
+import { frontDashboardStore, oneSchemaOnly, parseGroups, withFront } from './groups.js';
 import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
@@ -663,7 +663,7 @@ export function buildProgram(out: Out, json = false): Command {
     const g = globals(cmd);
     await withDeployment(g, async (store, schemas) => {
       await store.stats(); // the database and the schema answer before anything listens
-      await serveDashboard(store, schemas.join(', '), options, out);
+      await serveDashboard(g.groups === undefined ? (store as PostgresStore<PgTx>) : frontDashboardStore(store as ShardedStore<PgTx>), schemas.join(', '), options, out);
     });
   });
 

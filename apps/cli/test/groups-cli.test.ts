@@ -157,6 +157,8 @@ describe('postpone --groups', () => {
     expect(groupOf(sms.id)).toBe(1);
     const detail = (await (await fetch(`${base}api/tasks/${sms.id}`)).json()) as { task: { id: string; kind: string; state: string } };
     expect(detail.task).toMatchObject({ id: sms.id, kind: 'sms', state: 'SCHEDULED' });
+    // The front offers no batches: the batch page answers 404.
+    expect((await fetch(`${base}api/batches/1`)).status).toBe(404);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -127,6 +127,8 @@ const FRONT_DRIVERS: readonly DriverName[] = process.env.POSTPONE_SHARDED_CONFOR
 for (const driver of FRONT_DRIVERS) describeStoreConformance(`sharded front, 2 groups (${driver})`, () => makeHarness(driver), {
     // Batches (docs/contract.md#batches) are not offered by the front: one batch's members and its
     // callback live under one row's lock in one group.
-    without: ['batchCases'],
+    // Per-key rate limits (docs/contract.md#per-key-rate-limits, merged after the front was wired):
+    // not offered by the front yet (docs/sharding.md "Not done").
+    without: ['batchCases', 'keyRateLimitCases'],
     withoutCases: FRONT_DIFFERENCES,
   });
