@@ -24,6 +24,7 @@ export { NoticeCoalescer } from './store/notice-coalescer.js';
 export { DEFAULT_PEEK_LIMIT, DEFAULT_RECLAIM_LIMIT, DEFAULT_SCHEMA, LISTEN_PROBE_TIMEOUT_MS, NEAR_NOTICE_MS, MAX_PEEK_LIMIT, MAX_RECLAIM_LIMIT, PAUSE_SCHEMA_RECHECK_MS, PostgresStore, type PostgresStoreOptions, type SchemaCheck } from './store/store.js';
 export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/health-sql.js';
 export { BATCH_MIGRATION_VERSION, batchStatements, type BatchStatements } from './sql/batch-sql.js';
+export { DEPENDENCY_FLAG_MIGRATION_VERSION } from './sql/dependency-flag-sql.js';
 export { finishChannel, MAX_IDS_PER_FINISH_NOTICE, parseFinishNotice, PROGRESS_MIGRATION_VERSION, progressWaitStatements, type ProgressWaitStatements } from './sql/progress-wait-sql.js';
 export { DEFAULT_WAIT_FALLBACK_MS, WAIT_READ_BATCH, type WaitForStats } from './store/wait-for.js';
 export { MAX_SHARD_GROUPS, SHARD_ID_BITS } from './sql/shard-sql.js';

@@ -8,7 +8,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
 import { SqlSplitError, splitStatements } from '../../src/sql/split.js';
 
 describe('splitStatements', () => {
@@ -88,6 +88,7 @@ $fn$`;
       [KEY_LIMIT_MIGRATION_VERSION, 3],
       [20, 6],
       [21, 6],
+      [DEPENDENCY_FLAG_MIGRATION_VERSION, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);
