@@ -18,7 +18,7 @@ import pg from 'pg';
 import { startBenchDatabase } from '../db/server.js';
 import { ALL_VARIANTS, runFeatureCost, statementTexts, VARIANTS, type VariantName } from './measure.js';
 import { buildOldCode } from './old-build.js';
-import { featureCostMarkdown } from './report.js';
+import { featureCostFragment, featureCostMarkdown } from './report.js';
 
 /** The last commit whose schema version is 14: the first-parent commit before the merge of pause (15). */
 export const FEATURE_COST_BEFORE_REV = '9c5e371';
@@ -92,24 +92,8 @@ try {
   writeFileSync(values.out, text);
   writeFileSync(values.out.replace(/\.md$/, '.json'), `${JSON.stringify({ head, old: old.sha, tasks, processes, batch, rounds, runs }, null, 2)}\n`);
   mkdirSync(dirname(values.fragment), { recursive: true });
-  writeFileSync(values.fragment, fragmentOf(text));
+  writeFileSync(values.fragment, featureCostFragment(text));
   process.stdout.write(text);
 } finally {
   await db.stop();
-}
-
-/** The report fragment: the section's heading, its summary table and a link to the whole section. */
-function fragmentOf(section: string): string {
-  const lines = section.split('\n');
-  const start = lines.findIndex((l) => l.startsWith('| figure |'));
-  let end = start;
-  while (end < lines.length && lines[end]?.startsWith('|')) end++;
-  return [
-    lines[0],
-    '',
-    'Plain tasks (no `limitKey`, no `after`, no batch, no limits) on the schema and statements from before migrations 15–21 against today’s, alternating on one server; method, triggers, statement texts and every round in [feature-cost.md](feature-cost.md). Median (min–max) over the rounds:',
-    '',
-    ...lines.slice(start, end),
-    '',
-  ].join('\n');
 }

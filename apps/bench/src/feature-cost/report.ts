@@ -79,7 +79,46 @@ function triggerSummary(runs: readonly FeatureCostRun[]): string[] {
     const ms = ts.map((t) => t?.ms ?? 0);
     out.push(`| \`${name}\` | ${fmt(median(calls))} | ${fmt(median(ms), 3)} (${fmt(Math.min(...ms), 3)}–${fmt(Math.max(...ms), 3)}) |`);
   }
-  out.push('', `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms (all of its triggers included); \`task_batch_members_finished\` never appears: its \`WHEN (old.batch_id is not null)\` queues no event for a plain task.`, '');
+  out.push(
+    '',
+    `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms, its triggers included. The probe is the first call of each trigger function in its session, so its times include compiling the PL/pgSQL function; and EXPLAIN's buffer counts leave out what triggers read (the drain's \`pg_stat_statements\` figures include it). \`task_batch_members_finished\` never appears: its \`WHEN (old.batch_id is not null)\` queues no event for a plain task.`,
+    '',
+  );
+  return out;
+}
+
+/** Within the min–max of `before`'s rounds, or outside it (and which way). */
+function againstSpread(runs: readonly FeatureCostRun[], variant: VariantName, pick: (r: FeatureCostRun) => number): string {
+  const base = runs.filter((r) => r.variant === 'before').map(pick);
+  const value = median(runs.filter((r) => r.variant === variant).map(pick));
+  if (value < Math.min(...base)) return 'below the range of before’s rounds';
+  if (value > Math.max(...base)) return 'above the range of before’s rounds';
+  return 'within the range of before’s rounds';
+}
+
+/** The figures read out: what is load-independent, and where the rates stand against the rounds' spread. */
+function reading(runs: readonly FeatureCostRun[], batch: number): string[] {
+  const m = (v: VariantName, pick: (r: FeatureCostRun) => number) => median(runs.filter((r) => r.variant === v).map(pick));
+  const has = (v: VariantName) => runs.some((r) => r.variant === v);
+  const completeBuf = (v: VariantName) => m(v, (r) => r.complete.buffersPerCall);
+  const out = ['**Reading.**', ''];
+  out.push(
+    `- Load-independent: WAL per task ${fmt(m('before', (r) => r.walPerTask))} B before, ${fmt(m('latest', (r) => r.walPerTask))} B latest (${change(runs, 'latest', (r) => r.walPerTask)}); claim buffers per call ${change(runs, 'latest', (r) => r.claim.buffersPerCall)}; shared buffers per task ${fmt(m('before', (r) => r.buffersPerTask), 2)} → ${fmt(m('latest', (r) => r.buffersPerTask), 2)} (${change(runs, 'latest', (r) => r.buffersPerTask)}): the completion ${fmt(completeBuf('latest') - completeBuf('before'), 1)} more buffers per call of ${batch} (${fmt((completeBuf('latest') - completeBuf('before')) / batch, 2)} per task), the claim ${fmt(m('latest', (r) => r.claim.buffersPerCall) - m('before', (r) => r.claim.buffersPerCall), 1)} per call (in the drain, with its SKIP LOCKED contention; the probe alone on the server: ${fmt(m('latest', (r) => r.claimProbe.buffers) - m('before', (r) => r.claimProbe.buffers))} buffers, the claim’s two look-ups of \`pause\`).`,
+  );
+  if (has('latest-bare')) {
+    out.push(
+      `- latest-bare completes at ${fmt(completeBuf('latest-bare'), 1)} buffers per call (before: ${fmt(completeBuf('before'), 1)}): the statements are not the cause, the AFTER DELETE triggers are. With any trigger on \`task\` that has a transition table or is row-level (migrations 18, 20, 21), PostgreSQL fetches each deleted row once more to hand it to the triggers: about one buffer hit per task, on a page the DELETE has just read.`,
+    );
+  }
+  if (has('latest-pre-23')) {
+    out.push(
+      `- Migration 23 saves ${fmt(completeBuf('latest-pre-23') - completeBuf('latest'), 1)} buffers per completion of ${batch} (${fmt((completeBuf('latest-pre-23') - completeBuf('latest')) / batch, 2)} per task): before it, \`task_dependency_release\` probed \`task_dependency\`'s key for every deleted row; shared buffers per task were ${change(runs, 'latest-pre-23', (r) => r.buffersPerTask)} against before, ${change(runs, 'latest', (r) => r.buffersPerTask)} with it.`,
+    );
+  }
+  out.push(
+    `- Load-dependent: tasks/s of latest is ${change(runs, 'latest', (r) => r.tasksPerS)} against before, ${againstSpread(runs, 'latest', (r) => r.tasksPerS)}; server time per task ${change(runs, 'latest', (r) => r.serverUsPerTask)} (${againstSpread(runs, 'latest', (r) => r.serverUsPerTask)}); server time per completion ${change(runs, 'latest', (r) => r.complete.usPerCall)} (${againstSpread(runs, 'latest', (r) => r.complete.usPerCall)}). Times on this shared machine vary between rounds of one variant by the ranges in the table.`,
+    '',
+  );
   return out;
 }
 
@@ -133,6 +172,7 @@ export function featureCostMarkdown(ctx: FeatureCostContext, texts: readonly Sta
     '',
     ...table,
     '',
+    ...reading(runs, ctx.batch),
     ...triggerSummary(runs),
     ...textSection(texts),
     'Every round:',
@@ -140,4 +180,21 @@ export function featureCostMarkdown(ctx: FeatureCostContext, texts: readonly Sta
     ...perRound,
     '',
   ].join('\n');
+}
+
+/** The report fragment (`evidence/bench/fragments/feature-cost.md`): the section's heading, its summary table and reading, and a link to the whole section. */
+export function featureCostFragment(section: string): string {
+  const lines = section.split('\n');
+  const start = lines.findIndex((l) => l.startsWith('| figure |'));
+  const end = lines.findIndex((l) => l.startsWith('**Triggers fired'));
+  return [
+    lines[0],
+    '',
+    'Plain tasks (no `limitKey`, no `after`, no batch, no limits) on the code and schema from before migrations 15–21 against today’s, alternating on one server (`pnpm bench:feature-cost`); method, machine and load, triggers, statement texts and every round in [feature-cost.md](feature-cost.md). Median (min–max) over the rounds:',
+    '',
+    ...lines.slice(start, end < 0 ? undefined : end),
+  ]
+    .join('\n')
+    .trimEnd()
+    .concat('\n');
 }
