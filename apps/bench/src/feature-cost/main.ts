@@ -21,7 +21,7 @@ import { buildOldCode } from './old-build.js';
 import { featureCostFragment, featureCostMarkdown } from './report.js';
 
 /** The last commit whose schema version is 14: the first-parent commit before the merge of pause (15). */
-export const FEATURE_COST_BEFORE_REV = '9c5e371';
+const FEATURE_COST_BEFORE_REV = '9c5e371';
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== '--'),
