@@ -28,6 +28,29 @@ function replaceOnce(text: string, from: string, to: string): string {
 }
 
 /**
+ * `release_task_dependents()` as migration 23 defines it (the `create or replace function … $fn$;`
+ * statement): migration 20's function with the early return and the flag filter. A later migration
+ * that replaces the function again must start from this text, not from migration 20's, or it undoes
+ * 23 (`test/dependency-flag.test.ts` would see the edge table scanned again).
+ */
+export function dependencyReleaseFunctionSql(schema: string): string {
+  const q = quoteIdent(schema);
+  let release = releaseFunctionOf20(schema);
+  release = replaceOnce(
+    release,
+    'begin\n',
+    `begin
+  -- Migration 23: a statement that deleted no task with dependents and no held task has nothing to release.
+  if not exists (select 1 from gone g where g.has_dependents or g.waiting_for > 0) then
+    return null;
+  end if;
+`,
+  );
+  release = replaceOnce(release, 'perform 1 from gone g where exists (', 'perform 1 from gone g where g.has_dependents and exists (');
+  return replaceOnce(release, `delete from ${q}.task_dependency d using gone g where d.dependency = g.id`, `delete from ${q}.task_dependency d using gone g where g.has_dependents and d.dependency = g.id`);
+}
+
+/**
  * Migration 23 — the dependency flag:
  * - `task.has_dependents boolean`, nullable without a default (no table rewrite, PostgreSQL 17
  *   ALTER TABLE, Notes; in no index): true on a live task that some edge of `task_dependency` names
@@ -56,19 +79,7 @@ function replaceOnce(text: string, from: string, to: string): string {
 export function dependencyFlagMigrationSql(schema: string): string {
   const q = quoteIdent(schema);
   const task = `${q}.task`;
-  let release = releaseFunctionOf20(schema);
-  release = replaceOnce(
-    release,
-    'begin\n',
-    `begin
-  -- Migration 23: a statement that deleted no task with dependents and no held task has nothing to release.
-  if not exists (select 1 from gone g where g.has_dependents or g.waiting_for > 0) then
-    return null;
-  end if;
-`,
-  );
-  release = replaceOnce(release, 'perform 1 from gone g where exists (', 'perform 1 from gone g where g.has_dependents and exists (');
-  release = replaceOnce(release, `delete from ${q}.task_dependency d using gone g where d.dependency = g.id`, `delete from ${q}.task_dependency d using gone g where g.has_dependents and d.dependency = g.id`);
+  const release = dependencyReleaseFunctionSql(schema);
   return `alter table ${task} add column if not exists has_dependents boolean;
 create or replace function ${q}.mark_task_dependencies() returns trigger
 language plpgsql as $fn$
