@@ -1,10 +1,10 @@
 /**
- * Migration 23, the dependency flag (docs/contract.md#dependencies, `src/sql/dependency-flag-sql.ts`):
+ * Migration 24, the dependency flag (docs/contract.md#dependencies, `src/sql/dependency-flag-sql.ts`):
  * - a completion of tasks that no edge names does not read `task_dependency` at all (its scans
  *   counted by `pg_stat_xact_user_tables` in the completing transaction: 0), while a completion of a
  *   dependency does (so the count can tell);
  * - linking sets `has_dependents` on the dependency only, and its finish releases the dependent;
- * - edges written before migration 23 (by code that does not know the flag) are flagged by its
+ * - edges written before migration 24 (by code that does not know the flag) are flagged by its
  *   back-fill, and their dependents are released after the upgrade.
  */
 import { HELD_DUE_AT_MS, TaskState } from '@postpone/core';
@@ -34,7 +34,7 @@ async function edgeScansOfCompletion(schema: string, items: { id: string; attemp
   }
 }
 
-describe('dependency flag (migration 23)', () => {
+describe('dependency flag (migration 24)', () => {
   it('a completion of 50 tasks without dependents does not read the edge table; one of a dependency does', { timeout: 60_000 }, async () => {
     const store = kit.store({ schema: admin.schema });
     // An unrelated edge, so the edge table is not empty.
@@ -76,7 +76,7 @@ describe('dependency flag (migration 23)', () => {
     expect(task?.dueAt.getTime()).toBeLessThan(HELD_DUE_AT_MS);
   });
 
-  it('edges written before migration 23 are flagged by its back-fill and released after the upgrade', { timeout: 60_000 }, async () => {
+  it('edges written before migration 24 are flagged by its back-fill and released after the upgrade', { timeout: 60_000 }, async () => {
     const old = Admin.create('dependency_flag_backfill');
     const oldKit = makeKit('pg');
     try {

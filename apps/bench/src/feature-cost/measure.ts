@@ -7,8 +7,8 @@
  * - `before`: an older commit (default: the last one with schema version 14) built from git
  *   (`./old-build.ts`); its own `migrate()`, `scheduleMany`, `taskClaim` and `taskCompleteManyFenced`.
  * - `latest`: this commit's `migrate()` and statements.
- * - `latest-pre-23`: this commit's, with migration 20's `release_task_dependents` put back (the
- *   function before migration 23's early return): what migration 23 saves.
+ * - `latest-no-flag`: this commit's, with `release_task_dependents` as the migrations before the flag
+ *   left it (without the flag migration's early return): what the flag migration saves.
  * - `latest-bare`: this commit's, then the objects the features added on the hot path dropped —
  *   the AFTER DELETE triggers `task_finished_notice` (18), `task_dependency_release` (20) and
  *   `task_batch_members_finished` (21), and the partial index `task_limit_key_idx` (19) — so the
@@ -28,7 +28,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { DEPENDENCY_MIGRATION_VERSION, migrations, quoteIdent, SCHEMA_VERSION, statements } from '@postpone/postgres';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, migrations, quoteIdent, SCHEMA_VERSION, statements } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import pg from 'pg';
 import type { FeatureCostChildConfig, FeatureCostChildMessage } from './child.js';
@@ -37,10 +37,10 @@ import { importOld, type OldCode } from './old-build.js';
 const CHILD_SCRIPT = fileURLToPath(new URL('./child.js', import.meta.url));
 const KIND = 'fc';
 
-export type VariantName = 'before' | 'latest' | 'latest-pre-23' | 'latest-bare' | 'latest-no-release' | 'latest-no-notice';
+export type VariantName = 'before' | 'latest' | 'latest-no-flag' | 'latest-bare' | 'latest-no-release' | 'latest-no-notice';
 /** The variants run by default; `latest-no-release` / `latest-no-notice` (one trigger dropped each) on request, to attribute a difference. */
-export const VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-pre-23', 'latest-bare'];
-export const ALL_VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-pre-23', 'latest-bare', 'latest-no-release', 'latest-no-notice'];
+export const VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-no-flag', 'latest-bare'];
+export const ALL_VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-no-flag', 'latest-bare', 'latest-no-release', 'latest-no-notice'];
 
 export interface FeatureCostParams {
   readonly url: string;
@@ -139,15 +139,16 @@ async function variantCode(old: OldCode): Promise<Record<VariantName, VariantCod
       },
     },
     latest,
-    'latest-pre-23': {
+    'latest-no-flag': {
       ...latest,
       strip: async (admin, schema) => {
-        // Migration 20's release function as it was before migration 23 (which returns at once for tasks without dependents).
-        const m20 = migrations(schema).find((m) => m.version === DEPENDENCY_MIGRATION_VERSION)?.sql ?? '';
-        const start = m20.indexOf(`create or replace function ${quoteIdent(schema)}.release_task_dependents()`);
-        const end = m20.indexOf('$fn$;', start);
-        if (start < 0 || end < 0) throw new Error('feature-cost: migration 20 holds no release_task_dependents');
-        await admin.query(m20.slice(start, end + '$fn$;'.length));
+        // The release function as the newest migration before the flag (DEPENDENCY_FLAG_MIGRATION_VERSION) defined it, without its early return.
+        const head = `create or replace function ${quoteIdent(schema)}.release_task_dependents()`;
+        const sql = migrations(schema).filter((m) => m.version < DEPENDENCY_FLAG_MIGRATION_VERSION && m.sql.includes(head)).at(-1)?.sql ?? '';
+        const start = sql.indexOf(head);
+        const end = sql.indexOf('$fn$;', start);
+        if (start < 0 || end < 0) throw new Error('feature-cost: no migration before the flag defines release_task_dependents');
+        await admin.query(sql.slice(start, end + '$fn$;'.length));
       },
     },
     'latest-no-release': { ...latest, strip: async (admin, schema) => void (await admin.query(`drop trigger task_dependency_release on ${quoteIdent(schema)}.task`)) },

@@ -1,5 +1,6 @@
 /** The Markdown of the feature-cost section (`evidence/bench/feature-cost.md`) and its report fragment. */
 import type { FeatureCostRun, StatementTexts, VariantName } from './measure.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION } from '@postpone/postgres';
 import { ALL_VARIANTS } from './measure.js';
 import type { OldCode } from './old-build.js';
 
@@ -110,9 +111,9 @@ function reading(runs: readonly FeatureCostRun[], batch: number): string[] {
       `- latest-bare completes at ${fmt(completeBuf('latest-bare'), 1)} buffers per call (before: ${fmt(completeBuf('before'), 1)}): the statements are not the cause, the AFTER DELETE triggers are. With any trigger on \`task\` that has a transition table or is row-level (migrations 18, 20, 21), PostgreSQL fetches each deleted row once more to hand it to the triggers: about one buffer hit per task, on a page the DELETE has just read.`,
     );
   }
-  if (has('latest-pre-23')) {
+  if (has('latest-no-flag')) {
     out.push(
-      `- Migration 23 saves ${fmt(completeBuf('latest-pre-23') - completeBuf('latest'), 1)} buffers per completion of ${batch} (${fmt((completeBuf('latest-pre-23') - completeBuf('latest')) / batch, 2)} per task): before it, \`task_dependency_release\` probed \`task_dependency\`'s key for every deleted row; shared buffers per task were ${change(runs, 'latest-pre-23', (r) => r.buffersPerTask)} against before, ${change(runs, 'latest', (r) => r.buffersPerTask)} with it.`,
+      `- The flag migration (${DEPENDENCY_FLAG_MIGRATION_VERSION}) saves ${fmt(completeBuf('latest-no-flag') - completeBuf('latest'), 1)} buffers per completion of ${batch} (${fmt((completeBuf('latest-no-flag') - completeBuf('latest')) / batch, 2)} per task): before it, \`task_dependency_release\` probed \`task_dependency\`'s key for every deleted row; shared buffers per task were ${change(runs, 'latest-no-flag', (r) => r.buffersPerTask)} against before, ${change(runs, 'latest', (r) => r.buffersPerTask)} with it.`,
     );
   }
   out.push(
@@ -165,7 +166,7 @@ export function featureCostMarkdown(ctx: FeatureCostContext, texts: readonly Sta
     `- **before**: commit ${ctx.old.subject.split(' ')[0]} (schema version ${by('before')[0]?.schemaVersion ?? '?'}, the last before migrations 15–21), built from git; its own \`migrate()\`, \`scheduleMany\`, claim and \`completeMany\` statements.`,
     '- **latest**: this commit’s schema and statements.',
     '- **latest-bare**: this commit’s, with the objects the features put on the hot path dropped after `migrate()`: the AFTER DELETE triggers `task_finished_notice` (18), `task_dependency_release` (20), `task_batch_members_finished` (21) and the partial index `task_limit_key_idx` (19). Same statements as latest: it separates what the schema objects cost from what the statement texts cost.',
-    ...(present.includes('latest-pre-23') ? ['- **latest-pre-23**: this commit’s, with migration 20’s `release_task_dependents` put back after `migrate()` (the release function before migration 23 made it return at once for tasks without dependents): what migration 23 saves.'] : []),
+    ...(present.includes('latest-no-flag') ? ['- **latest-no-flag**: this commit’s, with `release_task_dependents` put back as the migrations before the flag left it (without the flag migration’s early return for tasks without dependents): what the flag migration saves.'] : []),
     ...(present.includes('latest-no-release') ? ['- **latest-no-release** / **latest-no-notice**: this commit’s with only `task_dependency_release` (20), or only `task_finished_notice` (18), dropped: each trigger’s share.'] : []),
     '',
     `Each run: ${fmt(ctx.tasks)} due tasks scheduled, \`VACUUM ANALYZE\` of \`task\`, one EXPLAIN (ANALYZE, BUFFERS) probe of a claim and a completion of ${ctx.batch}, a CHECKPOINT, then ${ctx.processes} processes each looping the store’s claim (limit ${ctx.batch}) and \`completeMany\` (the move to history, DONE kept) as prepared statements until the queue is empty. ${ctx.rounds} rounds, the variants’ order alternating (as listed, then the reverse). Per statement: \`pg_stat_statements\` over the drain (server execution time, shared buffers hit + read, WAL; \`track = top\`, so trigger work counts in the statement that fired it). Median (min–max) over the rounds:`,

@@ -80,7 +80,7 @@ export interface CitusRewrite {
  *   `schedule` with `after` (ValidationError `DEPENDENCIES_UNSUPPORTED`, docs/contract.md#dependencies).
  * - migration 21: the trigger `task_batch_members_finished`, for the same reason (`./batch-sql.ts`):
  *   not created; the store refuses batches on Citus (`BatchError` `BATCHES_UNSUPPORTED`).
- * - migration 23: the trigger `task_dependency_mark` on `task_dependency` and the flag's back-fill
+ * - migration 24: the trigger `task_dependency_mark` on `task_dependency` and the flag's back-fill
  *   (`./dependency-flag-sql.ts`): not created / not run, as no edge is ever written on Citus.
  * @param schema unquoted schema name
  */

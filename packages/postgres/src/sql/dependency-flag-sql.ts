@@ -1,46 +1,50 @@
 /**
- * Migration 23 — what the dependency release costs a task that has no dependents (issue #29: "the
+ * Migration 24 — what the dependency release costs a task that has no dependents (issue #29: "the
  * claim and completion of tasks that use none of these features cost the same as before"). Measured
  * by `pnpm bench:feature-cost` (evidence/bench/feature-cost.md): migration 20's trigger
  * `task_dependency_release` probed `task_dependency`'s primary key once per deleted row of EVERY
  * DELETE from `task`, about 2 shared buffers per completed task (+10 % of a plain task's buffers).
  */
-import { dependencyMigrationSql } from './dependency-sql.js';
+import { batchClockMigrationSql } from './batch-clock-sql.js';
 import { quoteIdent } from './quote.js';
 
 /** The migration number of the dependency flag; kept in this one constant so it can be renumbered at merge. */
-export const DEPENDENCY_FLAG_MIGRATION_VERSION = 23;
+export const DEPENDENCY_FLAG_MIGRATION_VERSION = 24;
 
-/** Migration 20's release function (`release_task_dependents`), the whole `create or replace function … $fn$;`. */
-function releaseFunctionOf20(schema: string): string {
-  const sql = dependencyMigrationSql(schema);
+/**
+ * `release_task_dependents` as the migrations before this one left it: migration 20's function with
+ * migration 22's store clock (`./batch-clock-sql.ts` replaces it first), the whole
+ * `create or replace function … $fn$;`.
+ */
+function releaseFunctionBefore(schema: string): string {
+  const sql = batchClockMigrationSql(schema);
   const start = sql.indexOf(`create or replace function ${quoteIdent(schema)}.release_task_dependents()`);
   const end = sql.indexOf('$fn$;', start);
-  if (start < 0 || end < 0) throw new Error('dependency-flag-sql: migration 20 no longer holds release_task_dependents');
+  if (start < 0 || end < 0) throw new Error('dependency-flag-sql: migration 22 no longer holds release_task_dependents');
   return sql.slice(start, end + '$fn$;'.length);
 }
 
 /** Replaces `from` by `to` in `text`, exactly once (a changed source is a build-time error, not a silent no-op). */
 function replaceOnce(text: string, from: string, to: string): string {
   const at = text.indexOf(from);
-  if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`dependency-flag-sql: expected exactly one ${JSON.stringify(from.slice(0, 60))} in migration 20's function`);
+  if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`dependency-flag-sql: expected exactly one ${JSON.stringify(from.slice(0, 60))} in the release function`);
   return text.slice(0, at) + to + text.slice(at + from.length);
 }
 
 /**
- * `release_task_dependents()` as migration 23 defines it (the `create or replace function … $fn$;`
- * statement): migration 20's function with the early return and the flag filter. A later migration
- * that replaces the function again must start from this text, not from migration 20's, or it undoes
- * 23 (`test/dependency-flag.test.ts` would see the edge table scanned again).
+ * `release_task_dependents()` as migration 24 defines it (the `create or replace function … $fn$;`
+ * statement): migration 22's function (20's on the store clock) with the early return and the flag
+ * filter. A later migration that replaces the function again must start from this text, not from an
+ * older one, or it undoes 24 (`test/dependency-flag.test.ts` would see the edge table scanned again).
  */
 export function dependencyReleaseFunctionSql(schema: string): string {
   const q = quoteIdent(schema);
-  let release = releaseFunctionOf20(schema);
+  let release = releaseFunctionBefore(schema);
   release = replaceOnce(
     release,
     'begin\n',
     `begin
-  -- Migration 23: a statement that deleted no task with dependents and no held task has nothing to release.
+  -- Migration 24: a statement that deleted no task with dependents and no held task has nothing to release.
   if not exists (select 1 from gone g where g.has_dependents or g.waiting_for > 0) then
     return null;
   end if;
@@ -51,7 +55,7 @@ export function dependencyReleaseFunctionSql(schema: string): string {
 }
 
 /**
- * Migration 23 — the dependency flag:
+ * Migration 24 — the dependency flag:
  * - `task.has_dependents boolean`, nullable without a default (no table rewrite, PostgreSQL 17
  *   ALTER TABLE, Notes; in no index): true on a live task that some edge of `task_dependency` names
  *   as its dependency, null on every other task.
@@ -59,7 +63,7 @@ export function dependencyReleaseFunctionSql(schema: string): string {
  *   table `added`): locks the named dependencies not yet flagged in id order (`for no key update`,
  *   so two schedules naming the same dependencies never wait on each other in a cycle) and sets
  *   `has_dependents`. Every way an edge is written sets the flag in the edge's own transaction,
- *   whatever code wrote the edge (code of migrations 20–22 included, during a rolling deploy).
+ *   whatever code wrote the edge (code of migrations 20–23 included, during a rolling deploy).
  *   The schedule already holds the dependency `FOR KEY SHARE`, so its finish (a DELETE) still waits
  *   for the schedule's commit and then deletes the flagged row version (READ COMMITTED re-check,
  *   PostgreSQL 17 §13.2.1): the release sees the flag whenever it would have seen the edge. The
@@ -67,10 +71,10 @@ export function dependencyReleaseFunctionSql(schema: string): string {
  *   RUNNING dependency waits for the scheduling transaction that links to it for the first time
  *   (before, only its finish did); a claim's SKIP LOCKED pick skips it meanwhile, as before.
  * - the flag written on the live dependencies of the edges already there.
- * - `release_task_dependents` (migration 20's function) returns at once unless a deleted row has
+ * - `release_task_dependents` (migration 20's function, on the store clock since 22) returns at once unless a deleted row has
  *   the flag or is itself a held task (`waiting_for > 0`): one scan of the transition table, no
  *   probe of `task_dependency` for a task without dependents; and it probes the edge table only for
- *   the flagged rows. The rest of the function (the release, the cascade) is migration 20's, unchanged.
+ *   the flagged rows. The rest of the function (the release, the cascade) is migration 22's, unchanged.
  * The trigger stays statement-level: one run per DELETE statement, all its rows at once, the
  * dependents locked in id order (migration 20). Additive (a nullable column, a trigger, a function
  * replaced in place), no `minReader`. Re-runnable (`if not exists`, `create or replace`, `drop
@@ -101,7 +105,7 @@ update ${task} t set has_dependents = true
 ${release}`;
 }
 
-/** The Citus rewrites of migration 23 (`./citus.ts`): no trigger there (dependencies are refused on Citus, `DEPENDENCIES_UNSUPPORTED`). */
+/** The Citus rewrites of migration 24 (`./citus.ts`): no trigger there (dependencies are refused on Citus, `DEPENDENCIES_UNSUPPORTED`). */
 export function dependencyFlagCitusRewrites(schema: string): { version: number; original: string; replacement: readonly string[]; why: string }[] {
   const q = quoteIdent(schema);
   return [

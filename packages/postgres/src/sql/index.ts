@@ -11,6 +11,7 @@
  * - `pauseStatements(schema)`: paused queues and kinds (`./pause-sql.ts`);
  * - `rateLimitStatements(schema)`: rate limits and the limited claim (`./rate-limit-sql.ts`);
  * - `keyLimitStatements(schema)`: per-key concurrency and the keyed claim (`./key-limit-sql.ts`);
+ * - `keyRateStatements(schema)`: per-key rate limits (`./key-rate-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
  * - `dedupStatements(schema)`: the throttle gate and the debounce key hand-over (`./dedup-sql.ts`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
@@ -44,6 +45,7 @@ export {
   workerNoticePayload,
 } from './notice.js';
 export { KEY_LIMIT_MIGRATION_VERSION, type KeyLimitStatements, keyLimitMigrationSql, keyLimitStatements } from './key-limit-sql.js';
+export { KEY_RATE_MIGRATION_VERSION, type KeyRateLimitRow, type KeyRateStatements, keyRateMigrationSql, keyRateStatements } from './key-rate-sql.js';
 export { RATE_LIMIT_MIGRATION_VERSION, type RateLimitRow, type RateLimitStatements, rateLimitMigrationSql, rateLimitStatements } from './rate-limit-sql.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
 export { SqlSplitError, splitStatements } from './split.js';
