@@ -53,3 +53,4 @@ export { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, type CitusRewrite, citusRewrit
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
 export { DEPENDENCY_MIGRATION_VERSION, type DependencyStatements, dependencyMigrationSql, dependencyStatements, HELD_DUE_AT_SQL } from './dependency-sql.js';
+export { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql, dependencyReleaseFunctionSql } from './dependency-flag-sql.js';

@@ -20,6 +20,7 @@ import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wai
 import { DEPENDENCY_MIGRATION_VERSION, dependencyMigrationSql } from './dependency-sql.js';
 import { BATCH_MIGRATION_VERSION, batchMigrationSql } from './batch-sql.js';
 import { BATCH_CLOCK_MIGRATION_VERSION, batchClockMigrationSql } from './batch-clock-sql.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql } from './dependency-flag-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -189,6 +190,12 @@ export interface Migration {
  * `task.limit_key`, the partial index `task_limit_key_idx` (keyed tasks only) and the table
  * `key_limit`; see `./key-limit-sql.ts`. Additive (no `minReader`), re-runnable.
  *
+ * Version 24 — the dependency flag (docs/contract.md#dependencies): a nullable `task.has_dependents`,
+ * set by the trigger `task_dependency_mark` whenever an edge names a task as its dependency, and
+ * migration 20's release trigger returning at once for a DELETE of tasks without it: a completion of
+ * a task without dependents no longer probes `task_dependency` (measured by `pnpm bench:feature-cost`,
+ * evidence/bench/feature-cost.md); see `./dependency-flag-sql.ts`. Additive (no `minReader`), re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -299,6 +306,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: BATCH_CLOCK_MIGRATION_VERSION, name: 'batches and releases on the store clock', sql: batchClockMigrationSql(schema) }),
     // Version 23 — per-key rate limits: see ./key-rate-sql.ts. Additive (new tables), no minReader.
     Object.freeze({ version: KEY_RATE_MIGRATION_VERSION, name: 'per-key rate limits', sql: keyRateMigrationSql(schema) }),
+    // Version 24 — the dependency flag: a completion without dependents skips the edge probe; see ./dependency-flag-sql.ts. Additive, no minReader.
+    Object.freeze({ version: DEPENDENCY_FLAG_MIGRATION_VERSION, name: 'dependency flag', sql: dependencyFlagMigrationSql(schema) }),
   ]);
 }
 
