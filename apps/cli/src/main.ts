@@ -4,6 +4,8 @@
  * kind and list what is paused, and serve a web dashboard (`dashboard`, see ./dashboard/).
  *
  * Connection: `--database-url` or `DATABASE_URL`; tables in `--schema` (default `postpone`).
+ * A sharded deployment (docs/sharding.md): `--groups s0,s1` or `POSTPONE_GROUPS` names its groups' schemas;
+ * `migrate`, `stats`, `list`, `show` and `dashboard` then run across them (./groups.ts), the other commands refuse it.
  * Exit codes: 0 ok; 1 failure (database error, task not found, not retryable…); 2 bad usage (unknown
  * option, bad value: the store's `ValidationError`). Errors go to stderr as
  * `postpone: error <CODE>: <message>`, CODE being the typed error's `code`; with `--json`, as one
@@ -25,18 +27,21 @@ import {
 } from '@postpone/core';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DEFAULT_SCHEMA, type PostgresStore, SqlState } from '@postpone/postgres';
+import { DEFAULT_SCHEMA, type PostgresStore, type ShardedStore, SqlState } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
 import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { pausedOrNone } from './dashboard/data.js';
+import { frontDashboardStore, oneSchemaOnly, parseGroups, withFront } from './groups.js';
 import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
   readonly schema: string;
+  /** `--groups` / `POSTPONE_GROUPS`: the schemas of a sharded deployment's groups (./groups.ts). */
+  readonly groups?: string;
   readonly json?: boolean;
 }
 
@@ -105,12 +110,30 @@ function checkDatabaseUrl(url: string): void {
 
 type Out = { stdout: (text: string) => void };
 
-async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<PgTx>) => Promise<T>): Promise<T> {
+/**
+ * With `--groups`: the sharded front over those schemas (./groups.ts); without: the store of `--schema`.
+ * For the commands that run on a whole deployment (migrate, stats, dashboard).
+ */
+async function withDeployment<T>(globals: GlobalOptions, fn: (store: PostgresStore<PgTx> | ShardedStore<PgTx>, schemas: readonly string[]) => Promise<T>): Promise<T> {
+  if (globals.groups === undefined) return await withStore(globals, (store) => fn(store, [globals.schema]));
+  const schemas = parseGroups(globals.groups);
+  return await withFront(databaseUrl(globals), schemas, (front) => fn(front, schemas));
+}
+
+/** The checked connection string of `--database-url` / `DATABASE_URL`. @throws UsageError INVALID_OPTION */
+function databaseUrl(globals: GlobalOptions): string {
   const url = globals.databaseUrl ?? process.env.DATABASE_URL;
   if (url === undefined || url === '') {
     throw new UsageError('INVALID_OPTION', 'no database: set DATABASE_URL or pass --database-url (to try Postpone, `pnpm db` in a checkout starts one and prints its URL)');
   }
   checkDatabaseUrl(url);
+  return url;
+}
+
+/** The store of `--schema`, for `fn`, closed after it. @throws UsageError INVALID_OPTION with `--groups` (a one-schema command, ./groups.ts) */
+async function withStore<T>(globals: GlobalOptions, fn: (store: PostgresStore<PgTx>) => Promise<T>): Promise<T> {
+  if (globals.groups !== undefined) throw oneSchemaOnly();
+  const url = databaseUrl(globals);
   const store = createPgStore({ connectionString: url, schema: globals.schema, poolConfig: { max: 2, connectionTimeoutMillis: 10_000 } });
   try {
     return await fn(store);
@@ -177,6 +200,11 @@ export function buildProgram(out: Out, json = false): Command {
     .description('Operate Postpone, durable delayed tasks on PostgreSQL: inspect, schedule, cancel, retry and prune tasks.')
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string').env('DATABASE_URL'))
     .option('--schema <name>', 'schema of the Postpone tables', DEFAULT_SCHEMA)
+    .addOption(
+      new Option('--groups <schemas>', 'a sharded deployment: the schemas of its shard groups in group order, comma-separated (migrate, stats, list, show and dashboard run across them)').env(
+        'POSTPONE_GROUPS',
+      ),
+    )
     .option('--json', 'print JSON instead of text')
     .version(cliVersion(), '-V, --version', "print the CLI's version")
     .showHelpAfterError(json ? false : '(run with --help for usage)')
@@ -192,11 +220,13 @@ export function buildProgram(out: Out, json = false): Command {
     .description('create or upgrade the schema (idempotent, safe from many processes at once)')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const result = await withStore(g, (store) => store.migrate());
-      print(out, g, { schema: g.schema, ...result }, () =>
+      const [result, schemas] = await withDeployment(g, async (store, names) => [await store.migrate(), names] as const);
+      // With --groups: every group's schema migrated (the same migrations), then its id range set.
+      const what = g.groups === undefined ? `schema ${g.schema}` : `groups ${schemas.join(', ')}`;
+      print(out, g, g.groups === undefined ? { schema: g.schema, ...result } : { groups: schemas, ...result }, () =>
         result.applied.length === 0
-          ? `schema ${g.schema} is up to date (version ${result.version})`
-          : `schema ${g.schema}: applied ${plural(result.applied.length, 'migration')} (${result.applied.join(', ')}); now at version ${result.version}`,
+          ? `${what} ${g.groups === undefined ? 'is' : 'are'} up to date (version ${result.version})`
+          : `${what}: applied ${plural(result.applied.length, 'migration')} (${result.applied.join(', ')}); now at version ${result.version}`,
       );
     });
 
@@ -339,7 +369,8 @@ export function buildProgram(out: Out, json = false): Command {
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const taskId = parseTaskId(id);
-      const found = await withStore(g, async (store) => {
+      // With --groups: read from the group the id names.
+      const found = await withDeployment(g, async (store) => {
         const task = await store.getTaskRecord(taskId);
         return task === null ? null : { task, completion: await store.getCompletion(taskId) };
       });
@@ -400,7 +431,8 @@ export function buildProgram(out: Out, json = false): Command {
           limit: parseInteger(opts.limit, '--limit'),
           ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
         };
-        const page = await withStore(g, (store) => store.listTasks(params));
+        // With --groups: every group's page merged in id order (ShardedStore.listTasks); the cursor pages on across them.
+        const page = await withDeployment(g, (store) => store.listTasks(params));
         print(out, g, page, () => {
           const body = page.tasks.length === 0 ? 'no tasks' : taskTable(page.tasks);
           return page.nextCursor === null ? body : `${body}\nmore: --cursor ${page.nextCursor}`;
@@ -415,7 +447,8 @@ export function buildProgram(out: Out, json = false): Command {
     .action(async (opts: { unclaimedAfter: string }, cmd: Command) => {
       const g = globals(cmd);
       const dueForMs = parseDuration(opts.unclaimedAfter, '--unclaimed-after');
-      const [stats, unclaimed, paused] = await withStore(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs }), await pausedOrNone(store)] as const);
+      // With --groups: every group's counts added up (ShardedStore.stats), the unclaimed pairs of every group.
+      const [stats, unclaimed, paused] = await withDeployment(g, async (store) => [await store.stats(), await store.unclaimedKinds({ dueForMs }), await pausedOrNone(store)] as const);
       const pausedKinds = new Set(paused.filter((p) => p.scope === 'kind').map((p) => p.name));
       print(out, g, { ...stats, paused, unclaimed }, () => `${statsText(stats, pausedKinds)}\n\n${pausedText(paused)}\n\n${unclaimedText(unclaimed)}`);
     });
@@ -628,9 +661,9 @@ export function buildProgram(out: Out, json = false): Command {
 
   registerDashboard(program, async (options, cmd) => {
     const g = globals(cmd);
-    await withStore(g, async (store) => {
+    await withDeployment(g, async (store, schemas) => {
       await store.stats(); // the database and the schema answer before anything listens
-      await serveDashboard(store, g.schema, options, out);
+      await serveDashboard(g.groups === undefined ? (store as PostgresStore<PgTx>) : frontDashboardStore(store as ShardedStore<PgTx>), schemas.join(', '), options, out);
     });
   });
 

@@ -71,6 +71,33 @@ export interface ConformanceOptions {
    * PostgreSQL store on Citus refuses dependencies and batches (docs/contract.md#dependencies, #batches).
    */
   readonly without?: readonly string[];
+  /**
+   * Single cases not run, each with the reason it does not apply, keyed by the case's full name below
+   * the suite: its `describe` titles and its `it` title joined by `' > '` (e.g.
+   * `'listTasks > newer tasks arrive at the head of newest'`). Each is reported as skipped with its
+   * reason (vitest `context.skip(note)`), before the harness is made. Every key must name a case of
+   * the suite: a key that names none fails the first case run, so a stale gate cannot hide
+   * (a case renamed is then either run or gated again, knowingly). For a store where one case meets
+   * a documented difference, as the sharded front of `@postpone/postgres` (docs/sharding.md).
+   */
+  readonly withoutCases?: Readonly<Record<string, string>>;
+}
+
+/** The full name of a case below the `store conformance: …` suite: describe titles and the test title, joined by `' > '`. */
+function caseName(task: { name: string; suite?: { name: string; suite?: unknown } | undefined }, root: string): string {
+  const parts = [task.name];
+  for (let s = task.suite as { name: string; suite?: unknown } | undefined; s !== undefined && s.name !== root; s = s.suite as typeof s) parts.unshift(s.name);
+  return parts.join(' > ');
+}
+
+/** Every case name of a collected suite (see {@link caseName}). */
+function caseNames(suite: { tasks?: readonly unknown[] }, root: string): string[] {
+  const out: string[] = [];
+  for (const t of (suite.tasks ?? []) as { type: string; name: string; tasks?: unknown[]; suite?: { name: string } }[]) {
+    if (t.type === 'suite') out.push(...caseNames(t, root));
+    else out.push(caseName(t, root));
+  }
+  return out;
 }
 
 /**
@@ -79,13 +106,30 @@ export interface ConformanceOptions {
  * empty store with a TestClock); `cleanup` runs after it, even when the test failed.
  */
 export function describeStoreConformance(name: string, makeHarness: () => Promise<ConformanceHarness<any>>, options: ConformanceOptions = {}): void {
-  describe(`store conformance: ${name}`, () => {
+  const root = `store conformance: ${name}`;
+  const skipped = options.withoutCases ?? {};
+  describe(root, () => {
     let current: ConformanceHarness<any> | undefined;
     const harness = (): ConformanceHarness<any> => {
       if (current === undefined) throw new Error('conformance harness is not ready (makeHarness failed?)');
       return current;
     };
-    beforeEach(async () => {
+    let checked = Object.keys(skipped).length === 0;
+    beforeEach(async (context) => {
+      if (!checked) {
+        // Once, at the first case run: every key of withoutCases must name a case of this suite.
+        checked = true;
+        let top = context.task.suite as { name: string; suite?: unknown; tasks?: readonly unknown[] } | undefined;
+        while (top !== undefined && top.name !== root) top = top.suite as typeof top;
+        const known = new Set(top === undefined ? [] : caseNames(top, root));
+        const stale = Object.keys(skipped).filter((k) => !known.has(k));
+        if (stale.length > 0) throw new Error(`withoutCases names no case of the suite: ${stale.map((k) => JSON.stringify(k)).join(', ')}`);
+      }
+      const reason = skipped[caseName(context.task, root)];
+      if (reason !== undefined) {
+        context.skip(reason);
+        return;
+      }
       current = await makeHarness();
     });
     afterEach(async () => {

@@ -100,7 +100,13 @@ import {
   type Task,
   type TaskId,
   type TaskPage,
+  type TaskRecord,
+  type UnclaimedKind,
   type UnclaimedKinds,
+  UNCLAIMED_DUE_COUNT_CAP,
+  validateUnclaimedKindsParams,
+  checkCallParams,
+  validateOnRateLimited,
   type UnclaimedKindsParams,
   ValidationError,
   validateListParams,
@@ -163,14 +169,31 @@ function addCounts<T>(a: T, b: T): T {
 }
 
 /**
- * The front over N shard groups (see the module docstring). Implements the core {@link Store}, the
- * cron and rate-limit capabilities, and `listen` (every group's notices, to one callback).
+ * The connections the front offers a worker (core `ConnectionBudget`, checked by `@postpone/worker`),
+ * from its groups' budgets. Pools the stores created are each their own: their `max` add up. Pools
+ * the caller gave (`shared`) are counted once, as ONE pool under every group (the usual set-up: one
+ * pool, N schemas; distinct given pools are then under-counted, which refuses a worker too large
+ * rather than letting it exhaust a pool). The front's `listen` holds one connection per group where
+ * a group's listen holds a pool connection (`pg`); the budget's `listen` stands for one, so `max` is
+ * lowered by the other N − 1. Undefined when a group reports none.
  */
+function frontBudget(budgets: readonly (ConnectionBudget | undefined)[]): ConnectionBudget | undefined {
+  if (!budgets.every((b): b is ConnectionBudget => b !== undefined)) return undefined;
+  const shared = budgets.some((b) => b.shared);
+  const listens = budgets.filter((b) => b.listen).length;
+  const max = (shared ? Math.max(...budgets.map((b) => b.max)) : budgets.reduce((n, b) => n + b.max, 0)) - Math.max(0, listens - 1);
+  return { max: Math.max(1, max), listen: listens > 0, shared };
+}
+
 /** True when `input` names a dedup key (its group is then fixed by the key's hash). */
 function hasKey(input: ScheduleInput): boolean {
   return typeof (input as { key?: unknown } | null)?.key === 'string';
 }
 
+/**
+ * The front over N shard groups (see the module docstring). Implements the core {@link Store}, the
+ * cron and rate-limit capabilities, and `listen` (every group's notices, to one callback).
+ */
 export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore {
   readonly name: string;
   readonly connectionBudget: ConnectionBudget | undefined;
@@ -197,10 +220,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     if (!Number.isInteger(cronGroup) || cronGroup < 0 || cronGroup >= stores.length) throw new ValidationError('INVALID_OPTION', 'cronGroup', `must be a group index 0..${stores.length - 1}`);
     this.stores = [...stores];
     this.name = stores[0]!.name;
-    const budgets = stores.map((s) => s.connectionBudget);
-    this.connectionBudget = budgets.every((b) => b !== undefined)
-      ? { max: budgets.reduce((n, b) => n + b.max, 0), listen: budgets[0]!.listen, shared: budgets.some((b) => b.shared) }
-      : undefined;
+    this.connectionBudget = frontBudget(stores.map((s) => s.connectionBudget));
     this.emptyBackoffMs = backoff;
     this.cronGroup = cronGroup;
     this.nextPlace = Math.floor(Math.random() * stores.length);
@@ -224,8 +244,22 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     return g < this.stores.length ? g : 0;
   }
 
+  /**
+   * The store of the group an id names. A malformed id (or params that are not an object, see
+   * {@link byParams}) goes to group 0, whose store refuses it with its own ValidationError naming the
+   * field, before any I/O: the front never answers bad input differently from one store.
+   */
   private byId(id: TaskId): PostgresStore<Tx> {
-    return this.stores[this.groupOfId(id)]!;
+    try {
+      return this.stores[this.groupOfId(id)]!;
+    } catch {
+      return this.stores[0]!;
+    }
+  }
+
+  /** {@link byId} of `params.id`, for the calls taking one parameter object (extend, complete, fail…). */
+  private byParams(params: unknown): PostgresStore<Tx> {
+    return this.byId((typeof params === 'object' && params !== null ? (params as { id?: unknown }).id : undefined) as TaskId);
   }
 
   /** Marks group `g` as worth a claim again (a notice, a schedule, a peek found tasks). */
@@ -325,6 +359,12 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
    * rate limit and the claim took fewer than `limit`.
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
+    // The call's shape and callback checked here, before the front copies `params` per group: a
+    // non-object would otherwise reach a group as `{ limit }` (refused as a missing owner, not as
+    // `params`), and a non-function `onRateLimited` would be wrapped into a function. Each group's
+    // store checks the rest before its I/O, the first group asked before any group claims.
+    checkCallParams('claim', params);
+    validateOnRateLimited(params.onRateLimited);
     const n = this.stores.length;
     const start = this.nextClaim % n;
     this.nextClaim = (start + 1) % n;
@@ -338,10 +378,9 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     const out: ClaimedTask[] = [];
     let limited = 0;
     let reopensInMs = Number.POSITIVE_INFINITY;
-    // A malformed `params` reaches the first group's store, which refuses it (ValidationError) before any I/O.
-    const userLimited = (params as ClaimParams | undefined)?.onRateLimited;
+    const userLimited = params.onRateLimited;
     for (const [i, g] of asked.entries()) {
-      const remaining = ((params as ClaimParams | undefined)?.limit ?? 0) - out.length;
+      const remaining = (params.limit ?? 0) - out.length;
       if (i > 0 && remaining <= 0) break;
       let heldBack = false;
       const got = await this.stores[g]!.claim({
@@ -374,7 +413,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   extend(params: ExtendParams): Promise<boolean> {
-    return this.byId(params.id).extend(params);
+    return this.byParams(params).extend(params);
   }
 
   /** Items grouped by the group their id names, one call per group, answers put back in input order. */
@@ -414,7 +453,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome> {
-    return this.byId(params.id).complete(params);
+    return this.byParams(params).complete(params);
   }
 
   completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
@@ -429,15 +468,15 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   fail(params: FailParams): Promise<FailResult> {
-    return this.byId(params.id).fail(params);
+    return this.byParams(params).fail(params);
   }
 
   release(params: ReleaseParams): Promise<ReleaseOutcome> {
-    return this.byId(params.id).release(params);
+    return this.byParams(params).release(params);
   }
 
   snooze(params: SnoozeParams): Promise<SnoozeResult> {
-    return this.byId(params.id).snooze(params);
+    return this.byParams(params).snooze(params);
   }
 
   /** Every group's expired leases, at most `limit` in all (asked of the groups in order). */
@@ -464,7 +503,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   reportProgress(params: ProgressParams): Promise<boolean> {
-    return this.byId(params.id).reportProgress(params);
+    return this.byParams(params).reportProgress(params);
   }
 
   reschedule(id: TaskId, params: RescheduleParams): Promise<RescheduleResult> {
@@ -481,6 +520,11 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
 
   getCompletion(id: TaskId): Promise<Completion | null> {
     return this.byId(id).getCompletion(id);
+  }
+
+  /** One task with its operator fields, from the group its id names (`postpone show`, the dashboard). @throws ValidationError INVALID_TASK_ID, ConnectionLostError, StoreClosedError */
+  getTaskRecord(id: TaskId): Promise<TaskRecord | null> {
+    return this.byId(id).getTaskRecord(id);
   }
 
   async countByState(): Promise<StateCounts> {
@@ -503,7 +547,7 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
   }
 
   retry(params: RetryParams): Promise<RetryResult> {
-    return this.byId(params.id).retry(params);
+    return this.byParams(params).retry(params);
   }
 
   async prune(params: PruneParams): Promise<PruneResult> {
@@ -575,18 +619,33 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     };
   }
 
-  /** Every group's unclaimed (queue, kind) pairs; a pair found in several groups is listed once, with its longest wait. */
+  /**
+   * Every group's unclaimed (queue, kind) pairs, as one store lists them: a pair found in several
+   * groups is listed once, with its due tasks added up (each group's count capped at
+   * {@link UNCLAIMED_DUE_COUNT_CAP}, so is the sum) and its longest wait; longest waiting first
+   * (oldest due time, then queue, then kind), at most `limit`. A pair is unclaimed per group: a
+   * group with a CLAIMED task of the pair does not list it, even if another group does.
+   */
   async unclaimedKinds(params: UnclaimedKindsParams): Promise<UnclaimedKinds> {
+    const limit = validateUnclaimedKindsParams(params).limit;
     const all = await Promise.all(this.stores.map((s) => s.unclaimedKinds(params)));
-    const best = new Map<string, UnclaimedKinds['kinds'][number]>();
+    const merged = new Map<string, UnclaimedKind>();
     for (const r of all) {
       for (const k of r.kinds) {
         const id = JSON.stringify([k.queue, k.kind]);
-        const have = best.get(id);
-        if (have === undefined || k.oldestDueAt < have.oldestDueAt) best.set(id, k);
+        const have = merged.get(id);
+        merged.set(
+          id,
+          have === undefined
+            ? k
+            : { ...(k.oldestDueAt < have.oldestDueAt ? k : have), due: Math.min(UNCLAIMED_DUE_COUNT_CAP, have.due + k.due) },
+        );
       }
     }
-    const kinds = [...best.values()].sort((a, b) => a.oldestDueAt.getTime() - b.oldestDueAt.getTime()).slice(0, params.limit ?? 100);
+    const text = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    const kinds = [...merged.values()]
+      .sort((a, b) => a.oldestDueAt.getTime() - b.oldestDueAt.getTime() || text(a.queue, b.queue) || text(a.kind, b.kind))
+      .slice(0, limit);
     return { ...all[0]!, kinds };
   }
 
