@@ -590,6 +590,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
     this.#db.restartTaskIds(parseTaskId(next, 'next'));
   }
 
+  /**
+   * Test seam: the in-memory counterpart of `select count(*) from task where limit_key is not null`
+   * (docs/contract.md#per-key-concurrency): how many limit keys the store holds. Only SCHEDULED and
+   * CLAIMED tasks keep one, so it falls back to 0 once every keyed task has finished, died, been
+   * cancelled or deleted.
+   */
+  limitKeyCount(): number {
+    return this.#db.limitKeys.size;
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new StoreClosedError();
   }
