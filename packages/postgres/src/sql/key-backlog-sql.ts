@@ -18,21 +18,34 @@ export function keyBacklogStatements(schema: string) {
      * limit key `{ limitkey, due, notdue, claimed, oldestdueatms, latenessms }`, most due first, then
      * by key (`collate "C"`: code-point order, whatever the database's collation).
      *
-     * `sched` groups the kind's keyed SCHEDULED tasks: an index-only scan of the partial
-     * `task_limit_key_idx` (only keyed SCHEDULED tasks have entries; `kind` is its second column, so
-     * the scan reads the keyed SCHEDULED entries of every kind in the queue(s) and filters — PostgreSQL
-     * 17 has no skip scan), never the heap pages of unkeyed or finished tasks once the visibility map is
-     * set (VACUUM). `held` groups the kind's CLAIMED keyed tasks from the partial `task_claimed_idx`
-     * (every CLAIMED task: at most the fleet's concurrency). Cost measured in docs/contract.md#key-backlog.
+     * `queues` lists the queues with keyed SCHEDULED tasks (a loose index scan of the partial
+     * `task_limit_key_idx`, one descent per queue: only keyed SCHEDULED tasks have entries); `sched`
+     * then reads, per queue, the index range `(queue, kind)` of this kind only — an index-only scan,
+     * no heap page once the visibility map is set (VACUUM, autovacuum), and no entry of another kind or
+     * of an unkeyed task — and groups it by key (the grouping inside the lateral subquery keeps the
+     * planner from turning it into a join over a sequential scan of `task`), then sums the queues. `held` groups the kind's CLAIMED keyed tasks from the
+     * partial `task_claimed_idx` (every CLAIMED task: at most the fleet's concurrency, one heap fetch
+     * each). Cost measured in docs/contract.md#key-backlog.
      */
-    keyBacklog: `with sched as (
-  select s.limit_key as key,
-         count(*) filter (where s.due_at <= ${NOW})::int as due,
-         count(*) filter (where s.due_at > ${NOW})::int as notdue,
-         min(s.due_at) filter (where s.due_at <= ${NOW}) as oldest
-    from ${task} s
-   where s.state = ${S} and s.limit_key is not null and s.kind = $2::text
-   group by s.limit_key
+    keyBacklog: `with recursive queues(queue) as (
+  (select s.queue from ${task} s where s.state = ${S} and s.limit_key is not null order by s.queue limit 1)
+  union all
+  select (select s.queue from ${task} s where s.state = ${S} and s.limit_key is not null and s.queue > q.queue order by s.queue limit 1)
+    from queues q
+   where q.queue is not null
+), sched as (
+  select r.key, sum(r.due)::int as due, sum(r.notdue)::int as notdue, min(r.oldest) as oldest
+    from queues q
+   cross join lateral (
+         select s.limit_key as key,
+                count(*) filter (where s.due_at <= ${NOW}) as due,
+                count(*) filter (where s.due_at > ${NOW}) as notdue,
+                min(s.due_at) filter (where s.due_at <= ${NOW}) as oldest
+           from ${task} s
+          where s.state = ${S} and s.limit_key is not null and s.queue = q.queue and s.kind = $2::text
+          group by s.limit_key) r
+   where q.queue is not null
+   group by r.key
 ), held as (
   select s.limit_key as key, count(*)::int as claimed
     from ${task} s
