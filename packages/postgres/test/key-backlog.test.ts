@@ -6,14 +6,21 @@
  * - `keyBacklog` over 100 000 keyed SCHEDULED tasks on 1 000 keys (beside 20 000 keyed tasks of
  *   another kind, 50 000 unkeyed ones and 100 CLAIMED) reads the partial index `task_limit_key_idx`
  *   (index-only, no heap fetch once vacuumed) and `task_claimed_idx`, never a sequential scan of
- *   `task`, and agrees with a plain aggregate. Prints the measured figure (`FIGURE key_backlog …`).
+ *   `task`, and agrees with a plain aggregate. Prints the measured figure (`FIGURE key_backlog …`);
+ * - the example of docs/contract.md#key-backlog runs as written (as ./bulk-example.test.ts runs its own).
  */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import ts from 'typescript';
+import { afterAll, describe, expect, it } from 'vitest';
 import { keyBacklogStatements, statements } from '../src/sql/index.js';
-import { migratedKit } from './support/kits.js';
+import { Admin, migratedKit } from './support/kits.js';
 
 const { admin, kit } = migratedKit('keybacklog');
+const exampleSchema = Admin.create('keybacklog_example');
+afterAll(() => exampleSchema.drop());
 
 describe('keyBacklog on PostgreSQL', () => {
   it('a schedule with a limit key is one statement that writes limit_key; one without sends taskInsertMany unchanged', async () => {
@@ -99,4 +106,27 @@ describe('keyBacklog on PostgreSQL', () => {
     expect(page.entries.reduce((n, e) => n + e.due + e.notDue + e.claimed, 0)).toBe(100_000);
     expect(page.entries.every((e) => (e.due === 0) === (e.oldestDueAt === null) && e.latenessMs >= 0)).toBe(true);
   });
+
+  it('the example of docs/contract.md#key-backlog runs and prints what its comments say', async () => {
+    const pkg = resolve(import.meta.dirname, '..');
+    const contract = readFileSync(resolve(pkg, '..', '..', 'docs', 'contract.md'), 'utf8');
+    const section = contract.slice(contract.indexOf('<a id="key-backlog"></a>'));
+    const start = section.indexOf('```ts\n');
+    const code = section.slice(start + 6, section.indexOf('\n```', start + 6));
+    const wired = code.replace('createPgStore({ connectionString: process.env.DATABASE_URL! })', 'createPgStore({ connectionString: process.env.DATABASE_URL!, schema: process.env.EXAMPLE_SCHEMA })');
+    expect(wired).not.toBe(code);
+    const js = ts.transpileModule(wired, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+    const dir = join(pkg, '.cache');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'key-backlog-example.mjs');
+    writeFileSync(file, js);
+    const out = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+      execFile(process.execPath, [file], { cwd: pkg, env: { PATH: process.env.PATH ?? '', DATABASE_URL: exampleSchema.url, EXAMPLE_SCHEMA: exampleSchema.schema }, timeout: 60_000 }, (error, stdout, stderr) =>
+        done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
+      );
+    });
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    expect(out.stdout).toMatch(/^big 2 0 1 \d+\nsmall 0 1 0 0\nnull\n$/);
+  }, 90_000);
 });
