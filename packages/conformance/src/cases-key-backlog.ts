@@ -83,6 +83,18 @@ export function keyBacklogCases(h: HarnessRef): void {
       expect((await store.keyBacklog({ kind: 'sync', limit: 5 })).nextCursor).toBeNull();
     });
 
+    it('keys with as many due tasks are in code-point order (as collate "C"), also across a page boundary', async () => {
+      const store = backlogStore(h().store);
+      // U+FFFD sorts before U+1F600 by code point, after it by UTF-16 code unit (a surrogate is 0xD83D).
+      const keys = ['\u{1F600}', '\uFFFD', 'b', 'a'];
+      for (const limitKey of keys) await store.schedule({ kind: 'sync', limitKey });
+      expect((await store.keyBacklog({ kind: 'sync' })).entries.map((e) => e.limitKey)).toEqual(['a', 'b', '\uFFFD', '\u{1F600}']);
+      const first = await store.keyBacklog({ kind: 'sync', limit: 3 });
+      expect(first.entries.map((e) => e.limitKey)).toEqual(['a', 'b', '\uFFFD']);
+      const second = await store.keyBacklog({ kind: 'sync', limit: 3, cursor: first.nextCursor });
+      expect(second).toMatchObject({ entries: [{ limitKey: '\u{1F600}' }], nextCursor: null });
+    });
+
     it('a task leaves its key when it is DONE, DEAD or CANCELLED; a keyed schedule in a rolled-back transaction leaves nothing', async () => {
       const store = backlogStore(h().store);
       const a = await store.schedule({ kind: 'sync', limitKey: 'A', maxAttempts: 1 });

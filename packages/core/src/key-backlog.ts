@@ -95,7 +95,21 @@ function decodeCursor(cursor: unknown): { due: number; limitKey: string } {
 
 /** Orders entries as a page does: most `due` first, then by key in code-point order (as SQL `collate "C"`). */
 export function compareKeyBacklogEntries(a: { due: number; limitKey: string }, b: { due: number; limitKey: string }): number {
-  return b.due - a.due || (a.limitKey < b.limitKey ? -1 : a.limitKey > b.limitKey ? 1 : 0);
+  return b.due - a.due || compareCodePoints(a.limitKey, b.limitKey);
+}
+
+/** Code-point order (UTF-8 byte order, as `collate "C"`); JavaScript's `<` compares UTF-16 code units, which differs above U+FFFF. */
+function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const x = a[Symbol.iterator]();
+  const y = b[Symbol.iterator]();
+  for (;;) {
+    const p = x.next();
+    const q = y.next();
+    if (p.done === true || q.done === true) return p.done === true ? (q.done === true ? 0 : -1) : 1;
+    const d = (p.value.codePointAt(0) as number) - (q.value.codePointAt(0) as number);
+    if (d !== 0) return d;
+  }
 }
 
 /**
