@@ -8,7 +8,6 @@
  */
 import { isKeyLimitStore, type KeyLimitStore, type Store, TaskState } from '@postpone/core';
 import { describe, expect, it } from 'vitest';
-import { keyBacklogCases } from './cases-key-backlog.js';
 import type { HarnessRef } from './kit/harness.js';
 import { expectValidationError, LEASE_MS, mustGetTask } from './kit/helpers.js';
 
@@ -132,6 +131,4 @@ export function keyLimitCases(h: HarnessRef): void {
       expect((await store.schedule({ kind: 'send', limitKey: 'k'.repeat(256) })).created).toBe(true);
     });
   });
-  // The per-key backlog reads the same limit keys (docs/contract.md#key-backlog).
-  keyBacklogCases(h);
 }
