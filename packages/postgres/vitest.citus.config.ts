@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
 /** The test files run on Citus (the rest of the package assumes plain PostgreSQL's plans or server). */
-export const CITUS_TEST_FILES = ['test/sql/split.test.ts', 'test/sql/citus.test.ts', 'test/store.test.ts', 'test/conformance.test.ts', 'test/sharded.test.ts'];
+export const CITUS_TEST_FILES = ['test/sql/split.test.ts', 'test/sql/citus.test.ts', 'test/store.test.ts', 'test/conformance.test.ts', 'test/sharded.test.ts', 'test/citus-node-down.test.ts'];
 
 const enabled = (process.env.CITUS_TARBALL ?? '') !== '';
 if (!enabled) {

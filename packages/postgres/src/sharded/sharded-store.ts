@@ -15,6 +15,9 @@
  *   (keyless tasks join the group of the batch's first key) is one statement there, all or nothing;
  *   one that spans groups is validated whole first (nothing written on bad input), then sent as one
  *   statement per group: all or nothing per group, and across groups only inside the caller's `tx`.
+ *   A keyless schedule (or an all-keyless batch) outside a caller's `tx` whose group's Citus worker
+ *   node is down (`./node-down.ts`: the coordinator refused it, nothing written) goes to the next
+ *   group instead; a keyed one stays in its key's group and fails with the typed error.
  * - **Claims** visit the groups in turn, starting one further each call, until `limit` is filled. A
  *   group that answered empty is skipped for `emptyBackoffMs` (local monotonic time: a polling pace,
  *   never a task decision) unless a notice of that group arrives, this front schedules into it, or a
@@ -111,6 +114,7 @@ import type { TaskNotice } from '../sql/notice.js';
 import { MAX_SHARD_GROUPS, SHARD_ID_BITS } from '../sql/shard-sql.js';
 import type { ListenOptions, Unlisten } from '../store/driver.js';
 import type { PostgresStore } from '../store/store.js';
+import { isRemoteNodeDown } from './node-down.js';
 
 /** Default of {@link ShardedStoreOptions.emptyBackoffMs}. */
 export const DEFAULT_EMPTY_BACKOFF_MS = 1_000;
@@ -162,6 +166,11 @@ function addCounts<T>(a: T, b: T): T {
  * The front over N shard groups (see the module docstring). Implements the core {@link Store}, the
  * cron and rate-limit capabilities, and `listen` (every group's notices, to one callback).
  */
+/** True when `input` names a dedup key (its group is then fixed by the key's hash). */
+function hasKey(input: ScheduleInput): boolean {
+  return typeof (input as { key?: unknown } | null)?.key === 'string';
+}
+
 export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore {
   readonly name: string;
   readonly connectionBudget: ConnectionBudget | undefined;
@@ -253,9 +262,26 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     // group of its first dependency id; a dependency in another group is DEPENDENCY_NOT_FOUND there.
     const first = Array.isArray(input?.after) ? input.after.map((e) => (typeof e === 'object' && e !== null && 'id' in e ? e.id : e)).find((e) => typeof e === 'string' || typeof e === 'number') : undefined;
     const g = first === undefined ? this.place(input) : Math.max(0, this.stores.indexOf(this.byId(String(first))));
-    const task = await this.stores[g]!.schedule(input, options);
-    this.wake(g);
+    const task = await this.placed(g, first === undefined && !hasKey(input) && options?.tx === undefined, (s) => s.schedule(input, options));
     return task;
+  }
+
+  /**
+   * Runs `write` on group `g`. When `movable` (keyless, no `after`, no caller's `tx`: the task has no
+   * fixed home) and the group's worker node is down (`isRemoteNodeDown`: nothing was written), the
+   * next groups are tried in turn, each once; else the error is the caller's.
+   */
+  private async placed<T>(g: number, movable: boolean, write: (store: PostgresStore<Tx>) => Promise<T>): Promise<T> {
+    for (let tried = 0; ; tried += 1) {
+      const at = (g + tried) % this.stores.length;
+      try {
+        const out = await write(this.stores[at]!);
+        this.wake(at);
+        return out;
+      } catch (error) {
+        if (!movable || tried + 1 >= this.stores.length || !isRemoteNodeDown(error)) throw error;
+      }
+    }
   }
 
   async scheduleMany(inputs: readonly ScheduleInput[], options?: ScheduleOptions<Tx>): Promise<ScheduledTask[]> {
@@ -265,9 +291,8 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     const groups = keyed.map((g) => (g >= 0 ? g : home));
     const distinct = [...new Set(groups)];
     if (distinct.length === 1) {
-      const out = await this.stores[home]!.scheduleMany(inputs, options);
-      this.wake(home);
-      return out;
+      const keyless = keyed.every((k) => k < 0) && options?.tx === undefined && !inputs.some((input) => Array.isArray((input as { after?: unknown } | null)?.after));
+      return await this.placed(home, keyless, (s) => s.scheduleMany(inputs, options));
     }
     // Spans groups: refuse bad input before any group writes (each store validates again, with its own limits).
     if (inputs.some((input) => Array.isArray((input as { after?: unknown } | null)?.after) && ((input as { after: unknown[] }).after.length > 0))) {

@@ -17,6 +17,7 @@ import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
 import { batchCitusRewrites } from './batch-sql.js';
+import { type CitusRun, citusCompleteManyRun, citusCompleteManySplit, citusCronRun, citusCronSplit, citusInsertRun, citusInsertSplit, citusMoveRun, citusMoveSplit } from './citus-route.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
 export type Dialect = 'postgres' | 'citus';
@@ -246,6 +247,13 @@ export interface CitusStatement {
    * the caller sends them from the coordinator ({@link CITUS_NOTIFY}); undefined when it sends none.
    */
   readonly channelParam: number | undefined;
+  /**
+   * Set for the statements Citus must be sent as several so that each is routed to the shard
+   * group's one node (`./citus-route.ts`: schedule, fail, release, snooze, cancel, reclaim, completeMany, a cron occurrence): run it
+   * instead of sending `text`, with the same (bound) parameters; it returns the rows `text` would.
+   * `text` stays the one-statement form (what the statement would be without the outage concern).
+   */
+  readonly run?: CitusRun;
 }
 
 /**
@@ -290,6 +298,8 @@ const NOTICE_CALL =
  *   notice's payload (the same JSON text, built with IMMUTABLE `||`) in the `notified` column, and
  *   the caller sends them from the coordinator ({@link CITUS_NOTIFY}) — in the same transaction, or
  *   just after an autocommit statement committed (a notice is a hint: workers also poll).
+ * - Routing during another node's outage: schedule, fail, release, snooze, cancel, reclaim, completeMany and a cron occurrence carry a
+ *   `run` that sends them as statements Citus routes to the group's one node (`./citus-route.ts`).
  * Statements without any of these come back unchanged.
  * @param plain a statement's text as `./sql.ts` builds it
  */
@@ -308,5 +318,19 @@ export function citusStatement(plain: string): CitusStatement {
       channelParam = Number(index) - 1;
       return `case when ${channel} is not null then '{"op":"${op}","id":"' || ${row}.id::text || '","dueAtMs":' || (${epochMs})::text || '}' end`;
     });
-  return { text, needsNow, channelParam };
+  return { text, needsNow, channelParam, ...routed(plain, channelParam) };
+}
+
+/** The multi-statement runner of `plain` when it has one (`./citus-route.ts`), its steps in this dialect. */
+function routed(plain: string, channelParam: number | undefined): { run?: CitusRun } {
+  const insert = citusInsertSplit(plain);
+  if (insert !== undefined) return { run: citusInsertRun({ ids: citusStatement(insert.ids).text, upsert: { keep: citusStatement(insert.upsert.keep).text, replace: citusStatement(insert.upsert.replace).text } }) };
+  const many = citusCompleteManySplit(plain);
+  if (many !== undefined) return { run: citusCompleteManyRun(citusStatement(many).text) };
+  if (channelParam === undefined) return {};
+  const cron = citusCronSplit(plain, channelParam + 1);
+  if (cron !== undefined) return { run: citusCronRun({ ...cron, text: citusStatement(cron.text).text }) };
+  const split = citusMoveSplit(plain, channelParam + 1);
+  if (split === undefined) return {};
+  return { run: citusMoveRun(plain, { ...split, live: citusStatement(split.live).text, finish: citusStatement(split.finish).text }) };
 }

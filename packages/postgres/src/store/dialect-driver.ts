@@ -53,7 +53,8 @@ export function dialectDriver<Tx>(driver: Driver<Tx>, given: Dialect | undefined
       if (typeof now !== 'string') throw new Error('citus dialect: the coordinator returned no clock_timestamp()');
       bound = [now, ...params.slice(1)];
     }
-    const rows = await send(statement.text, bound);
+    // A statement Citus must see as several (`../sql/citus-route.ts`) runs its steps on `send`.
+    const rows = statement.run === undefined ? await send(statement.text, bound) : await statement.run(send, bound ?? []);
     const channel = statement.channelParam === undefined ? null : bound?.[statement.channelParam];
     if (typeof channel !== 'string') return rows;
     const payloads: string[] = [];

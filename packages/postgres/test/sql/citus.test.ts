@@ -9,7 +9,8 @@ import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgStore } from '../../src/drivers/pg.js';
-import { adminStatements, citusRewrites, citusStatement, dedupStatements, migrations, migrationStatements, rateLimitStatements, splitStatements, statements } from '../../src/sql/index.js';
+import { citusCompleteManySplit, citusCronSplit, citusInsertSplit, citusMoveSplit } from '../../src/sql/citus-route.js';
+import { adminStatements, citusRewrites, citusStatement, cronStatements, dedupStatements, migrations, migrationStatements, rateLimitStatements, splitStatements, statements } from '../../src/sql/index.js';
 import type { TaskNotice } from '../../src/index.js';
 
 describe('citus rewrites', () => {
@@ -58,6 +59,49 @@ describe('citusStatement', () => {
     const cancel = citusStatement(statements('postpone').taskCancel);
     expect(cancel.channelParam).toBe(2);
     expect(cancel.text).toContain(`case when $3::text is not null then '{"op":"cancelled","id":"' || c.id::text`);
+  });
+});
+
+describe('citus routing during another node outage (src/sql/citus-route.ts)', () => {
+  const st = statements('postpone');
+  it('gives every statement with an INSERT … SELECT in a CTE a runner of top-level INSERTs', () => {
+    for (const name of ['taskInsertMany', 'taskFail', 'taskRelease', 'taskSnooze', 'taskCancel', 'taskReclaimExpired', 'taskCompleteManyFenced'] as const) {
+      expect([name, citusStatement(st[name]).run !== undefined]).toEqual([name, true]);
+    }
+    for (const name of ['taskClaim', 'taskCompleteFenced', 'taskExtend'] as const) expect([name, citusStatement(st[name]).run]).toEqual([name, undefined]);
+  });
+  it('splits fail into the live UPDATE and the finish INSERT, without the channel or unread parameters', () => {
+    const split = citusMoveSplit(st.taskFail, 6);
+    if (split === undefined) throw new Error('taskFail has no split');
+    expect(split.live).not.toContain('task_history');
+    expect(split.live).toContain('), left_claim as (\n  select * from stay\n)');
+    expect(split.finish).toMatch(/^with fenced as materialized \(/);
+    expect(split.finish).toContain('\n), gone as (\n');
+    expect(split.finish).not.toContain('), stay as (');
+    expect(split.finish).toContain('\ninsert into "postpone".task_history (');
+    // $1 now, $2 id, $3 attempt, $4 error, $7 retryable, $8 limit are read; $5 backoff (the live UPDATE's) and $6 channel are not.
+    expect(split.finishParams).toEqual([0, 1, 2, 3, 6, 7]);
+    expect(split.finish.slice(split.finish.lastIndexOf('returning '))).not.toContain('$');
+    const reclaim = citusMoveSplit(st.taskReclaimExpired, 3);
+    expect(reclaim?.finish).toContain('for update skip locked');
+    expect(citusMoveSplit(st.taskCancel, 3)?.finishNotice).toBe('cancelled');
+  });
+  it('makes the schedule an id draw and a top-level upsert per mode, and completeMany a top-level INSERT', () => {
+    const split = citusInsertSplit(st.taskInsertMany);
+    if (split === undefined) throw new Error('taskInsertMany has no split');
+    expect(split.ids).toMatch(/^select nextval\(pg_get_serial_sequence\('"postpone"\.task', 'id'\)::regclass\)::text as id from generate_series\(1, \$1::int\) g$/);
+    for (const text of [split.upsert.keep, split.upsert.replace]) {
+      expect(text).toMatch(/^with input as \(/);
+      expect(text).toContain('\n)\ninsert into "postpone".task as t (');
+      expect([text.includes('nextval'), text.includes('holders'), text.includes('keylocks'), text.includes('$4')]).toEqual([false, false, false, false]);
+    }
+    expect(split.upsert.replace).toContain("'replace' = 'replace'");
+    expect(split.upsert.keep).toContain("'keep' = 'replace'");
+    const cron = citusCronSplit(cronStatements('postpone').cronScheduleOccurrence, 10);
+    expect(cron?.text).toContain('\n)\ninsert into "postpone".task (');
+    expect(cron?.params).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12]);
+    expect(citusStatement(cronStatements('postpone').cronScheduleOccurrence).run).toBeDefined();
+    expect(citusCompleteManySplit(st.taskCompleteManyFenced)).toMatch(/\n\)\ninsert into "postpone"\.task_history \([\s\S]*\nreturning id::text as id$/);
   });
 });
 
