@@ -15,7 +15,8 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
-import { keyBacklogStatements, statements } from '../src/sql/index.js';
+import { citusInsertSplit } from '../src/sql/citus-route.js';
+import { citusStatement, keyBacklogStatements, statements } from '../src/sql/index.js';
 import { Admin, migratedKit } from './support/kits.js';
 
 const { admin, kit } = migratedKit('keybacklog');
@@ -51,6 +52,23 @@ describe('keyBacklog on PostgreSQL', () => {
       client.query = query;
       await client.end();
     }
+  });
+
+  it('the Citus dialect: the keyed insert is routed as the unkeyed one (an id draw, then a top-level upsert writing limit_key); keyBacklog reads the coordinator clock as $1', () => {
+    const sql = statements('postpone');
+    expect(citusStatement(sql.taskInsertManyKeyed).run).toBeDefined();
+    const split = citusInsertSplit(sql.taskInsertManyKeyed);
+    if (split === undefined) throw new Error('taskInsertManyKeyed has no split');
+    for (const text of [split.upsert.keep, split.upsert.replace]) {
+      expect(text).toContain('priority smallint, "limitKey" text))');
+      expect(text).toMatch(/\ninsert into "postpone"\.task as t \([^)]*, queue, priority, limit_key\)/);
+      expect([text.includes('nextval'), text.includes('holders'), text.includes('$4')]).toEqual([false, false, false]);
+    }
+    const backlog = citusStatement(keyBacklogStatements('postpone').keyBacklog);
+    expect(backlog.needsNow).toBe(true);
+    expect(backlog.run).toBeUndefined();
+    expect(backlog.text).not.toContain('now()');
+    expect(backlog.text).toContain("floor(extract(epoch from ($1::timestamptz - timestamptz 'epoch')) * 1000)");
   });
 
   it('100 000 keyed tasks over 1 000 keys: the partial index only, no sequential scan of task; the figure', { timeout: 300_000 }, async () => {
