@@ -6,13 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { evidenceDir } from '@postpone/testkit';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { BenchResults } from './report/results.js';
 import { FULL, QUICK, SECTION_GROUPS, SECTIONS, selectSections } from './report/config.js';
 import { mergeResults } from './report/merge.js';
 import { writeReport } from './report/write.js';
 import { startBenchDatabase } from './db/server.js';
 import { scaleMain } from './scale/main.js';
+import { CitusClusterError } from './citus/cluster.js';
+import { citusMain } from './citus/main.js';
 import { writeHostsSection } from './hosts/main-section.js';
 import { SYSTEM_NAMES, type SystemName } from './peers/protocol.js';
 import { createProgress } from './progress.js';
@@ -67,6 +69,7 @@ const program = new Command()
   .option('--list', 'list the sections and exit')
   .option('--render <results.json>', 'write the report again from a saved results.json (no measuring)')
   .option('--scale', 'instead of the sections: the scale run of apps/bench/src/scale (0 → 100 M finished tasks; `--scale --help` lists its options; not part of the default run)')
+  .option('--citus', 'instead of the sections: plain PostgreSQL 15 vs Citus 13.2 with 1 and 2 worker nodes (apps/bench/src/citus; needs CITUS_TARBALL; `--citus --help` lists its options; writes citus.md)')
   .option('--hosts', 'only the hosts section: 1, 4, 8, 16 network-namespace worker hosts × 2 processes (needs root; writes hosts.md)')
   .option('--merge', "measure the selected sections only and merge them into the report folder's results.json (the other sections keep their earlier figures; a note says which run each came from)");
 
@@ -78,6 +81,19 @@ async function main(argv: string[]): Promise<number> {
   if (args[0] === '--scale') {
     console.log(`report: ${await scaleMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
     return 0;
+  }
+  if (args[0] === '--citus') {
+    try {
+      console.log(`report: ${await citusMain(args.slice(1), resolve(evidenceDir(), '..'))}`);
+      return 0;
+    } catch (error) {
+      if (error instanceof CommanderError) return error.code === 'commander.helpDisplayed' ? 0 : 2;
+      if (error instanceof CitusClusterError) {
+        console.error(`bench --citus: ${error.message}`);
+        return 1;
+      }
+      throw error;
+    }
   }
   const opts = program.parse(args, { from: 'user' }).opts<CliOptions>();
   if (opts.list) {

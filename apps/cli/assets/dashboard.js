@@ -393,6 +393,35 @@ $('pause-form').addEventListener('submit', (event) => {
   const reason = $('pause-reason').value.trim();
   pauseAction('pause', { [$('pause-scope').value]: $('pause-name').value.trim(), ...(reason === '' ? {} : { reason }) });
 });
+// ---- one batch (GET /api/batches/:id): counts, seal and callback, every value as text ----
+async function showBatch(id) {
+  const message = $('batch-message');
+  message.textContent = '';
+  try {
+    const b = await api(`/api/batches/${encodeURIComponent(id)}`);
+    $('batch-state').textContent = b.state;
+    $('batch-counts').textContent = `${b.total} total, ${b.remaining} remaining: ${b.done} DONE, ${b.dead} DEAD, ${b.cancelled} CANCELLED`;
+    $('batch-times').textContent = `${iso(b.createdAt)} / ${iso(b.sealedAt)}`;
+    const cb = b.callback;
+    $('batch-callback').textContent = `kind ${cb.kind}, queue ${cb.queue}, priority ${cb.priority}, due ${cb.delayMs} ms after the batch completes`;
+    $('batch-callback-task').textContent = b.callbackTaskId === null ? 'not scheduled yet' : `${b.callbackTaskId} at ${iso(b.calledBackAt)}`;
+    $('batch-open-callback').hidden = b.callbackTaskId === null;
+    $('batch-open-callback').dataset.id = b.callbackTaskId ?? '';
+    $('batch-callback-payload').textContent = JSON.stringify(cb.payload, null, 2);
+    $('batch').hidden = false;
+  } catch (error) {
+    $('batch').hidden = true;
+    message.textContent = error.status === 404 ? `no batch ${id}` : `batch failed: ${error.message}`;
+  }
+}
+$('batch-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  showBatch($('batch-id').value.trim());
+});
+$('batch-open-callback').addEventListener('click', () => {
+  const id = $('batch-open-callback').dataset.id;
+  if (id) openTask(id).catch((error) => setStatus(`detail failed: ${error.message}`, true));
+});
 $('retry-button').addEventListener('click', () => act('retry'));
 $('cancel-button').addEventListener('click', () => act('cancel'));
 

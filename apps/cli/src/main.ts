@@ -538,6 +538,38 @@ export function buildProgram(out: Out, json = false): Command {
       if (!deleted) throw new OutcomeError('NOT_FOUND', `no per-key limit of kind ${opts.kind}`);
     });
 
+  // Per-key rate limits (docs/contract.md#per-key-rate-limits): list, set and delete the per-kind declarations.
+  const keyRates = limits
+    .command('key-rates')
+    .description('per-key rate limits of kinds: at most --limit claims per limit key in any --window (sliding, database clock) with the keys held now; `limits key-rates set` and `limits key-rates delete` change them')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const rows = await withStore(g, (store) => store.listKeyRateLimits());
+      print(out, g, rows, () => (rows.length === 0 ? 'no per-key rate limits' : rows.map(keyRateText).join('\n')));
+    });
+  keyRates
+    .command('set')
+    .description('set the per-key rate limit of one kind (for every process)')
+    .requiredOption('--kind <kind>', 'the kind')
+    .requiredOption('--limit <n>', 'claims per limit key per window, 1..10000')
+    .requiredOption('--window <duration>', 'the window: 1s, 500ms, 1m… up to 1d')
+    .action(async (opts: { kind: string; limit: string; window: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const input = { kind: opts.kind, limit: parseInteger(opts.limit, '--limit'), windowMs: parseDuration(opts.window, '--window') };
+      const row = await withStore(g, (store) => store.setKeyRateLimit(input));
+      print(out, g, row, () => keyRateText(row));
+    });
+  keyRates
+    .command('delete')
+    .description('remove the per-key rate limit of one kind (and its logs)')
+    .requiredOption('--kind <kind>', 'the kind')
+    .action(async (opts: { kind: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const deleted = await withStore(g, (store) => store.deleteKeyRateLimit({ kind: opts.kind }));
+      print(out, g, { deleted }, () => (deleted ? `per-key rate limit of kind ${opts.kind} deleted` : `no per-key rate limit of kind ${opts.kind}`));
+      if (!deleted) throw new OutcomeError('NOT_FOUND', `no per-key rate limit of kind ${opts.kind}`);
+    });
+
   program
     .command('health')
     .description('dead rows and autovacuum per table (task, effect — unused since migration 13 —, task_history summed over its partitions), the oldest transaction holding back their cleanup, the use of the NOTIFY queue, and the kinds due with nobody claiming')
@@ -707,3 +739,8 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   process.exit(1);
 });
 process.exitCode = await run(process.argv.slice(2));
+
+/** One line of `postpone limits key-rates`. */
+function keyRateText(r: { readonly kind: string; readonly limit: number; readonly windowMs: number; readonly heldKeys: number }): string {
+  return `kind ${r.kind}: at most ${r.limit} claims per limit key per ${r.windowMs} ms (${r.heldKeys} ${r.heldKeys === 1 ? 'key' : 'keys'} held now)`;
+}

@@ -618,6 +618,30 @@ describe('postpone limits keys: per-key concurrency (docs/contract.md#per-key-co
   });
 });
 
+describe('postpone limits key-rates: per-key rate limits (docs/contract.md#per-key-rate-limits)', () => {
+  it('sets, lists and deletes the per-key rate limit of a kind, with the keys held now; bad usage exits 2, a missing limit 1', async () => {
+    expect(await postpone(['limits', 'key-rates'])).toEqual({ code: 0, stdout: 'no per-key rate limits\n', stderr: '' });
+    expect(await postpone(['limits', 'key-rates', 'set', '--kind', 'mailout', '--limit', '2', '--window', '1m'])).toEqual({
+      code: 0,
+      stdout: 'kind mailout: at most 2 claims per limit key per 60000 ms (0 keys held now)\n',
+      stderr: '',
+    });
+    const store = createPgStore({ connectionString: url, schema });
+    try {
+      await store.scheduleMany([1, 2, 3].map((i) => ({ kind: 'mailout', limitKey: 'tenant-1', payload: { i } })));
+      expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 60_000, kinds: ['mailout'] })).toHaveLength(2);
+    } finally {
+      await store.close();
+    }
+    expect(await json(['limits', 'key-rates'])).toEqual([{ kind: 'mailout', limit: 2, windowMs: 60_000, heldKeys: 1 }]);
+    expect((await postpone(['limits', 'key-rates'])).stdout).toBe('kind mailout: at most 2 claims per limit key per 60000 ms (1 key held now)\n');
+    expect(await postpone(['limits', 'key-rates', 'set', '--kind', 'mailout', '--limit', '0', '--window', '1s'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION/) });
+    expect(await postpone(['limits', 'key-rates', 'set', '--kind', 'mailout', '--limit', '1', '--window', 'soon'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --window/) });
+    expect(await postpone(['limits', 'key-rates', 'delete', '--kind', 'mailout'])).toEqual({ code: 0, stdout: 'per-key rate limit of kind mailout deleted\n', stderr: '' });
+    expect(await postpone(['limits', 'key-rates', 'delete', '--kind', 'mailout'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^postpone: error NOT_FOUND: no per-key rate limit of kind mailout/) });
+  });
+});
+
 describe('postpone reschedule and progress', () => {
   it('reschedule <id> --delay / --run-at moves a SCHEDULED task (and its payload); NOT_SCHEDULED and NOT_FOUND exit 1; bad usage exits 2; show prints progress', async () => {
     const store = createPgStore({ connectionString: url, schema });

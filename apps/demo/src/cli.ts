@@ -48,6 +48,7 @@ interface RawFlags {
   progress: boolean;
   reportJson?: string;
   keepSchema: boolean;
+  groups: number;
 }
 
 /**
@@ -82,6 +83,7 @@ export function parseDemoOptions(argv: readonly string[]): DemoOptions {
     .option('--no-progress', 'no progress bar')
     .option('--report-json <file>', 'also write the report as JSON to this file')
     .option('--keep-schema', 'with DATABASE_URL: keep the demo schema afterwards', false)
+    .option('--groups <n>', 'shard groups: above 1, one schema per group behind the sharded front (createShardedStore; on Citus each a shard group)', int(1, 16), 1)
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
   program.parse([...argv]);
@@ -113,5 +115,6 @@ export function parseDemoOptions(argv: readonly string[]): DemoOptions {
     progress: f.progress,
     reportJson: f.reportJson,
     keepSchema: f.keepSchema,
+    groups: f.groups,
   };
 }

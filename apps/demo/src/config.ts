@@ -47,6 +47,12 @@ export interface DemoOptions {
   readonly reportJson: string | undefined;
   /** With DATABASE_URL: keep the demo schema instead of dropping it. */
   readonly keepSchema: boolean;
+  /**
+   * Shard groups (default 1: one store on one schema). Above 1, the demo runs through the sharded
+   * front (`createShardedStore`, docs/sharding.md) over that many schemas, each with its own demo
+   * tables: on a Citus coordinator each schema is one shard group (`scripts/citus-demo.sh`).
+   */
+  readonly groups?: number;
 }
 
 /** What a worker process needs to know: its identity and database, plus the worker knobs of the demo. */
@@ -56,7 +62,10 @@ export interface WorkerProcessConfig
     'concurrency' | 'leaseMs' | 'renewMs' | 'discovery' | 'pollMs' | 'fallbackMs' | 'reclaimMs' | 'workMinMs' | 'workMaxMs' | 'logLevel'
   > {
   readonly url: string;
+  /** Group 0's schema (the only one without groups). */
   readonly schema: string;
+  /** Every group's schema, in group order (length 1 without groups). */
+  readonly schemas?: readonly string[];
   readonly workerId: string;
 }
 

@@ -97,6 +97,26 @@ function unlogged(r: DemoReport): string {
   return `; ${missing} claim(s) not covered by either (taken by the killed worker, which died before reporting them)`;
 }
 
+/**
+ * {@link readDatabaseFacts} over every group's schema (the sharded demo), added up; `states` are the
+ * front's counts. Each schema is read on its own, so every statement stays within one shard group.
+ */
+export async function readDatabaseFactsAcross(pool: pg.Pool, schemas: readonly string[], states: StateCounts): Promise<DatabaseFacts> {
+  const all = await Promise.all(schemas.map((schema) => readDatabaseFacts(pool, schema, states)));
+  const sum = (pick: (f: DatabaseFacts) => number) => all.reduce((n, f) => n + pick(f), 0);
+  return {
+    states,
+    effects: sum((f) => f.effects),
+    reservations: sum((f) => f.reservations),
+    reservationsExpired: sum((f) => f.reservationsExpired),
+    reservationsExpiredTwice: sum((f) => f.reservationsExpiredTwice),
+    claims: sum((f) => f.claims),
+    tasksClaimedMoreThanOnce: sum((f) => f.tasksClaimedMoreThanOnce),
+    earlyAttempts: sum((f) => f.earlyAttempts),
+    attemptsLogged: sum((f) => f.attemptsLogged),
+  };
+}
+
 /** Reads every fact of the report from the demo schema. */
 export async function readDatabaseFacts(pool: pg.Pool, schema: string, states: StateCounts): Promise<DatabaseFacts> {
   const one = async (sql: string): Promise<Record<string, string>> => ((await pool.query(sql)).rows[0] ?? {}) as Record<string, string>;
@@ -213,7 +233,7 @@ export function formatReport(r: DemoReport): string {
     .join(', ');
   const lines = [
     '',
-    `Postpone demo — ${o.tasks} tasks due over ${o.spreadMs} ms${o.firstDueMs > 0 ? ` from ${o.firstDueMs} ms` : ''}, ${o.workers} worker processes × ${o.concurrency}, lease ${o.leaseMs} ms, renew ${o.renewMs} ms, ${discoveryText(o)}`,
+    `Postpone demo — ${o.tasks} tasks due over ${o.spreadMs} ms${o.firstDueMs > 0 ? ` from ${o.firstDueMs} ms` : ''}, ${o.workers} worker processes × ${o.concurrency}, lease ${o.leaseMs} ms, renew ${o.renewMs} ms, ${discoveryText(o)}${(o.groups ?? 1) > 1 ? `, ${o.groups} shard groups (sharded front)` : ''}`,
     row('scheduled', r.scheduled),
     row('done', s.DONE, `(SCHEDULED ${s.SCHEDULED}, CLAIMED ${s.CLAIMED}, CANCELLED ${s.CANCELLED}, DEAD ${s.DEAD})`),
     row('effects', r.db.effects),

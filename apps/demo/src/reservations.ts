@@ -37,6 +37,24 @@ create table ${schema}.attempt_log (
 );`;
 }
 
+/** The statements of {@link reservationDdl} one by one (Citus takes one DDL statement per query). */
+export function reservationDdlStatements(schema: string): string[] {
+  return reservationDdl(schema)
+    .split(';\n')
+    .map((s) => s.trim().replace(/;$/, ''))
+    .filter(Boolean);
+}
+
+/** Inserts reservations already linked to their tasks (the sharded demo: each in its task's group schema). */
+export async function insertLinkedReservations(client: pg.ClientBase, schema: string, links: readonly { reservationId: number; taskId: string; dueAt: Date }[]): Promise<void> {
+  if (links.length === 0) return;
+  await client.query(`insert into ${schema}.reservation (id, task_id, due_at) select * from unnest($1::int[], $2::bigint[], $3::timestamptz[])`, [
+    links.map((l) => l.reservationId),
+    links.map((l) => l.taskId),
+    links.map((l) => l.dueAt),
+  ]);
+}
+
 /** Inserts reservations 1..count, all pending. */
 export async function insertReservations(client: pg.ClientBase, schema: string, count: number): Promise<void> {
   await client.query(`insert into ${schema}.reservation (id) select g from generate_series(1, $1::int) g`, [count]);

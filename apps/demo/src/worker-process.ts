@@ -5,7 +5,8 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { type ClaimedTask, overrideStore, type Store } from '@postpone/core';
-import { createPgStore } from '@postpone/postgres/pg';
+import { createShardedStore, shardOfId } from '@postpone/postgres';
+import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { createWorker, type Worker, type WorkerOptions } from '@postpone/worker';
 import pg from 'pg';
 import { EXPIRE_KIND, type ExpirePayload, WORKER_CONFIG_ENV, type WorkerProcessConfig } from './config.js';
@@ -17,7 +18,10 @@ if (config === null) {
   process.stderr.write(`worker-process: ${WORKER_CONFIG_ENV} is not set; this script is started by the demo\n`);
   process.exit(2);
 }
-const { schema, workerId } = config;
+const { workerId } = config;
+const schemas = config.schemas ?? [config.schema];
+/** The group schema holding a task's reservation and effect rows (the only schema without groups). */
+const schemaOf = (taskId: string): string => (schemas.length === 1 ? config.schema : (schemas[shardOfId(taskId)] as string));
 
 function send(message: WorkerMessage): void {
   if (process.connected) process.send?.(message);
@@ -25,7 +29,8 @@ function send(message: WorkerMessage): void {
 
 const pool = new pg.Pool({ connectionString: config.url, max: config.concurrency + 4 });
 pool.on('error', () => {}); // an idle client's dead connection: the pool drops it
-const store = createPgStore({ pool, schema });
+const groupStores = schemas.map((schema) => createPgStore({ pool, schema }));
+const store: Store<PgTx> = groupStores.length === 1 ? (groupStores[0] as Store<PgTx>) : createShardedStore({ stores: groupStores });
 
 /** The store, with each claim and near-task read reported to the parent (the demo counts discovery's queries). */
 function reportingQueries<Tx>(inner: Store<Tx>): Store<Tx> {
@@ -57,6 +62,7 @@ const worker: Worker = createWorker({
   logLevel: config.logLevel as WorkerOptions<unknown>['logLevel'],
   handlers: {
     [EXPIRE_KIND]: async (task: ClaimedTask<ExpirePayload>, ctx) => {
+      const schema = schemaOf(task.id);
       await logAttempt(pool, schema, task.id, ctx.attempt, ctx.workerId);
       const workMs = config.workMinMs + Math.floor(Math.random() * (config.workMaxMs - config.workMinMs + 1));
       await delay(workMs, undefined, { signal: ctx.signal });

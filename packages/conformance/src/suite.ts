@@ -7,6 +7,7 @@
 import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';
 import { keyLimitCases } from './cases-key-limit.js';
+import { keyRateLimitCases } from './cases-key-rate-limit.js';
 import { keyBacklogCases } from './cases-key-backlog.js';
 import { rateLimitCases } from './cases-rate-limit.js';
 import { HISTORY_CASES } from './history/index.js';
@@ -60,6 +61,7 @@ export const CONFORMANCE_CASES = [
   cronCases,
   rateLimitCases,
   keyLimitCases,
+  keyRateLimitCases,
   keyBacklogCases,
 ] as const;
 

@@ -4,7 +4,7 @@
  * CANCELLED members. Types, validation and the typed error shared by the stores.
  */
 import { PostponeError } from './errors/index.js';
-import { type NormalizedSchedule, type ScheduleInput, type TaskId, validateSchedule, type ValidationLimits } from './input/index.js';
+import { type NormalizedSchedule, type RetryPolicy, type ScheduleInput, type TaskId, validateSchedule, type ValidationLimits } from './input/index.js';
 import { ValidationError } from './errors/index.js';
 import type { ScheduledTask } from './store.js';
 
@@ -34,6 +34,12 @@ export interface NormalizedBatchCallback {
   readonly priority: number;
   readonly maxAttempts: number;
   readonly delayMs: number;
+  /**
+   * The callback task's own retry policy, as `schedule` gives a task: `{ maxAttempts }` when the
+   * callback named `maxAttempts`, else null (the worker's policy for the kind applies). Absent in a
+   * batch created before this field: null.
+   */
+  readonly retry?: RetryPolicy | null;
 }
 
 /** `OPEN`: members may be added; `SEALED`: no more members, callback not yet scheduled; `CALLED_BACK`: the callback task exists. */
@@ -122,6 +128,7 @@ export function validateBatchParams(params: unknown, limits: ValidationLimits = 
     priority: schedule.priority,
     maxAttempts: schedule.maxAttempts,
     delayMs: schedule.delayMs,
+    retry: schedule.retry,
   };
   return { callback, schedule };
 }

@@ -90,8 +90,11 @@ export interface ClaimParams {
    * its queue's limit has no room, or it names `kinds` and every one of them is at its limit
    * (docs/contract.md#rate-limits) — either before it took anything, or because its own claims,
    * fewer than `limit`, used up the room. `reopensInMs` is how long until a claim may take one
-   * again, so a worker sleeps that long instead of polling. Not called while a claim could still
-   * take something. What the callback throws is dropped.
+   * again, so a worker sleeps that long instead of polling. Also called when it names `kinds`, every
+   * one has a per-key rate limit, it took fewer than `limit`, and every due task of those kinds in
+   * its queue is held back by its limit key's window (docs/contract.md#per-key-rate-limits;
+   * `reopensInMs` then until a key's window reopens or the next task of those kinds falls due). Not
+   * called while a claim could still take something. What the callback throws is dropped.
    */
   readonly onRateLimited?: (limited: RateLimited) => void;
 }

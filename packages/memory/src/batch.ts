@@ -124,7 +124,9 @@ export class MemoryBatches {
     if (row.sealedAt === null || row.remaining > 0 || row.callbackTaskId !== null) return;
     const cb = row.callback;
     const payload = batchCallbackPayload(cb, { id: row.id, total: row.total, done: row.done, dead: row.dead, cancelled: row.cancelled });
-    const schedule = validateSchedule({ kind: cb.kind, payload, queue: cb.queue, priority: cb.priority, maxAttempts: cb.maxAttempts, delayMs: cb.delayMs }, { maxPayloadBytes: Number.MAX_SAFE_INTEGER });
+    // The callback's own retry policy as `schedule` gave it (null: none, so maxAttempts is not passed — it would make one).
+    const attempts = cb.retry === undefined || cb.retry === null ? {} : { retry: cb.retry };
+    const schedule = validateSchedule({ kind: cb.kind, payload, queue: cb.queue, priority: cb.priority, ...attempts, delayMs: cb.delayMs }, { maxPayloadBytes: Number.MAX_SAFE_INTEGER });
     // Recorded before the insert commits, so a commit inside it (its own onCommit) never settles this batch again.
     row.callbackTaskId = 'pending';
     const [scheduled] = this.ctx.insert([schedule]);

@@ -90,6 +90,8 @@ import { keyedClaimOrder, keySlot, MemoryKeyLimits } from './key-limit.js';
 import type { KeyBacklogPage, KeyBacklogParams, KeyBacklogStore, KeyConcurrencyInput, KeyConcurrencyRecord, KeyLimitStore } from '@postpone/core';
 import { memoryKeyBacklog } from './key-backlog.js';
 import { MemoryRateLimits } from './rate-limit.js';
+import { MemoryKeyRateLimits } from './key-rate-limit.js';
+import type { KeyRateLimitInput, KeyRateLimitRecord, KeyRateLimitStore } from '@postpone/core';
 import { notifyRateLimited, type RateLimitInput, type RateLimitRecord, type RateLimitScope, type RateLimitStore, validateOnRateLimited } from '@postpone/core';
 import type { CronScheduleRecord, CronStore, ReconcileCronParams, ReconcileCronResult, ScheduleCronOccurrenceParams, ScheduleCronOccurrenceResult } from '@postpone/core';
 import type { ListTasksParams, PruneParams, PruneResult, RetryParams, RetryResult, StoreStats, TaskPage, UnclaimedKinds, UnclaimedKindsParams } from '@postpone/core';
@@ -110,7 +112,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore, KeyBacklogStore, BatchStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, KeyBacklogStore, BatchStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -212,6 +214,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
   setKeyConcurrency = (input: KeyConcurrencyInput): Promise<KeyConcurrencyRecord> => this.#keyLimits.set(input);
   deleteKeyConcurrency = (target: { readonly kind: string }): Promise<boolean> => this.#keyLimits.delete(target);
   listKeyConcurrency = (): Promise<KeyConcurrencyRecord[]> => this.#keyLimits.list();
+  /** Per-key rate limits (`KeyRateLimitStore`, docs/contract.md#per-key-rate-limits): see `./key-rate-limit.ts`. */
+  readonly #keyRates = new MemoryKeyRateLimits({ nowMs: () => this.#clock.now(), assertOpen: () => this.#assertOpen() });
+  setKeyRateLimit = (input: KeyRateLimitInput): Promise<KeyRateLimitRecord> => this.#keyRates.set(input);
+  deleteKeyRateLimit = (target: { readonly kind: string }): Promise<boolean> => this.#keyRates.delete(target);
+  listKeyRateLimits = (): Promise<KeyRateLimitRecord[]> => this.#keyRates.list();
   /** The per-key backlog (`KeyBacklogStore`, docs/contract.md#key-backlog): see `./key-backlog.ts`. @throws ValidationError, StoreClosedError */
   keyBacklog = async (params: KeyBacklogParams): Promise<KeyBacklogPage> => {
     this.#assertOpen();
@@ -303,9 +310,20 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
     for (const [kind, rateRoom] of rated.kindRooms) room.set(kind, Math.min(rateRoom, room.get(kind) ?? rateRoom));
     // Per-key concurrency and fair share (docs/contract.md#per-key-concurrency): with a key-limited kind
     // in reach, the due candidates in fair order and a room per (kind, limitKey); else unchanged.
-    const keyLimits = this.#keyLimits.applicable(chosen.kinds);
+    // Per-key rate limits (docs/contract.md#per-key-rate-limits): a rated kind is walked per key too
+    // (no concurrency limit: Infinity), its key's room cut to the key's rate room.
+    const keyRated = this.#keyRates.applicable(chosen.kinds);
+    const concLimits = this.#keyLimits.applicable(chosen.kinds);
+    const keyLimits = keyRated.length === 0 ? concLimits : new Map<string, number>([...keyRated.map((kind): [string, number] => [kind, Number.POSITIVE_INFINITY]), ...(concLimits ?? [])]);
     const limitKeyOf = (t: Task): string | null => this.#db.limitKeys.get(t.id) ?? null;
     const keyed = keyLimits === null ? null : keyedClaimOrder(candidates, this.#db.tasks.values(), keyLimits, limitKeyOf, nowMs);
+    if (keyed !== null && keyRated.length > 0) {
+      for (const [slot, left] of keyed.room) {
+        const [kind, key] = JSON.parse(slot) as [string, string];
+        const rate = this.#keyRates.room(kind, key, nowMs);
+        if (rate !== undefined) keyed.room.set(slot, Math.min(left, rate.room));
+      }
+    }
     const slotOf = (t: Task): string | undefined => (keyLimits === null ? undefined : keySlot(t, keyLimits, limitKeyOf));
     const admit = (t: Task): boolean => {
       const slot = slotOf(t);
@@ -326,8 +344,38 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
     const byKind = new Map<string, number>();
     for (const task of changed) byKind.set(task.kind, (byKind.get(task.kind) ?? 0) + 1);
     this.#rateLimits.log(chosen.queue, byKind, nowMs);
+    if (keyRated.length > 0) {
+      const perKey = new Map<string, number>();
+      for (const task of changed) {
+        const key = limitKeyOf(task);
+        if (key !== null && keyRated.includes(task.kind)) perKey.set(JSON.stringify([task.kind, key]), (perKey.get(JSON.stringify([task.kind, key])) ?? 0) + 1);
+      }
+      for (const [slot, count] of perKey) {
+        const [kind, key] = JSON.parse(slot) as [string, string];
+        this.#keyRates.log(kind, key, count, nowMs);
+      }
+    }
     // Short: did this claim use up the room? (as the PostgreSQL store's `rateLimitRooms` read)
-    const after = changed.length < limit && onRateLimited !== undefined ? this.#rateLimits.rooms(chosen.queue, chosen.kinds, 1, nowMs).held : null;
+    let after = changed.length < limit && onRateLimited !== undefined ? this.#rateLimits.rooms(chosen.queue, chosen.kinds, 1, nowMs).held : null;
+    // Per-key rate limits: as the PostgreSQL store's `keyRateHeld` read.
+    const named = chosen.kinds;
+    if (after === null && changed.length < limit && onRateLimited !== undefined && named !== null && keyRated.length > 0 && named.every((kind) => keyRated.includes(kind))) {
+      let anyHeld = false;
+      let anyFree = false;
+      let reopensAtMs = this.#keyRates.earliestReopen(named, nowMs);
+      for (const t of this.#db.tasks.values()) {
+        if (t.state !== TaskState.SCHEDULED || t.queue !== chosen.queue || !named.includes(t.kind) || this.#pause.holds(t.queue, t.kind)) continue;
+        if (t.dueAt.getTime() > nowMs) {
+          reopensAtMs = Math.min(reopensAtMs, t.dueAt.getTime());
+          continue;
+        }
+        const key = limitKeyOf(t);
+        const rate = key === null ? undefined : this.#keyRates.room(t.kind, key, nowMs);
+        if (rate === undefined || rate.room > 0) anyFree = true;
+        else anyHeld = true;
+      }
+      if (anyHeld && !anyFree) after = { reopensInMs: Math.max(0, reopensAtMs - nowMs) };
+    }
     if (after !== null && onRateLimited !== undefined) notifyRateLimited(onRateLimited, after);
     return changed.map((task) => toClaimedTask(task, nowMs));
   }

@@ -28,9 +28,13 @@ async function triggersOf(text: string, params: unknown[]): Promise<TriggerTime[
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
+/** Calls of the settle: `task_batch_settle` (migration 21; the seal's) and `task_batch_settle_at` (migration 22; the trigger's). */
 async function settleCalls(): Promise<number> {
   await admin.query('select pg_stat_clear_snapshot()');
-  const [row] = await admin.query<{ n: string | null }>(`select sum(calls)::text as n from pg_stat_user_functions where schemaname = $1 and funcname = 'task_batch_settle'`, [admin.schema]);
+  const [row] = await admin.query<{ n: string | null }>(
+    `select sum(calls)::text as n from pg_stat_user_functions where schemaname = $1 and funcname in ('task_batch_settle', 'task_batch_settle_at')`,
+    [admin.schema],
+  );
   return Number(row?.n ?? 0);
 }
 

@@ -3,8 +3,8 @@
  * the file; each test gets a fresh store with its own TestClock on emptied tables.
  */
 import { describeStoreConformance, type ConformanceHarness } from '@postpone/conformance';
-import { TestClock } from '@postpone/core';
-import { afterAll, beforeAll } from 'vitest';
+import { TestClock, ValidationError } from '@postpone/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { translateError } from '../src/index.js';
 import { Admin, DRIVERS, type DriverName, makeKit } from './support/kits.js';
 
@@ -56,7 +56,27 @@ async function makeHarness(driver: DriverName): Promise<ConformanceHarness<any>>
 }
 
 // On a Citus coordinator (the Citus suite) the store refuses dependencies and batches with a typed
-// error (no trigger on a distributed table): those groups are not registered there.
+// error (no trigger on a distributed table), and per-key rate limits (the claim's log upsert is a form
+// Citus refuses): those groups are not registered there; the refusal itself is checked below.
 const onCitus = (await admin.query(`select 1 from pg_extension where extname = 'citus'`)).length > 0;
-const without = onCitus ? ['dependencyCases', 'batchCases'] : [];
+const without = onCitus ? ['dependencyCases', 'batchCases', 'keyRateLimitCases'] : [];
 for (const driver of DRIVERS) describeStoreConformance(`postgres (${driver})`, () => makeHarness(driver), { without });
+
+if (onCitus) {
+  describe('per-key rate limits on Citus (docs/contract.md#per-key-rate-limits)', () => {
+    it('setKeyRateLimit is refused with ValidationError KEY_RATE_LIMITS_UNSUPPORTED and nothing is written; list and delete work', async () => {
+      const h = await makeHarness('pg');
+      try {
+        const store = h.store as import('../src/index.js').PostgresStore<unknown>;
+        const error = await store.setKeyRateLimit({ kind: 'k', limit: 1, windowMs: 1_000 }).catch((e: unknown) => e);
+        expect(ValidationError.isInstance(error) && error.code).toBe('KEY_RATE_LIMITS_UNSUPPORTED');
+        expect(await store.listKeyRateLimits()).toEqual([]);
+        expect(await store.deleteKeyRateLimit({ kind: 'k' })).toBe(false);
+        await store.schedule({ kind: 'k', limitKey: 'a' });
+        expect(await store.claim({ owner: 'w', limit: 5, leaseMs: 60_000, kinds: ['k'] })).toHaveLength(1);
+      } finally {
+        await h.cleanup();
+      }
+    });
+  });
+}

@@ -217,7 +217,7 @@ describe('migrate', () => {
       expect(await kits[0]?.store({ schema }).migrate()).toEqual({ applied: [], version: migrations(schema).at(-1)?.version });
       expect(await fresh.count('migration')).toBe(migrations(schema).length);
       const tables = await fresh.query<{ tablename: string }>('select tablename from pg_tables where schemaname = $1 order by tablename', [schema]);
-      expect(tables.map((t) => t.tablename).filter((t) => !t.startsWith('task_history'))).toEqual(['cron_schedule', 'dedup_throttle', 'effect', 'key_limit', 'migration', 'pause', 'rate_limit', 'task', 'task_batch', 'task_dependency', 'task_waiter']);
+      expect(tables.map((t) => t.tablename).filter((t) => !t.startsWith('task_history'))).toEqual(['cron_schedule', 'dedup_throttle', 'effect', 'key_limit', 'key_rate_limit', 'key_rate_log', 'migration', 'pause', 'rate_limit', 'task', 'task_batch', 'task_dependency', 'task_waiter']);
       // Migration 11: history partitioned by state, then by UTC day (docs/contract.md#live-and-history).
       expect(tables.map((t) => t.tablename)).toEqual(expect.arrayContaining(['task_history', 'task_history_done', 'task_history_done_default', 'task_history_dead_legacy']));
     } finally {

@@ -22,6 +22,7 @@ export const CASE_ORDER: readonly string[] = [
   'pause_resume',
   'rate_limit_exact',
   'per_key_concurrency',
+  'per_key_rate_limit',
   'fair_share',
   'negative_naive_select_then_update',
   'control_skip_locked_same_load',

@@ -9,7 +9,7 @@ import { MAX_LIST_LIMIT, SchemaVersionError } from '@postpone/core';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
-export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany' | 'listPaused' | 'pause' | 'resume' | 'listRateLimits'>;
+export type DashboardStore = Pick<PostgresStore<unknown>, 'stats' | 'unclaimedKinds' | 'listTasks' | 'getTaskRecord' | 'getCompletion' | 'retry' | 'cancel' | 'cancelMany' | 'retryMany' | 'deleteMany' | 'listPaused' | 'pause' | 'resume' | 'listRateLimits' | 'getBatch'>;
 
 /** Width of one histogram bar: one minute. */
 export const DUE_BUCKET_MS = 60_000;

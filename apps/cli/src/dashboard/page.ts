@@ -122,6 +122,22 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <span id="pause-message" role="status"></span>
   </form>
 </section>
+<section id="batch-section" aria-label="Batch">
+  <h2>Batch</h2>
+  <form id="batch-form">
+    <label>batch id <input id="batch-id" type="text" inputmode="numeric" maxlength="20" placeholder="id" autocomplete="off" required></label>
+    <button type="submit">show</button>
+    <span id="batch-message" role="status"></span>
+  </form>
+  <dl id="batch" hidden>
+    <dt>state</dt><dd id="batch-state"></dd>
+    <dt>members</dt><dd id="batch-counts"></dd>
+    <dt>created / sealed</dt><dd id="batch-times"></dd>
+    <dt>callback</dt><dd id="batch-callback"></dd>
+    <dt>callback task</dt><dd><span id="batch-callback-task"></span> <button id="batch-open-callback" type="button" hidden>open</button></dd>
+    <dt>callback payload</dt><dd><pre id="batch-callback-payload"></pre></dd>
+  </dl>
+</section>
 <section id="detail" aria-label="Task detail" tabindex="-1" hidden>
   <div class="detail-head">
     <h2>Task <span id="detail-id"></span> <button id="detail-close" type="button">close</button></h2>

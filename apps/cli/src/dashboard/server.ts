@@ -5,7 +5,7 @@
  * Routes: `GET /` the page; `GET /assets/…` its script, style sheet and Chart.js (served from the
  * installed `chart.js` package); `GET /api/overview` counts, due histogram, lateness; `GET /api/tasks`
  * a page of tasks (`state`, `kind`, `queue`, `hasError`, `cursor`, `limit` query parameters, as `listTasks`);
- * `GET /api/tasks/:id` one task with its completion; `POST /api/tasks/:id/retry` and
+ * `GET /api/tasks/:id` one task with its completion; `GET /api/batches/:id` one batch (`getBatch`); `POST /api/tasks/:id/retry` and
  * `POST /api/tasks/:id/cancel` the two writing actions on one task; `POST /api/pause` and `POST /api/resume`
  * (a JSON body `{ queue }` or `{ kind }`, pause also `reason`; docs/contract.md#pause-and-resume);
  * `POST /api/bulk/cancel|retry|delete` (body `{ filter, dryRun? }`) the bulk actions, which the page runs
@@ -182,6 +182,11 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
   app.get('/api/tasks/:id', async (c) => {
     const found = await taskDetail(store, taskId(c));
     return found === null ? c.json({ error: 'NOT_FOUND', message: 'no such task' }, 404) : c.json(found);
+  });
+  // One batch (docs/contract.md#batches): counts, seal and callback; 404 for an unknown id.
+  app.get('/api/batches/:id', async (c) => {
+    const found = await store.getBatch(parseTaskId(c.req.param('id'), 'batchId'));
+    return found === null ? c.json({ error: 'NOT_FOUND', message: 'no such batch' }, 404) : c.json(found);
   });
   app.post('/api/tasks/:id/retry', async (c) => c.json(await store.retry({ id: taskId(c) })));
   app.post('/api/tasks/:id/cancel', async (c) => c.json({ outcome: await store.cancel(taskId(c)) }));

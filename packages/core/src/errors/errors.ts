@@ -36,7 +36,9 @@ export type ValidationCode =
   /** An `after` id names no task, live or in history (docs/contract.md#dependencies). Nothing was written. */
   | 'DEPENDENCY_NOT_FOUND'
   /** The store cannot keep dependencies (the Citus dialect, docs/contract.md#dependencies). Nothing was written. */
-  | 'DEPENDENCIES_UNSUPPORTED';
+  | 'DEPENDENCIES_UNSUPPORTED'
+  /** The store cannot keep per-key rate limits (the Citus dialect, docs/contract.md#per-key-rate-limits). Nothing was written. */
+  | 'KEY_RATE_LIMITS_UNSUPPORTED';
 
 export type PostponeErrorCode =
   | ValidationCode

@@ -36,7 +36,48 @@ function abortedOrAfter(signal: AbortSignal, ms: number): Promise<void> {
   return sleep(ms, undefined, { signal }).catch(() => {});
 }
 
+/** How long before a {@link HandlerPlan.barrier} instant a process stops sleeping and spins, in ms. */
+const BARRIER_SPIN_MS = 50;
+
 export function planHandler(plan: HandlerPlan, name: string, channel: ParentChannel, resources?: ChildResources) {
+  // Database clock minus this process's clock, read once: of 5 `store.now()` round trips, the midpoint of the shortest.
+  let clockOffset: Promise<number> | null = null;
+  const databaseClockOffset = (store: ChildResources['store']) =>
+    (clockOffset ??= (async () => {
+      let best = { rttMs: Number.POSITIVE_INFINITY, offsetMs: 0 };
+      for (let i = 0; i < 5; i++) {
+        const before = Date.now();
+        const dbMs = (await store.now()).getTime();
+        const after = Date.now();
+        if (after - before < best.rttMs) best = { rttMs: after - before, offsetMs: dbMs - (before + after) / 2 };
+      }
+      return best.offsetMs;
+    })());
+  // The instant of the test's `barrier` control (one per process), listened for from the start.
+  const barrierAt: Promise<number> | null = plan.barrier
+    ? new Promise<number>((resolve) => {
+        channel.onControl((control) => {
+          if (control.type === 'barrier') resolve(control.atMs);
+        });
+      })
+    : null;
+  /**
+   * Waits for the test's `barrier` control, then until the database clock reads its instant: on a
+   * timer until {@link BARRIER_SPIN_MS} before it, then spinning, so a loaded process is running, not
+   * waiting to be scheduled, at the instant. One wait per process, shared by every handler: they all
+   * resume in the same turn of the event loop, so their completions go out in one `completeMany`.
+   */
+  let barrierPassed: Promise<void> | null = null;
+  const barrier = () =>
+    (barrierPassed ??= (async () => {
+      if (!resources || barrierAt === null) throw new Error('barrier needs the plan flag and the child resources');
+      const offset = await databaseClockOffset(resources.store);
+      const atMs = await barrierAt;
+      const untilSpin = atMs - BARRIER_SPIN_MS - (Date.now() + offset);
+      if (untilSpin > 0) await sleep(untilSpin);
+      const untilBarrier = atMs - (Date.now() + offset);
+      if (untilBarrier > 0) blockEventLoop(untilBarrier);
+    })());
   const parksAt = (point: FaultPoint, attempt: number) =>
     (plan.park ?? []).some((p) => p.point === point && (p.attempts === undefined || p.attempts.includes(attempt)));
 
@@ -78,10 +119,12 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
     }
     if (plan.echoWithProgress) ctx.progress({ half: id });
     if (plan.workMs !== undefined) await sleep(plan.workMs);
+    if (plan.barrier) await barrier();
     if (plan.awaitAbortMs !== undefined) await abortedOrAfter(ctx.signal, plan.awaitAbortMs);
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
     // The handler's local effect, in the transaction that commits DONE (the seed's effect row, now the application's).
-    if (plan.effect !== false && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
+    const writesEffect = Array.isArray(plan.effect) ? plan.effect.includes(task.kind) : plan.effect !== false;
+    if (writesEffect && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
     if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
     return plan.echoWithProgress ? { by: name, attempt, echo: JSON.stringify(task.payload) } : { by: name, attempt };
   }

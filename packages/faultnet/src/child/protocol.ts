@@ -25,6 +25,13 @@ export interface HandlerPlan {
   /** Asynchronous work after the external call, in ms. */
   readonly workMs?: number;
   /**
+   * A barrier (evidence `fan_in_exactly_once`: parents that finish together): the handler waits,
+   * inside its claim, for the test's `barrier` control, then until the database clock reads its
+   * `atMs`, and returns. The process reads the database clock once (`store.now()`: the midpoint of
+   * the shortest of 5 round trips) and waits on its own timers, spinning the last 50 ms.
+   */
+  readonly barrier?: boolean;
+  /**
    * Before returning, wait up to this many ms for the handler's signal to abort (lease lost): the
    * handler then returns anyway, so the late complete reaches the store and is fenced there.
    */
@@ -40,9 +47,10 @@ export interface HandlerPlan {
    * Write the task's local effect, one `<schema>.app_effect` row (primary key `task_id`; see
    * `app-effect.ts`), through `ctx.onCompleteTx` in the transaction that commits DONE (default true):
    * the seed's effect table, now the handler's own (migration 13). `false` leaves the completion to
-   * the worker's batched `completeMany` (a handler without same-transaction writes).
+   * the worker's batched `completeMany` (a handler without same-transaction writes). A list: only
+   * tasks of these kinds write it (the others complete through `completeMany`).
    */
-  readonly effect?: boolean;
+  readonly effect?: boolean | readonly string[];
   /**
    * Write one `<schema>.history_effect` row (no unique key) in the completing transaction
    * (`onCompleteTx`), so the history checker sees every effect that committed, duplicates included.
@@ -222,6 +230,8 @@ export type ChildControl =
   | { readonly type: 'start' }
   /** Releases the handler parked at `point` for task `id` (any task / any point when omitted). */
   | { readonly type: 'proceed'; readonly id?: string; readonly point?: FaultPoint }
+  /** Releases every handler waiting at its barrier ({@link HandlerPlan.barrier}) at `atMs` on the database clock. */
+  | { readonly type: 'barrier'; readonly atMs: number }
   /** Graceful stop: the child stops claiming, finishes, reports `stopped` and exits 0. */
   | { readonly type: 'stop' }
   /** Migrate mode: run `store.migrate()` on `schema` now. */

@@ -5,6 +5,7 @@
 import { TaskState } from '@postpone/core';
 import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT } from './sql.js';
+import { STORE_NOW_SETTING } from './batch-clock-sql.js';
 
 /** The migration number of batches; kept in this one constant so it can be renumbered. */
 export const BATCH_MIGRATION_VERSION = 21;
@@ -153,8 +154,8 @@ export function batchStatements(schema: string, ms: (expr: string) => string) {
   const cols = `b.id::text as id, b.callback::text as callback, b.total, b.remaining, b.done, b.dead, b.cancelled,
        ${ms('b.created_at')} as createdms, ${ms('b.sealed_at')} as sealedms, b.callback_task_id::text as callbacktaskid, ${ms('b.called_back_at')} as calledbackms`;
   return Object.freeze({
-    /** `$1` callback JSON text, `$2` the store's notify channel → the new batch row (OPEN). */
-    batchCreate: `insert into ${batch} as b (callback, notify_channel) values ($1::text::jsonb, $2::text)
+    /** `$1` callback JSON text, `$2` the store's notify channel, `$3` now (the store's clock, or null) → the new batch row (OPEN). */
+    batchCreate: `insert into ${batch} as b (callback, notify_channel, created_at) values ($1::text::jsonb, $2::text, coalesce($3::timestamptz, now()))
 returning ${cols}`,
     /**
      * `$1` batch id → zero or one `{ sealed }` row, the batch row locked (`for update`) until the
@@ -177,10 +178,18 @@ returning ${cols}`,
   returning 1
 )
 select (select count(*) from joined)::int as n, (select count(*) from counted)::int as batches`,
-    /** `$1` batch id → zero or one `{ id }` row: sealed (`sealed_at` kept when it was). Then {@link batchSettle} in the same transaction. */
-    batchSeal: `update ${batch} set sealed_at = coalesce(sealed_at, now()) where id = $1::bigint returning id::text as id`,
-    /** `$1` batch id → `{ taskid }`: the callback task this call scheduled, or null (not due, or scheduled before). */
-    batchSettle: `select ${q}.task_batch_settle($1::bigint)::text as taskid`,
+    /**
+     * `$1` batch id, `$2` now (the store's clock, or null) → zero or one `{ id }` row: sealed
+     * (`sealed_at` kept when it was). Then {@link batchSettle} in the same transaction.
+     */
+    batchSeal: `update ${batch} set sealed_at = coalesce(sealed_at, $2::timestamptz, now()) where id = $1::bigint returning id::text as id`,
+    /**
+     * `$1` batch id, `$2` now (the store's clock as ISO text, or null) → `{ taskid }`: the callback
+     * task this call scheduled, or null (not due, or scheduled before). `$2` reaches the settle through
+     * the transaction-local setting of migration 22 (`./batch-clock-sql.ts`); a schema before 22 ignores it.
+     */
+    batchSettle: `select ${q}.task_batch_settle(b.id)::text as taskid
+  from (select $1::bigint as id, set_config(${literal(STORE_NOW_SETTING)}, coalesce($2::text, ''), true) as now_set) b`,
     /** `$1` batch id → zero or one batch row. */
     batchGet: `select ${cols} from ${batch} b where b.id = $1::bigint`,
   });

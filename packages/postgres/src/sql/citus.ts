@@ -17,6 +17,7 @@ import { literal, quoteIdent } from './quote.js';
 import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
 import { batchCitusRewrites } from './batch-sql.js';
+import { dependencyFlagCitusRewrites } from './dependency-flag-sql.js';
 import { type CitusRun, citusCompleteManyRun, citusCompleteManySplit, citusCronRun, citusCronSplit, citusInsertRun, citusInsertSplit, citusMoveRun, citusMoveSplit } from './citus-route.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
@@ -79,6 +80,8 @@ export interface CitusRewrite {
  *   `schedule` with `after` (ValidationError `DEPENDENCIES_UNSUPPORTED`, docs/contract.md#dependencies).
  * - migration 21: the trigger `task_batch_members_finished`, for the same reason (`./batch-sql.ts`):
  *   not created; the store refuses batches on Citus (`BatchError` `BATCHES_UNSUPPORTED`).
+ * - migration 24: the trigger `task_dependency_mark` on `task_dependency` and the flag's back-fill
+ *   (`./dependency-flag-sql.ts`): not created / not run, as no edge is ever written on Citus.
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -121,6 +124,7 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
     },
   ];
   rewrites.push(...batchCitusRewrites(schema));
+  rewrites.push(...dependencyFlagCitusRewrites(schema));
   for (const state of HISTORY_STATES) {
     const sub = `${q}.${quoteIdent(historyStateTable(state))}`;
     rewrites.push(

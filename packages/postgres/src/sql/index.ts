@@ -11,6 +11,7 @@
  * - `pauseStatements(schema)`: paused queues and kinds (`./pause-sql.ts`);
  * - `rateLimitStatements(schema)`: rate limits and the limited claim (`./rate-limit-sql.ts`);
  * - `keyLimitStatements(schema)`: per-key concurrency and the keyed claim (`./key-limit-sql.ts`);
+ * - `keyRateStatements(schema)`: per-key rate limits (`./key-rate-sql.ts`);
  * - `historyStatements(schema)`, `historyInsert`: history partitions, moves and retention (re-exported from `@postpone/postgres`);
  * - `dedupStatements(schema)`: the throttle gate and the debounce key hand-over (`./dedup-sql.ts`);
  * - `renewStatements(schema)`: one lease renewal for many attempts, `extendMany` (`./renew-sql.ts`);
@@ -45,6 +46,7 @@ export {
 } from './notice.js';
 export { type KeyBacklogStatements, keyBacklogStatements } from './key-backlog-sql.js';
 export { KEY_LIMIT_MIGRATION_VERSION, type KeyLimitStatements, keyLimitMigrationSql, keyLimitStatements } from './key-limit-sql.js';
+export { KEY_RATE_MIGRATION_VERSION, type KeyRateLimitRow, type KeyRateStatements, keyRateMigrationSql, keyRateStatements } from './key-rate-sql.js';
 export { RATE_LIMIT_MIGRATION_VERSION, type RateLimitRow, type RateLimitStatements, rateLimitMigrationSql, rateLimitStatements } from './rate-limit-sql.js';
 export { RECLAIM_LOCK_SQL } from './reclaim-lock-sql.js';
 export { SqlSplitError, splitStatements } from './split.js';
@@ -52,3 +54,4 @@ export { CITUS_CLOCK, CITUS_DETECT, CITUS_NOTIFY, type CitusRewrite, citusRewrit
 export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
 export { DEPENDENCY_MIGRATION_VERSION, type DependencyStatements, dependencyMigrationSql, dependencyStatements, HELD_DUE_AT_SQL } from './dependency-sql.js';
+export { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql, dependencyReleaseFunctionSql } from './dependency-flag-sql.js';

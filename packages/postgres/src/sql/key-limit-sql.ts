@@ -4,6 +4,7 @@
  * `now` or null, JSON as text, aliases without underscores).
  */
 import { TaskState } from '@postpone/core';
+import { keyRateLimitedCte, keyRateLogCtes, keyRateRoom, keyRateUsedJoin } from './key-rate-sql.js';
 import { claimRoomCte, rateLogCtes } from './rate-limit-sql.js';
 import { claimUpdate, levelDueRows, levelsCte, literal, NOW, quoteIdent } from './sql.js';
 
@@ -39,10 +40,6 @@ export function keyLimitStatements(schema: string) {
   const q = quoteIdent(schema);
   const task = `${q}.task`;
   const keyLimit = `${q}.key_limit`;
-  const rate = `${q}.rate_limit`;
-  const S = literal(TaskState.SCHEDULED);
-  const C = literal(TaskState.CLAIMED);
-  const level = `s.state = ${S} and s.queue = $5::text and s.kind = k.kind and s.priority = k.priority`;
 
   return Object.freeze({
     /**
@@ -91,9 +88,49 @@ returning r.kind, r.max_claimed as "limit"`,
      * cap or rate room keeps its first `room` in that order. Then the claim, and the rate-limit log
      * as `taskClaimLimited`.
      */
-    taskClaimKeyed: `${levelsCte(task, '$5', '$6', `${q}.pause`)}, ${claimRoomCte(task)}, limited as materialized (
+    taskClaimKeyed: keyedClaimSql(schema, false),
+
+    /**
+     * `$1`..`$10` as `taskClaimKeyed` of `./key-limit-sql.ts` (`$10` the kinds with a per-key
+     * concurrency limit or a per-key rate limit this claim may take) → the rows of `taskClaim`. Run
+     * after `keyLimitLock` of those kinds, in one transaction: the advisory lock per kind serialises
+     * every claimer that may take the kind, so the logs this statement reads (its snapshot is taken
+     * after the lock, READ COMMITTED, PostgreSQL 17 §13.2.1) hold every committed claim of the kind's
+     * keys, and the logs it writes are written by no one else until it commits — no read-then-write
+     * race on a key's window. A key's room is the least of the claim's limit, its kind's cap and rate
+     * rooms, its per-key concurrency room and `max_starts` less its logged claims later than
+     * `now − window`; the claim then appends `now` per claimed task to its key's log.
+     */
+    taskClaimKeyRated: keyedClaimSql(schema, true),
+  });
+}
+
+/**
+ * The text of `taskClaimKeyed` (`rated` false) and of `taskClaimKeyRated` of `./key-rate-sql.ts`
+ * (`rated` true: per-key rate limits, docs/contract.md#per-key-rate-limits). With `rated` false the
+ * text is exactly the keyed claim of migration 19. With `rated` true, `$10` lists the kinds with a
+ * per-key concurrency limit OR a per-key rate limit; `limited` carries both declarations (either may
+ * be null: `least` skips nulls, PostgreSQL 17 §9.18.4), a key's room is also cut to `max_starts`
+ * less its claims logged in `key_rate_log` later than `now − window`, and the claim appends `now`
+ * once per claimed task to its key's log (`keyRateLogCtes`).
+ */
+export function keyedClaimSql(schema: string, rated: boolean): string {
+  const q = quoteIdent(schema);
+  const task = `${q}.task`;
+  const keyLimit = `${q}.key_limit`;
+  const rate = `${q}.rate_limit`;
+  const S = literal(TaskState.SCHEDULED);
+  const C = literal(TaskState.CLAIMED);
+  const level = `s.state = ${S} and s.queue = $5::text and s.kind = k.kind and s.priority = k.priority`;
+  const limitedCte = rated
+    ? keyRateLimitedCte(schema)
+    : `limited as materialized (
   select r.kind, r.max_claimed from ${keyLimit} r where r.kind in (select jsonb_array_elements_text($10::text::jsonb))
-), held as materialized (
+)`;
+  const keyRoom = rated ? `, ${keyRateRoom(schema)}` : '';
+  const keyUsed = rated ? `\n${keyRateUsedJoin(schema)}` : '';
+  const keyLog = rated ? `, ${keyRateLogCtes(schema)}` : '';
+  return `${levelsCte(task, '$5', '$6', `${q}.pause`)}, ${claimRoomCte(task)}, ${limitedCte}, held as materialized (
   select s.kind, s.limit_key, count(*)::int as n
     from ${task} s
    where s.state = ${C} and s.limit_key is not null and s.kind in (select kind from limited)
@@ -117,7 +154,7 @@ returning r.kind, r.max_claimed as "limit"`,
     from keys k
     join limited m on m.kind = k.kind
     left join held h on h.kind = k.kind and h.limit_key = k.key
-    left join room r on r.kind = k.kind
+    left join room r on r.kind = k.kind${keyUsed}
    cross join lateral (
          select s.id, s.due_at
            from ${task} s
@@ -125,7 +162,7 @@ returning r.kind, r.max_claimed as "limit"`,
             and s.due_at <= ${NOW}
           order by s.due_at, s.id
           for update skip locked
-          limit greatest(0, least($4::int, coalesce(r.room, $4::int), m.max_claimed - coalesce(h.n, 0)))) d
+          limit greatest(0, least($4::int, coalesce(r.room, $4::int), m.max_claimed - coalesce(h.n, 0)${keyRoom}))) d
    where k.key is not null
   union all
   select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id)
@@ -158,9 +195,8 @@ returning r.kind, r.max_claimed as "limit"`,
    limit $4::int
 ), claimed as (
 ${claimUpdate(task)}
-), ${rateLogCtes(rate)}
-select * from claimed`,
-  });
+), ${rateLogCtes(rate)}${keyLog}
+select * from claimed`;
 }
 
 export type KeyLimitStatements = ReturnType<typeof keyLimitStatements>;

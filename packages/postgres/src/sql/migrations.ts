@@ -5,6 +5,7 @@
  * (`PostgresStore` in `@postpone/postgres`) applies the missing versions inside one transaction holding an advisory lock.
  */
 import { KEY_LIMIT_MIGRATION_VERSION, keyLimitMigrationSql } from './key-limit-sql.js';
+import { KEY_RATE_MIGRATION_VERSION, keyRateMigrationSql } from './key-rate-sql.js';
 import { quoteIdent, STATE_CHECK_LIST } from './sql.js';
 import { ADMIN_MIGRATION_VERSION, adminMigrationSql } from './admin-sql.js';
 import { COMPLETION_MIGRATION_VERSION, completionMigrationSql } from './completion-sql.js';
@@ -18,6 +19,8 @@ import { RATE_LIMIT_MIGRATION_VERSION, rateLimitMigrationSql } from './rate-limi
 import { PROGRESS_MIGRATION_VERSION, progressMigrationSql } from './progress-wait-sql.js';
 import { DEPENDENCY_MIGRATION_VERSION, dependencyMigrationSql } from './dependency-sql.js';
 import { BATCH_MIGRATION_VERSION, batchMigrationSql } from './batch-sql.js';
+import { BATCH_CLOCK_MIGRATION_VERSION, batchClockMigrationSql } from './batch-clock-sql.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql } from './dependency-flag-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -187,6 +190,12 @@ export interface Migration {
  * `task.limit_key`, the partial index `task_limit_key_idx` (keyed tasks only) and the table
  * `key_limit`; see `./key-limit-sql.ts`. Additive (no `minReader`), re-runnable.
  *
+ * Version 24 — the dependency flag (docs/contract.md#dependencies): a nullable `task.has_dependents`,
+ * set by the trigger `task_dependency_mark` whenever an edge names a task as its dependency, and
+ * migration 20's release trigger returning at once for a DELETE of tasks without it: a completion of
+ * a task without dependents no longer probes `task_dependency` (measured by `pnpm bench:feature-cost`,
+ * evidence/bench/feature-cost.md); see `./dependency-flag-sql.ts`. Additive (no `minReader`), re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -293,6 +302,12 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: DEPENDENCY_MIGRATION_VERSION, name: 'dependencies', sql: dependencyMigrationSql(schema) }),
     // Version 21 — batches with a callback: see ./batch-sql.ts. Additive (a nullable column, a table, a trigger), no minReader.
     Object.freeze({ version: BATCH_MIGRATION_VERSION, name: 'batches with a callback', sql: batchMigrationSql(schema) }),
+    // Version 22 — batches and releases on the store's clock: see ./batch-clock-sql.ts. Functions replaced (same signatures) or added, no minReader.
+    Object.freeze({ version: BATCH_CLOCK_MIGRATION_VERSION, name: 'batches and releases on the store clock', sql: batchClockMigrationSql(schema) }),
+    // Version 23 — per-key rate limits: see ./key-rate-sql.ts. Additive (new tables), no minReader.
+    Object.freeze({ version: KEY_RATE_MIGRATION_VERSION, name: 'per-key rate limits', sql: keyRateMigrationSql(schema) }),
+    // Version 24 — the dependency flag: a completion without dependents skips the edge probe; see ./dependency-flag-sql.ts. Additive, no minReader.
+    Object.freeze({ version: DEPENDENCY_FLAG_MIGRATION_VERSION, name: 'dependency flag', sql: dependencyFlagMigrationSql(schema) }),
   ]);
 }
 

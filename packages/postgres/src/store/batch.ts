@@ -30,6 +30,8 @@ export interface PostgresBatchContext {
   readonly notifyChannel: string | null;
   readonly maxPayloadBytes: number;
   readonly nowMs: () => number;
+  /** The store's clock as ISO text for a statement's `now` parameter, or null (the database clock). */
+  readonly nowParam: () => string | null;
   readonly query: QueryFn;
   readonly transaction: <T>(work: (query: QueryFn) => Promise<T>) => Promise<T>;
   /** The store's schedule of `tasks` (`keep`) on `query`, inside the caller's transaction. */
@@ -52,7 +54,7 @@ export class PostgresBatches {
     const { callback } = validateBatchParams(params, { maxPayloadBytes: this.ctx.maxPayloadBytes, nowMs: this.ctx.nowMs() });
     return await this.ctx.call(async () => {
       await this.supported();
-      const [row] = await this.ctx.query(this.sql.batchCreate, [JSON.stringify(callback), this.ctx.notifyChannel]);
+      const [row] = await this.ctx.query(this.sql.batchCreate, [JSON.stringify(callback), this.ctx.notifyChannel, this.ctx.nowParam()]);
       return String(row?.id);
     });
   }
@@ -83,9 +85,10 @@ export class PostgresBatches {
     return await this.ctx.call(async () => {
       await this.supported();
       return await this.ctx.transaction(async (query) => {
-        const sealed = await query(this.sql.batchSeal, [id]);
+        const now = this.ctx.nowParam();
+        const sealed = await query(this.sql.batchSeal, [id, now]);
         if (sealed.length === 0) throw new BatchError('BATCH_NOT_FOUND', id, `batch ${id} does not exist`);
-        await query(this.sql.batchSettle, [id]);
+        await query(this.sql.batchSettle, [id, now]);
         const [row] = await query(this.sql.batchGet, [id]);
         return batchInfoOf(row as Row);
       });

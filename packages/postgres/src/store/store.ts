@@ -75,6 +75,9 @@ import {
   validateExtendMany,
   type ExtendManyParams,
   type KeyConcurrencyInput,
+  type KeyRateLimitInput,
+  type KeyRateLimitRecord,
+  type KeyRateLimitStore,
   type KeyConcurrencyRecord,
   type KeyLimitStore,
   type KeyBacklogPage,
@@ -106,6 +109,7 @@ import {
 } from '@postpone/core';
 import { PostgresKeyLimits } from './key-limit.js';
 import { PostgresKeyBacklog } from './key-backlog.js';
+import { PostgresKeyRateLimits } from './key-rate-limit.js';
 import { PostgresRateLimits } from './rate-limit.js';
 import { hasDependencies, linkDependencies } from './dependencies.js';
 import { type DependencyStatements, dependencyStatements } from '../sql/dependency-sql.js';
@@ -131,6 +135,7 @@ import { CITUS_BEFORE_SCHEMA, CITUS_SCHEMA_DISTRIBUTED, citusSchemaDistribute, t
 import { type DedupStatements, dedupStatements } from '../sql/dedup-sql.js';
 import { type RenewStatements, renewStatements } from '../sql/renew-sql.js';
 import { NOTICE_QUEUE_LIMIT, type Statements, statements, type TaskRow } from '../sql/sql.js';
+import { storeNowSet } from '../sql/batch-clock-sql.js';
 import { PostgresAdmin } from './admin.js';
 import { PostgresBulk } from './bulk.js';
 import { PostgresBatches } from './batch.js';
@@ -398,7 +403,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, KeyBacklogStore, BatchStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, KeyBacklogStore, BatchStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -475,6 +480,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       notifyChannel: this.scheduleNotices === 'off' ? null : this.notifyChannel,
       maxPayloadBytes: this.maxPayloadBytes,
       nowMs: () => this.clock?.now() ?? Date.now(),
+      nowParam: () => this.nowParam(),
       query: (text, p) => this.driver.query(text, p),
       transaction: (work) => this.driver.transaction((query) => work(query)),
       insertIn: (query, tasks) => this.insertIn(query, tasks, KEEP_OPTIONS, this.scheduleNotices === 'off' ? null : this.notifyChannel),
@@ -508,6 +514,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     this.rateLimits = new PostgresRateLimits(context);
     this.keyLimits = new PostgresKeyLimits(context);
     this.keyBacklogs = new PostgresKeyBacklog(context);
+    this.keyRateLimits = new PostgresKeyRateLimits(context);
   }
 
   /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
@@ -557,6 +564,24 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   /** Every per-key limit, by kind. */
   listKeyConcurrency(): Promise<KeyConcurrencyRecord[]> {
     return this.keyLimits.list();
+  }
+
+  /** Per-key rate limits (`KeyRateLimitStore`, docs/contract.md#per-key-rate-limits): see `./key-rate-limit.ts`. */
+  private readonly keyRateLimits: PostgresKeyRateLimits;
+  /**
+   * Declares (or changes) a kind's per-key rate limit: one upsert of its `key_rate_limit` row (migration 23).
+   * @throws ValidationError (core `validateKeyRateLimit`; nothing sent; `KEY_RATE_LIMITS_UNSUPPORTED` in the Citus dialect), ConnectionLostError, StoreClosedError, StoreError (on a schema before migration 23: undefined table)
+   */
+  setKeyRateLimit(input: KeyRateLimitInput): Promise<KeyRateLimitRecord> {
+    return this.keyRateLimits.set(input);
+  }
+  /** Removes a kind's per-key rate limit and its logs; true when there was one. Errors as {@link setKeyRateLimit} (no Citus refusal). */
+  deleteKeyRateLimit(target: { readonly kind: string }): Promise<boolean> {
+    return this.keyRateLimits.delete(target);
+  }
+  /** Every per-key rate limit, by kind, with its keys held now. */
+  listKeyRateLimits(): Promise<KeyRateLimitRecord[]> {
+    return this.keyRateLimits.list();
   }
 
   /** The per-key backlog (`KeyBacklogStore`, docs/contract.md#key-backlog): see `./key-backlog.ts`. */
@@ -1153,6 +1178,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
    * key-limited kind in reach (docs/contract.md#per-key-concurrency; which kinds: a cache read at most
    * once a second), ONE transaction too: the cap locks, `keyLimitLock` (advisory locks per key-limited
    * kind, sorted), the rate-limit rows when limited, then `taskClaimKeyed` (per-key rooms, fair order).
+   * With a kind of per-key rate limits in reach (docs/contract.md#per-key-rate-limits; a cache read at
+   * most once a second), the same transaction with `taskClaimKeyRated` (the keys' logs read and
+   * written under the same advisory locks), at most every 10 s `keyRateLogPrune` after the locks,
+   * and `keyRateHeld` after a short claim naming only such kinds (then `onRateLimited`).
    * @returns the claimed tasks in claim order (priority desc, due time, id); `claimedAt` is the statement's `now()`
    */
   async claim(params: ClaimParams): Promise<ClaimedTask[]> {
@@ -1172,7 +1201,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     // Rate limits (docs/contract.md#rate-limits) that apply to this claim: from a cache read at most once a second.
     const limited = await this.rateLimits.applicable(queue, kinds, performance.now());
     // Key-limited kinds (docs/contract.md#per-key-concurrency) this claim may take, sorted: from a cache read at most once a second.
-    const keyed = await this.keyLimits.applicable(kinds, performance.now());
+    const keyConc = await this.keyLimits.applicable(kinds, performance.now());
+    // Kinds with a per-key rate limit (docs/contract.md#per-key-rate-limits), the same way; walked per key as the key-limited ones.
+    const rated = await this.keyRateLimits.applicable(kinds, performance.now());
+    const keyed = rated.length === 0 ? keyConc : [...new Set([...keyConc, ...rated])].sort();
     const capsJson = () => JSON.stringify(Object.fromEntries(capped.map((kind) => [kind, caps!.get(kind)!])));
     let held: RateLimited | null = null;
     const sql = this.claimSql();
@@ -1183,6 +1215,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
             // Lock order in every claimer: kind caps, then key-limited kinds, then rate-limit rows, each sorted.
             if (capped.length > 0) await query(sql.kindCapLock, [this.schema, JSON.stringify(capped)]);
             if (keyed.length > 0) await query(this.keyLimits.sql.keyLimitLock, [this.schema, JSON.stringify(keyed)]);
+            if (rated.length > 0) await this.keyRateLimits.pruneIfDue(query, this.nowParam(), rated, performance.now());
             if (limited.length === 0 && keyed.length === 0) return await query(sql.taskClaimCapped, [...claimParams, capsJson()]);
             const plan =
               limited.length === 0
@@ -1194,10 +1227,13 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
             const claimed =
               keyed.length === 0
                 ? await query(this.rateLimits.sql.taskClaimLimited, args)
-                : await query(this.keyLimits.sql.taskClaimKeyed, [...args, JSON.stringify(keyed)]);
-            if (limited.length === 0) return claimed;
+                : await query(rated.length === 0 ? this.keyLimits.sql.taskClaimKeyed : this.keyLimits.sql.taskClaimKeyRated, [...args, JSON.stringify(keyed)]);
             // Short: did this claim use up the room? Then the caller may sleep until it reopens.
-            if (claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            if (limited.length > 0 && claimed.length < limit) held = await this.rateLimits.heldAfter(query, this.nowParam(), limited, queue, kinds);
+            // Per-key rate limits: when the claim named only kinds with one, whether every due task of them is held back by its key's window.
+            if (held === null && claimed.length < limit && kinds !== null && rated.length > 0 && kinds.every((kind) => rated.includes(kind))) {
+              held = await this.keyRateLimits.heldAfter(query, this.nowParam(), kinds, queue);
+            }
             return claimed;
           }),
     );
@@ -1281,7 +1317,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       // fenced delete alone (DONE not kept). A miss is resolved after it, as in the transaction.
       return await this.call(async () => {
         const now = this.nowParam();
-        const done = keep ? await this.driver.query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await this.driver.query(s.taskCompleteDrop, [id, attempt]);
+        const done = keep ? await this.driver.query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await this.dropOnClock(now, (query) => query(s.taskCompleteDrop, [id, attempt]));
         return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, id, attempt, keep);
       });
     }
@@ -1289,6 +1325,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     const run = () =>
       this.driver.transaction<CompleteOutcome>(async (query, tx) => {
         const now = this.nowParam();
+        if (!keep && now !== null) await query(storeNowSet, [now]);
         const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
         if (done.length === 1) {
           try {
@@ -1345,10 +1382,11 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
         // Every item kept (the default): one statement, as before; `ord` counts the kept items, here all.
         for (const r of await this.driver.query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(Number(r.ord) - 1);
       } else if (kept.length === 0) {
-        for (const r of await this.driver.query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
+        for (const r of await this.dropOnClock(now, (query) => query(this.sql.taskCompleteManyDrop, [dropJson()]))) hit.add(Number(r.ord) - 1);
       } else {
         const keptIndex = valid.flatMap((item, idx) => (item.keep ? [idx] : []));
         await this.driver.transaction(async (query) => {
+          if (now !== null) await query(storeNowSet, [now]);
           for (const r of await query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
           for (const r of await query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(keptIndex[Number(r.ord) - 1] as number);
         });
@@ -1627,6 +1665,19 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
 
   private assertOpen(): void {
     if (this.closed) throw new StoreClosedError();
+  }
+
+  /**
+   * Runs a DONE-not-kept DELETE (`drop`): in autocommit without a store clock (production: unchanged);
+   * with one, in a transaction that first hands the clock to the triggers (migration 22,
+   * `STORE_NOW_SETTING`), since that DELETE carries no time of its own.
+   */
+  private async dropOnClock(now: string | null, drop: (query: QueryFn) => Promise<Row[]>): Promise<Row[]> {
+    if (now === null) return await drop(this.driver.query);
+    return await this.driver.transaction(async (query) => {
+      await query(storeNowSet, [now]);
+      return await drop(query);
+    });
   }
 
   private nowParam(): string | null {

@@ -152,6 +152,8 @@ describe('dialect on the test database', () => {
       'dedup_throttle',
       'effect',
       'key_limit',
+      'key_rate_limit',
+      'key_rate_log',
       'migration',
       'pause',
       'rate_limit',

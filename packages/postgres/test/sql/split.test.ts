@@ -8,8 +8,10 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
 import { SqlSplitError, splitStatements } from '../../src/sql/split.js';
+import { BATCH_CLOCK_MIGRATION_VERSION } from '../../src/sql/batch-clock-sql.js';
+import { KEY_RATE_MIGRATION_VERSION } from '../../src/sql/key-rate-sql.js';
 
 describe('splitStatements', () => {
   it('splits on top-level semicolons, trims, drops empty statements', () => {
@@ -88,6 +90,9 @@ $fn$`;
       [KEY_LIMIT_MIGRATION_VERSION, 3],
       [20, 6],
       [21, 6],
+      [BATCH_CLOCK_MIGRATION_VERSION, 4],
+      [KEY_RATE_MIGRATION_VERSION, 3],
+      [DEPENDENCY_FLAG_MIGRATION_VERSION, 6],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);

@@ -148,7 +148,7 @@ export class Admin {
    * next run reuses: a dependency edge of an earlier sequence cancelled a new task in the differential test.
    */
   async truncate(extra: readonly string[] = []): Promise<void> {
-    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', 'key_limit', 'task_dependency', 'task_batch', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
+    await this.query(`truncate ${['effect', 'task', 'task_history', 'cron_schedule', 'pause', 'dedup_throttle', 'rate_limit', 'key_limit', 'key_rate_limit', 'key_rate_log', 'task_dependency', 'task_batch', ...extra].map((n) => this.t(n)).join(', ')} restart identity cascade`);
   }
 
   async drop(): Promise<void> {
