@@ -146,6 +146,32 @@ function renderOverview(o) {
   latenessChart.update('none');
 }
 
+// ---- per-key backlog (docs/contract.md#key-backlog) ------------------------------------------------
+async function loadKeyBacklog() {
+  const v = await api('/api/key-backlog');
+  $('key-backlog-section').hidden = v.kinds.length === 0;
+  const rows = [];
+  for (const k of v.kinds) {
+    if (k.entries.length === 0) {
+      const tr = document.createElement('tr');
+      tr.dataset.kind = k.kind;
+      tr.append(cell(k.kind), cell('(no keyed task scheduled or claimed)'), cell('0'), cell('0'), cell(`0 of ${k.limit} per key`), cell('–'));
+      rows.push(tr);
+    }
+    for (const e of k.entries) {
+      const tr = document.createElement('tr');
+      tr.dataset.kind = k.kind;
+      tr.dataset.key = e.limitKey;
+      tr.append(cell(k.kind), cell(e.limitKey), cell(String(e.due)), cell(String(e.notDue)), cell(`${e.claimed} of ${k.limit}`), cell(e.oldestDueAt === null ? '–' : ms(e.latenessMs)));
+      rows.push(tr);
+    }
+  }
+  $('key-backlog').querySelector('tbody').replaceChildren(...rows);
+  const more = v.kinds.filter((k) => k.more).map((k) => k.kind);
+  $('key-backlog-more').hidden = more.length === 0 && !v.moreKinds;
+  $('key-backlog-more').textContent = `${more.length > 0 ? `more keys than shown for: ${more.join(', ')}. ` : ''}${v.moreKinds ? 'more key-limited kinds than shown.' : ''}`.trim();
+}
+
 // ---- task list ---------------------------------------------------------------------------------
 function listQuery() {
   const q = new URLSearchParams({ limit: String(LIST_LIMIT) });
@@ -304,7 +330,7 @@ async function refresh() {
     try {
       const o = await api('/api/overview');
       renderOverview(o);
-      await Promise.all([loadList(), loadDetail()]);
+      await Promise.all([loadList(), loadDetail(), loadKeyBacklog()]);
       setStatus(`updated ${iso(o.stats.now)}`, false);
       document.body.dataset.refreshedAt = o.stats.now;
     } catch (error) {

@@ -36,6 +36,7 @@ import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { pausedOrNone } from './dashboard/data.js';
 import { frontDashboardStore, oneSchemaOnly, parseGroups, withFront } from './groups.js';
 import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
+import { keyBacklogReport, keyBacklogText } from './key-backlog.js';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -546,6 +547,18 @@ export function buildProgram(out: Out, json = false): Command {
       const g = globals(cmd);
       const row = await withStore(g, (store) => store.setKeyConcurrency({ kind: opts.kind, limit: parseInteger(opts.limit, '--limit') }));
       print(out, g, row, () => `kind ${row.kind}: at most ${row.limit} CLAIMED per limit key`);
+    });
+  keyLimits
+    .command('backlog')
+    .description('the per-key backlog of one kind beside its per-key limit: per limit key its due, not-yet-due and CLAIMED tasks and how long its oldest due task has waited (database clock), most due first')
+    .requiredOption('--kind <kind>', 'the kind')
+    .option('--top <n>', 'keys per page, 1..1000', '20')
+    .option('--cursor <cursor>', 'the next page: the cursor the previous page printed')
+    .action(async (opts: { kind: string; top: string; cursor?: string }, cmd: Command) => {
+      const g = globals(cmd);
+      const params = { kind: opts.kind, limit: parseInteger(opts.top, '--top'), ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }) };
+      const report = await withStore(g, async (store) => keyBacklogReport(await store.keyBacklog(params), await store.listKeyConcurrency()));
+      print(out, g, report, () => keyBacklogText(report));
     });
   keyLimits
     .command('delete')

@@ -8,6 +8,7 @@ import type { ConformanceHarness } from './kit/harness.js';
 import { cronCases } from './cron/cases-cron.js';
 import { keyLimitCases } from './cases-key-limit.js';
 import { keyRateLimitCases } from './cases-key-rate-limit.js';
+import { keyBacklogCases } from './cases-key-backlog.js';
 import { rateLimitCases } from './cases-rate-limit.js';
 import { HISTORY_CASES } from './history/index.js';
 import { OPERATIONS_CASES } from './ops/index.js';
@@ -61,6 +62,7 @@ export const CONFORMANCE_CASES = [
   rateLimitCases,
   keyLimitCases,
   keyRateLimitCases,
+  keyBacklogCases,
 ] as const;
 
 /** Options of {@link describeStoreConformance}. */

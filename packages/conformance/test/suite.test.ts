@@ -43,11 +43,13 @@ describe('conformance suite', () => {
       'cronCases',
       'rateLimitCases',
       'keyLimitCases',
+      'keyRateLimitCases',
+      'keyBacklogCases',
     ]);
   });
 
-  it('registers the reads and operations of packages/conformance/src/ops, then packages/conformance/src/queues, then packages/conformance/src/history, in their order, then the cron, rate-limit and key-limit cases', () => {
+  it('registers the reads and operations of packages/conformance/src/ops, then packages/conformance/src/queues, then packages/conformance/src/history, in their order, then the cron, rate-limit, key-limit, key-rate-limit and key-backlog cases', () => {
     const tail = OPERATIONS_CASES.length + QUEUE_CASES.length + HISTORY_CASES.length;
-    expect(CONFORMANCE_CASES.slice(-tail - 3, -3)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
+    expect(CONFORMANCE_CASES.slice(-tail - 5, -5)).toEqual([...OPERATIONS_CASES, ...QUEUE_CASES, ...HISTORY_CASES]);
   });
 });

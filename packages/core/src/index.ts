@@ -33,6 +33,7 @@ export * from './extend-many.js';
 export * from './override-store.js';
 export * from './cron-store.js';
 export * from './key-limit.js';
+export * from './key-backlog.js';
 export * from './key-rate-limit.js';
 export * from './rate-limit.js';
 export * from './progress-wait.js';

@@ -161,6 +161,7 @@ export class MemoryBulk {
         return await this.ctx.locks.run(id, () => {
           if (!db.tasks.has(id)) return { outcome: 'NOT_FOUND', effect: false };
           db.tasks.delete(id);
+          db.forgetTask(id);
           this.ctx.forget(id);
           db.completions.delete(id);
           // No legacy `effect` table here (PostgreSQL's, written before its migration 13): none deleted.

@@ -41,6 +41,8 @@ export class WriteSet {
   readonly throttle = new Map<string, { readonly row: ThrottleRow; readonly based: ThrottleRow | undefined }>();
   /** Dependency edges staged by a schedule with `after` (docs/contract.md#dependencies), linked at commit. */
   readonly dependencies: StagedDependency[] = [];
+  /** Limit keys of the tasks this transaction creates (docs/contract.md#per-key-concurrency), written with them at commit. */
+  readonly limitKeys = new Map<TaskId, string>();
   #status: WriteSetStatus = 'open';
 
   constructor(readonly db: MemoryDatabase) {}
@@ -70,6 +72,12 @@ export class WriteSet {
   dropTask(task: Task): void {
     this.putTask(task);
     this.dropped.add(task.id);
+  }
+
+  /** Stages the limit key of a task this transaction inserts (the column `task.limit_key`, set by the insert). */
+  putLimitKey(id: TaskId, limitKey: string): void {
+    this.assertOpen();
+    this.limitKeys.set(id, limitKey);
   }
 
   /** The task as this transaction sees it (its own writes first; null when it deleted it or there is none). */
@@ -162,6 +170,14 @@ export class MemoryDatabase {
   readonly throttle = new Map<string, ThrottleRow>();
   /** Dependency edges and held dependents (docs/contract.md#dependencies). */
   readonly dependencies = new MemoryDependencies();
+  /**
+   * The column `task.limit_key` of live tasks (docs/contract.md#per-key-concurrency): task id → its
+   * limit key, for SCHEDULED and CLAIMED tasks scheduled with one (core `Task` has no such field).
+   * Written by the commit that inserts the task; an entry leaves when its task does — made terminal
+   * (DONE, DEAD, CANCELLED: history does not keep the key) or deleted — so its size is the number of
+   * live keyed tasks. See {@link forgetTask} for deletes outside a write set.
+   */
+  readonly limitKeys = new Map<TaskId, string>();
   /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
   onCommit: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
@@ -179,6 +195,11 @@ export class MemoryDatabase {
    */
   restartTaskIds(next: TaskId): void {
     this.#lastId = BigInt(next) - 1n;
+  }
+
+  /** A task deleted outside a write set (an admin delete): its live-set entries go with it. */
+  forgetTask(id: TaskId): void {
+    this.limitKeys.delete(id);
   }
 
   begin(): WriteSet {
@@ -231,6 +252,9 @@ export class MemoryDatabase {
     if (finished.length > 0 || ws.dependencies.length > 0) {
       for (const task of this.dependencies.afterCommit(this.tasks, ws.dependencies, finished)) ws.tasks.set(task.id, task);
     }
+    for (const [id, limitKey] of ws.limitKeys) this.limitKeys.set(id, limitKey);
+    // Tasks this commit made terminal or deleted (dependents cancelled above included) leave the live set.
+    for (const task of ws.tasks.values()) if (ws.dropped.has(task.id) || isTerminal(task.state)) this.limitKeys.delete(task.id);
     for (const completion of ws.completions.values()) this.completions.set(completion.taskId, completion);
     for (const [slot, staged] of ws.throttle) this.throttle.set(slot, staged.row);
     for (const [table, rows] of ws.rows) {

@@ -87,7 +87,8 @@ import { MemoryCron } from './cron.js';
 import { MemoryPause } from './pause.js';
 import type { PausedEntry, PauseOptions, PauseTarget } from '@postpone/core';
 import { keyedClaimOrder, keySlot, MemoryKeyLimits } from './key-limit.js';
-import type { KeyConcurrencyInput, KeyConcurrencyRecord, KeyLimitStore } from '@postpone/core';
+import type { KeyBacklogPage, KeyBacklogParams, KeyBacklogStore, KeyConcurrencyInput, KeyConcurrencyRecord, KeyLimitStore } from '@postpone/core';
+import { memoryKeyBacklog } from './key-backlog.js';
 import { MemoryRateLimits } from './rate-limit.js';
 import { MemoryKeyRateLimits } from './key-rate-limit.js';
 import type { KeyRateLimitInput, KeyRateLimitRecord, KeyRateLimitStore } from '@postpone/core';
@@ -111,7 +112,7 @@ export type RawTaskPatch = Partial<Omit<Task, 'id'>>;
 /** PostgreSQL's largest `jsonb` value is 255 MB (§8.14); the limit may not exceed 1 GiB either way. */
 const MAX_PAYLOAD_LIMIT = 1_073_741_824;
 
-export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, BatchStore {
+export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, KeyBacklogStore, BatchStore {
   readonly name = 'memory';
   readonly #db = new MemoryDatabase();
   readonly #locks = new TaskLocks();
@@ -210,12 +211,6 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
   listRateLimits = (): Promise<RateLimitRecord[]> => this.#rateLimits.list();
   /** Per-key concurrency and fair share (`KeyLimitStore`, docs/contract.md#per-key-concurrency): see `./key-limit.ts`. */
   readonly #keyLimits = new MemoryKeyLimits({ assertOpen: () => this.#assertOpen() });
-  /**
-   * The column `task.limit_key`: task id → its limit key, for tasks scheduled with one. Beside the
-   * tasks rather than on them (core `Task` has no such field); ids are never reused, so an entry of a
-   * rolled-back schedule names no task.
-   */
-  readonly #limitKeys = new Map<TaskId, string>();
   setKeyConcurrency = (input: KeyConcurrencyInput): Promise<KeyConcurrencyRecord> => this.#keyLimits.set(input);
   deleteKeyConcurrency = (target: { readonly kind: string }): Promise<boolean> => this.#keyLimits.delete(target);
   listKeyConcurrency = (): Promise<KeyConcurrencyRecord[]> => this.#keyLimits.list();
@@ -224,6 +219,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
   setKeyRateLimit = (input: KeyRateLimitInput): Promise<KeyRateLimitRecord> => this.#keyRates.set(input);
   deleteKeyRateLimit = (target: { readonly kind: string }): Promise<boolean> => this.#keyRates.delete(target);
   listKeyRateLimits = (): Promise<KeyRateLimitRecord[]> => this.#keyRates.list();
+  /** The per-key backlog (`KeyBacklogStore`, docs/contract.md#key-backlog): see `./key-backlog.ts`. @throws ValidationError, StoreClosedError */
+  keyBacklog = async (params: KeyBacklogParams): Promise<KeyBacklogPage> => {
+    this.#assertOpen();
+    return memoryKeyBacklog(params, this.#db.limitKeys, (id) => this.#db.tasks.get(id), this.#clock.now());
+  };
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
   readonly #cron: MemoryCron;
@@ -315,7 +315,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
     const keyRated = this.#keyRates.applicable(chosen.kinds);
     const concLimits = this.#keyLimits.applicable(chosen.kinds);
     const keyLimits = keyRated.length === 0 ? concLimits : new Map<string, number>([...keyRated.map((kind): [string, number] => [kind, Number.POSITIVE_INFINITY]), ...(concLimits ?? [])]);
-    const limitKeyOf = (t: Task): string | null => this.#limitKeys.get(t.id) ?? null;
+    const limitKeyOf = (t: Task): string | null => this.#db.limitKeys.get(t.id) ?? null;
     const keyed = keyLimits === null ? null : keyedClaimOrder(candidates, this.#db.tasks.values(), keyLimits, limitKeyOf, nowMs);
     if (keyed !== null && keyRated.length > 0) {
       for (const [slot, left] of keyed.room) {
@@ -638,6 +638,16 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
     this.#db.restartTaskIds(parseTaskId(next, 'next'));
   }
 
+  /**
+   * Test seam: the in-memory counterpart of `select count(*) from task where limit_key is not null`
+   * (docs/contract.md#per-key-concurrency): how many limit keys the store holds. Only SCHEDULED and
+   * CLAIMED tasks keep one, so it falls back to 0 once every keyed task has finished, died, been
+   * cancelled or deleted.
+   */
+  limitKeyCount(): number {
+    return this.#db.limitKeys.size;
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new StoreClosedError();
   }
@@ -726,7 +736,7 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
         ...(input.retry === null ? {} : { retry: { ...input.retry } }),
       };
       ws.putTask(task);
-      if (input.limitKey !== null) this.#limitKeys.set(task.id, input.limitKey);
+      if (input.limitKey !== null) ws.putLimitKey(task.id, input.limitKey);
       if (onConflict === 'throttle' && input.key !== null) {
         ws.putThrottle(input.kind, input.key, { closedUntilMs: now.getTime() + (throttleMs as number), taskId: task.id, dueAtMs: dueAt.getTime() });
       }

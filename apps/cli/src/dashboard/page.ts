@@ -61,6 +61,14 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
     <table id="rate-limit-rows"><thead><tr><th>scope</th><th>name</th><th>limit</th><th>window</th><th>used now</th><th>reopens</th></tr></thead><tbody></tbody></table>
   </div>
 </section>
+<section id="key-backlog-section" aria-label="Per-key backlog" hidden>
+  <h2>Per-key backlog</h2>
+  <p class="note">Kinds with a per-key concurrency limit (<code>postpone limits keys</code>): at most <i>limit</i> CLAIMED
+  tasks per limit key, claims rotating among the keys. Their top keys by due tasks (<code>postpone limits keys backlog --kind K</code>
+  lists them all); waiting is how long the key's oldest due task has been due (store clock).</p>
+  <table id="key-backlog"><thead><tr><th>kind</th><th>limit key</th><th>due</th><th>not due</th><th>claimed</th><th>oldest due waiting</th></tr></thead><tbody></tbody></table>
+  <p id="key-backlog-more" class="note" hidden></p>
+</section>
 <section class="charts">
   <figure>
     <figcaption>SCHEDULED tasks due in the next hour, per minute (<span id="due-total">0</span> tasks<span id="due-truncated" hidden>; only the first 5 000 counted</span>)</figcaption>

@@ -29,6 +29,7 @@ import { OutcomeError, UsageError } from '../args.js';
 import { type BulkFilter, parseTaskId, type PauseTarget, PostponeError, TASK_STATES, type TaskState, ValidationError } from '@postpone/core';
 import { type Context, Hono } from 'hono';
 import { type DashboardStore, overview, taskDetail } from './data.js';
+import { keyBacklogView } from './key-backlog.js';
 import { pageHtml } from './page.js';
 import { CSRF_HEADER, isLoopbackHost, loopbackHostHeaders, randomToken, readCookie, sameSecret, TOKEN_COOKIE } from './security.js';
 
@@ -152,6 +153,9 @@ export function createDashboardApp(options: DashboardAppOptions): Hono {
   });
 
   app.get('/api/overview', async (c) => c.json({ schema: options.schema, refreshMs: options.refreshMs, ...(await overview(store)) }));
+
+  // The per-key backlog of the key-limited kinds (docs/contract.md#key-backlog): see ./key-backlog.ts.
+  app.get('/api/key-backlog', async (c) => c.json(await keyBacklogView(store)));
 
   app.get('/api/tasks', async (c) => {
     const states = c.req.queries('state')?.filter((s) => s !== '');

@@ -44,6 +44,7 @@ export {
   type WorkerNotice,
   workerNoticePayload,
 } from './notice.js';
+export { type KeyBacklogStatements, keyBacklogStatements } from './key-backlog-sql.js';
 export { KEY_LIMIT_MIGRATION_VERSION, type KeyLimitStatements, keyLimitMigrationSql, keyLimitStatements } from './key-limit-sql.js';
 export { KEY_RATE_MIGRATION_VERSION, type KeyRateLimitRow, type KeyRateStatements, keyRateMigrationSql, keyRateStatements } from './key-rate-sql.js';
 export { RATE_LIMIT_MIGRATION_VERSION, type RateLimitRow, type RateLimitStatements, rateLimitMigrationSql, rateLimitStatements } from './rate-limit-sql.js';

@@ -57,16 +57,6 @@ returning r.kind, r.max_claimed as "limit"`,
     keyLimitList: `select r.kind, r.max_claimed as "limit" from ${keyLimit} r order by r.kind`,
 
     /**
-     * `$1` the limit keys of a schedule as JSON text `[{ "id": …, "limitKey": … }]` → nothing. Run in
-     * the schedule's transaction right after `taskInsertMany`, for the tasks it created: sets
-     * `limit_key` before the rows are committed, so no claim sees them without it.
-     */
-    taskSetLimitKeys: `update ${task} t
-   set limit_key = x."limitKey"
-  from jsonb_to_recordset($1::text::jsonb) as x(id bigint, "limitKey" text)
- where t.id = x.id`,
-
-    /**
      * `$1` schema name, `$2` the key-limited kinds this claim may take, as a JSON array text SORTED by
      * the caller → one row per kind. As `kindCapLock` (PostgreSQL 17 §9.28.10), in its own key space
      * (`postpone:key-cap:`): a second keyed claimer of a kind waits here until the first commits, and

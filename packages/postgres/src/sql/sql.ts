@@ -298,6 +298,53 @@ export function statements(schema: string, options: { readonly pause?: boolean }
   select * from stay union all select * from moved
 )`;
 
+  /** `taskInsertMany`'s text; with `limitKey`, also the column `limit_key` (`taskInsertManyKeyed`). */
+  const insertMany = (limitKey: boolean): string => {
+    const k = (text: string): string => (limitKey ? text : '');
+    return `with input as (
+  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority,${k(' x.limit_key,')} x.ord,
+         nextval(pg_get_serial_sequence(${literal(task)}, 'id')::regclass) as new_id
+    from rows from (jsonb_to_recordset($2::text::jsonb)
+           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb, retry jsonb,
+               queue text, priority smallint${k(', "limitKey" text')}))
+         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority,${k(' limit_key,')} ord)
+   order by x.ord
+), keylocks as materialized (
+  select pg_advisory_xact_lock(l.k) as locked
+    from (select distinct ${keyLockKey(schema, 'i.kind', 'i.key')} as k from input i where i.key is not null) l
+   order by l.k
+), holders as materialized (
+  select s.id
+    from ${task} s
+   where (select count(*) from keylocks) >= 0
+     and (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
+     and s.key is not null
+     and s.state in (${S}, ${C})
+   order by s.id
+   for update
+), upserted as (
+  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry, queue, priority${k(', limit_key')})
+  overriding system value
+  select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
+         nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb), queue, priority${k(', limit_key')}
+    from input
+   where (select count(*) from holders) >= 0
+   order by kind, key, ord
+  on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
+     set payload = case when ${REPLACE} then excluded.payload else t.payload end,
+         due_at = case when ${REPLACE} then excluded.due_at else t.due_at end,
+         updated_at = case when ${REPLACE} then excluded.updated_at else t.updated_at end
+  returning t.id, t.kind, t.key, t.state, t.due_at
+), matched as (
+  select i.ord, u.id, u.due_at, u.id = i.new_id as created, u.id <> i.new_id and $4::text = 'replace' and u.state = ${S} as replaced
+    from input i
+    join upserted u on (u.kind, coalesce('k:' || u.key, 'i:' || u.id::text)) = (i.kind, coalesce('k:' || i.key, 'i:' || i.new_id::text))
+)
+select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
+       case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
+  from matched m
+ order by m.ord`;
+  };
   return Object.freeze({
     // ---- clock -----------------------------------------------------------------------------------
     /** `$1` now → `{ nowms }`: the store's clock. */
@@ -377,49 +424,15 @@ end $upgrade$`,
      * holders) >= 0` make the pick and the insert read the CTE before them: a plain SELECT in WITH
      * runs only when something reads it (PostgreSQL 17 §7.8.4).
      */
-    taskInsertMany: `with input as (
-  select x.kind, x.key, x.payload, x.delay_ms, x.run_at, x.max_attempts, x.trace_context, x.retry, x.queue, x.priority, x.ord,
-         nextval(pg_get_serial_sequence(${literal(task)}, 'id')::regclass) as new_id
-    from rows from (jsonb_to_recordset($2::text::jsonb)
-           as (kind text, key text, payload jsonb, "delayMs" float8, "runAt" timestamptz, "maxAttempts" integer, "traceContext" jsonb, retry jsonb,
-               queue text, priority smallint))
-         with ordinality as x(kind, key, payload, delay_ms, run_at, max_attempts, trace_context, retry, queue, priority, ord)
-   order by x.ord
-), keylocks as materialized (
-  select pg_advisory_xact_lock(l.k) as locked
-    from (select distinct ${keyLockKey(schema, 'i.kind', 'i.key')} as k from input i where i.key is not null) l
-   order by l.k
-), holders as materialized (
-  select s.id
-    from ${task} s
-   where (select count(*) from keylocks) >= 0
-     and (s.kind, s.key) in (select i.kind, i.key from input i where i.key is not null)
-     and s.key is not null
-     and s.state in (${S}, ${C})
-   order by s.id
-   for update
-), upserted as (
-  insert into ${task} as t (id, kind, key, payload, state, due_at, attempt, max_attempts, cancel_requested, created_at, updated_at, trace_context, retry, queue, priority)
-  overriding system value
-  select new_id, kind, key, coalesce(payload, 'null'::jsonb), ${S}, coalesce(run_at, ${NOW} + ${millis('delay_ms')}), 0, max_attempts, false, ${NOW}, ${NOW},
-         nullif(trace_context, 'null'::jsonb), nullif(retry, 'null'::jsonb), queue, priority
-    from input
-   where (select count(*) from holders) >= 0
-   order by kind, key, ord
-  on conflict (kind, key) where state in (${S}, ${C}) and key is not null do update
-     set payload = case when ${REPLACE} then excluded.payload else t.payload end,
-         due_at = case when ${REPLACE} then excluded.due_at else t.due_at end,
-         updated_at = case when ${REPLACE} then excluded.updated_at else t.updated_at end
-  returning t.id, t.kind, t.key, t.state, t.due_at
-), matched as (
-  select i.ord, u.id, u.due_at, u.id = i.new_id as created, u.id <> i.new_id and $4::text = 'replace' and u.state = ${S} as replaced
-    from input i
-    join upserted u on (u.kind, coalesce('k:' || u.key, 'i:' || u.id::text)) = (i.kind, coalesce('k:' || i.key, 'i:' || i.new_id::text))
-)
-select m.id::text as id, ${ms('m.due_at')} as dueatms, m.created, m.replaced,
-       case when (m.created or m.replaced) and $3::text is not null then ${notice('scheduled', '$3::text', 'm')} end as notified
-  from matched m
- order by m.ord`,
+    taskInsertMany: insertMany(false),
+    /**
+     * `taskInsertMany` with a `limitKey` per input (text or null, docs/contract.md#per-key-concurrency)
+     * written to `limit_key` of the rows it creates, in the same statement: a keyed schedule is as
+     * atomic as any other. Used only for a batch with a limit key, so an unkeyed schedule sends
+     * `taskInsertMany`'s text unchanged (which runs on a schema before migration 19 too). A holder
+     * matched by `on conflict` keeps its own limit key.
+     */
+    taskInsertManyKeyed: insertMany(true),
     /** See `keyLocksSql` in `./key-lock-sql.ts`: `$1` the batch's JSON text → the key locks, taken in order before `taskInsertMany` in its transaction. */
     taskKeyLocks: keyLocksSql(schema),
     /**

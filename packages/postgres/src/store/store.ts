@@ -80,6 +80,9 @@ import {
   type KeyRateLimitStore,
   type KeyConcurrencyRecord,
   type KeyLimitStore,
+  type KeyBacklogPage,
+  type KeyBacklogParams,
+  type KeyBacklogStore,
   type RateLimited,
   type RateLimitInput,
   type RateLimitRecord,
@@ -105,6 +108,7 @@ import {
   compareTaskIds,
 } from '@postpone/core';
 import { PostgresKeyLimits } from './key-limit.js';
+import { PostgresKeyBacklog } from './key-backlog.js';
 import { PostgresKeyRateLimits } from './key-rate-limit.js';
 import { PostgresRateLimits } from './rate-limit.js';
 import { hasDependencies, linkDependencies } from './dependencies.js';
@@ -399,7 +403,7 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
-export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, BatchStore {
+export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, KeyBacklogStore, BatchStore {
   readonly name: string;
   readonly schema: string;
   readonly notifyChannel: string;
@@ -509,6 +513,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
     this.rateLimits = new PostgresRateLimits(context);
     this.keyLimits = new PostgresKeyLimits(context);
+    this.keyBacklogs = new PostgresKeyBacklog(context);
     this.keyRateLimits = new PostgresKeyRateLimits(context);
   }
 
@@ -577,6 +582,17 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   /** Every per-key rate limit, by kind, with its keys held now. */
   listKeyRateLimits(): Promise<KeyRateLimitRecord[]> {
     return this.keyRateLimits.list();
+  }
+
+  /** The per-key backlog (`KeyBacklogStore`, docs/contract.md#key-backlog): see `./key-backlog.ts`. */
+  private readonly keyBacklogs: PostgresKeyBacklog;
+  /**
+   * Per limit key of a kind: due, not-yet-due and CLAIMED counts and the oldest due task's lateness by
+   * the database clock, most due first; one read-only statement (`keyBacklog`, the partial index of migration 19).
+   * @throws ValidationError (core `validateKeyBacklogParams`; nothing sent), ConnectionLostError, StoreClosedError, StoreError (on a schema before migration 19: undefined column)
+   */
+  keyBacklog(params: KeyBacklogParams): Promise<KeyBacklogPage> {
+    return this.keyBacklogs.read(params);
   }
 
   /** Recurring schedules (`CronStore`, docs/contract.md#recurring-schedules): see `./cron.ts`. */
@@ -1023,8 +1039,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       throw new ValidationError('DEPENDENCIES_UNSUPPORTED', 'after', 'the Citus dialect has no trigger to release dependents (docs/contract.md#dependencies): nothing was written');
     }
     // Two keys or more: the key locks first, in a statement of their own (`insertIn`), so a transaction.
-    // A limit key is set by a second statement (`taskSetLimitKeys`), so a transaction too.
-    const ownTx = dependent || onConflict === 'fail' || locksKeys(tasks) || tasks.some((t) => t.limitKey !== null) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
+    // A limit key needs none: `taskInsertManyKeyed` writes it in the insert itself.
+    const ownTx = dependent || onConflict === 'fail' || locksKeys(tasks) || (keyed && (HANDS_OVER_KEY.includes(onConflict) || onConflict === 'throttle'));
     const run = async (query: QueryFn) => {
       const scheduled = await this.insertIn(query, tasks, options, channel);
       if (dependent) await linkDependencies(query, this.deps, tasks, scheduled, this.nowParam());
@@ -1095,24 +1111,23 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
 
   /** `taskInsertMany` for `tasks`: `replace` for `replace` and `debounce`, `keep` otherwise; `fail` throws DuplicateKeyError on the first input it did not create. */
   private async insertRows(query: QueryFn, tasks: readonly NormalizedSchedule[], onConflict: OnConflict, channel: string | null): Promise<ScheduledTask[]> {
+    const limitKeyed = tasks.some((t) => t.limitKey !== null);
     const json = `[${tasks
       .map(
         (t) =>
           `{"kind":${JSON.stringify(t.kind)},"key":${JSON.stringify(t.key)},"payload":${t.payloadText},"delayMs":${t.delayMs},` +
           `"runAt":${t.runAt === null ? 'null' : JSON.stringify(t.runAt.toISOString())},"maxAttempts":${t.maxAttempts},` +
-          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}}`,
+          `"traceContext":${JSON.stringify(t.traceContext)},"retry":${JSON.stringify(t.retry)},"queue":${JSON.stringify(t.queue)},"priority":${t.priority}` +
+          (limitKeyed ? `,"limitKey":${JSON.stringify(t.limitKey)}}` : '}'),
       )
       .join(',')}]`;
     const mode = onConflict === 'replace' || onConflict === 'debounce' ? 'replace' : 'keep';
-    const rows = await query(this.sql.taskInsertMany, [this.nowParam(), json, channel, mode]);
+    // A batch with a limit key (docs/contract.md#per-key-concurrency) writes it in the same statement.
+    const rows = await query(limitKeyed ? this.sql.taskInsertManyKeyed : this.sql.taskInsertMany, [this.nowParam(), json, channel, mode]);
     if (rows.length !== tasks.length) throw new StoreError(`scheduleMany inserted ${rows.length} rows for ${tasks.length} tasks`, undefined);
     const taken = onConflict === 'fail' ? rows.findIndex((r) => r.created !== true) : -1;
     const input = tasks[taken];
     if (input !== undefined) throw new DuplicateKeyError(input.kind, input.key as string, String(rows[taken]?.id));
-    // Limit keys (docs/contract.md#per-key-concurrency) of the created tasks, in the same transaction
-    // (`insert` runs one when a task has a limit key), so no claim sees a keyed task without its key.
-    const limitKeys = tasks.flatMap((t, i) => (t.limitKey !== null && rows[i]?.created === true ? [{ id: String(rows[i]?.id), limitKey: t.limitKey }] : []));
-    if (limitKeys.length > 0) await query(this.keyLimits.sql.taskSetLimitKeys, [JSON.stringify(limitKeys)]);
     return rows.map((r) => ({ id: String(r.id), dueAt: date(r.dueatms), created: r.created === true, replaced: r.replaced === true }));
   }
 
