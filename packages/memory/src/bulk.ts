@@ -117,7 +117,13 @@ export class MemoryBulk {
         if (selected.length === 0) break;
         this.ctx.assertOpen();
         if (!(o.dryRun && !byIds)) batches += 1;
-        for (const id of selected) {
+        // PostgreSQL cancels a batch in ONE statement: a held dependent and its dependency in the same
+        // batch are both deleted before the release trigger runs, so the dependent is cancelled still
+        // held (its own due time in history), never released first. Cancelling the batch's held tasks
+        // first is the same outcome one task at a time (the differential test's failing input
+        // CANCEL_BATCH_HELD_EXAMPLE, packages/postgres/test/differential.test.ts).
+        const ordered = op === 'cancel' ? [...selected.filter((id) => this.ctx.db.dependencies.waiting(id) !== undefined), ...selected.filter((id) => this.ctx.db.dependencies.waiting(id) === undefined)] : selected;
+        for (const id of ordered) {
           const r = await this.#one(op, id, byIds ? null : f, f.states, o);
           if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
           if (r.effect) effectsDeleted += 1;
