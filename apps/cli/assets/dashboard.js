@@ -125,13 +125,20 @@ function renderOverview(o) {
         return tr;
       }),
     );
-  $('rate-limits').hidden = o.rateLimits.length === 0;
+  $('rate-limits').hidden = o.rateLimits.length === 0 && o.keyRateLimits.length === 0;
   $('rate-limit-rows')
     .querySelector('tbody')
     .replaceChildren(
       ...o.rateLimits.map((l) => {
         const tr = document.createElement('tr');
         tr.append(cell(l.scope), cell(l.name), cell(String(l.limit)), cell(ms(l.windowMs)), cell(String(l.used)), cell(l.used < l.limit ? 'open' : iso(l.reopensAt)));
+        return tr;
+      }),
+      // Per-key rate limits (docs/contract.md#per-key-rate-limits): the limit holds for each limit key of
+      // the kind; "used now" is how many keys are full (held back) now.
+      ...o.keyRateLimits.map((l) => {
+        const tr = document.createElement('tr');
+        tr.append(cell('each key of kind'), cell(l.kind), cell(String(l.limit)), cell(ms(l.windowMs)), cell(`${l.heldKeys} ${l.heldKeys === 1 ? 'key' : 'keys'} full`), cell(l.heldKeys === 0 ? 'open' : 'per key'));
         return tr;
       }),
     );

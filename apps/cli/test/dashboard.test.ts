@@ -471,22 +471,28 @@ describe('postpone dashboard', () => {
     }
   });
 
-  it('the stats view lists the rate limits with their use now (store.listRateLimits)', async () => {
+  it('the stats view lists the rate limits with their use now (store.listRateLimits, listKeyRateLimits)', async () => {
     await store.setRateLimit({ kind: 'send-email', limit: 20, windowMs: 1_000 });
+    await store.setKeyRateLimit({ kind: 'tenant-sync', limit: 5, windowMs: 2_000 });
     try {
       const { child, url: base } = await startDashboard();
-      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { rateLimits: unknown[] };
+      const overview = JSON.parse((await http('GET', `${base}api/overview`)).body) as { rateLimits: unknown[]; keyRateLimits: unknown[] };
       expect(overview.rateLimits).toMatchObject([{ scope: 'kind', name: 'send-email', limit: 20, windowMs: 1_000, used: 0 }]);
+      expect(overview.keyRateLimits).toEqual([{ kind: 'tenant-sync', limit: 5, windowMs: 2_000, heldKeys: 0 }]);
       const page = await browser!.newPage();
       await page.goto(base);
       await page.waitForFunction(() => document.body.dataset.refreshedAt !== undefined, undefined, { timeout: UI_TIMEOUT_MS });
       expect(await page.isVisible('#rate-limits')).toBe(true);
       const rows = await page.$$eval('#rate-limit-rows tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
-      expect(rows).toEqual([['kind', 'send-email', '20', '1.0 s', '0', 'open']]);
+      expect(rows).toEqual([
+        ['kind', 'send-email', '20', '1.0 s', '0', 'open'],
+        ['each key of kind', 'tenant-sync', '5', '2.0 s', '0 keys full', 'open'],
+      ]);
       await page.close();
       expect(await stopChild(child)).toBe(0);
     } finally {
       expect(await store.deleteRateLimit({ kind: 'send-email' })).toBe(true);
+      expect(await store.deleteKeyRateLimit({ kind: 'tenant-sync' })).toBe(true);
     }
   });
 

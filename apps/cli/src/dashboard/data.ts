@@ -4,8 +4,10 @@
  * recent claims. Times are the store's clock (`stats().now`, the database's `now()`), never this
  * process's.
  */
+import { isKeyRateLimitStore, type KeyRateLimitRecord } from '@postpone/core';
 import type { Completion, PausedEntry, RateLimitRecord, StoreStats, TaskRecord, TaskState, UnclaimedKinds } from '@postpone/core';
-import { MAX_LIST_LIMIT, SchemaVersionError } from '@postpone/core';
+import { MAX_LIST_LIMIT, SchemaVersionError, StoreError } from '@postpone/core';
+import { SqlState } from '@postpone/postgres';
 import type { PostgresStore } from '@postpone/postgres';
 
 /** The store methods the dashboard uses (the PostgreSQL store has them all). */
@@ -59,6 +61,12 @@ export interface Overview {
   readonly paused: readonly PausedEntry[];
   /** Rate limits of kinds and queues with their use now (`store.listRateLimits()`, docs/contract.md#rate-limits). */
   readonly rateLimits: readonly RateLimitRecord[];
+  /**
+   * Per-key rate limits with the keys held back now (`store.listKeyRateLimits()`,
+   * docs/contract.md#per-key-rate-limits); none from a store without them (the sharded front) or on a
+   * schema before migration 23.
+   */
+  readonly keyRateLimits: readonly KeyRateLimitRecord[];
   readonly due: DueHistogram;
   readonly lateness: readonly LatenessPoint[];
 }
@@ -109,14 +117,30 @@ export async function recentLateness(store: DashboardStore): Promise<LatenessPoi
 
 export async function overview(store: DashboardStore): Promise<Overview> {
   const stats = await store.stats();
-  const [due, lateness, unclaimed, paused, rateLimits] = await Promise.all([
+  const [due, lateness, unclaimed, paused, rateLimits, keyRateLimits] = await Promise.all([
     dueHistogram(store, stats.now),
     recentLateness(store),
     store.unclaimedKinds({ dueForMs: UNCLAIMED_AFTER_MS }),
     pausedOrNone(store),
     store.listRateLimits(),
+    keyRateLimitsOrNone(store),
   ]);
-  return { stats, unclaimed, paused, rateLimits, due, lateness };
+  return { stats, unclaimed, paused, rateLimits, keyRateLimits, due, lateness };
+}
+
+/**
+ * The per-key rate limits for the dashboard: none from a store that has no `listKeyRateLimits` (the
+ * sharded front) or whose schema predates migration 23 (no table: nothing can be declared there).
+ */
+export async function keyRateLimitsOrNone(store: unknown): Promise<KeyRateLimitRecord[]> {
+  if (!isKeyRateLimitStore(store)) return [];
+  try {
+    return await store.listKeyRateLimits();
+  } catch (error) {
+    // A schema from 18 to 22 has no `key_rate_limit` table: 42P01 (undefined_table, PostgreSQL 17 Appendix A).
+    if (StoreError.isInstance(error) && (error as StoreError).sqlState === SqlState.UNDEFINED_TABLE) return [];
+    throw error;
+  }
 }
 
 /**

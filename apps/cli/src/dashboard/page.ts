@@ -57,7 +57,8 @@ export function pageHtml({ csrfToken, refreshMs, listLimit }: PageOptions): stri
   </div>
   <div id="rate-limits" hidden>
     <p class="note"><b>Rate limits</b>: at most <i>limit</i> claims of the kind or queue in any window, for every worker
-    (<code>postpone limits</code>); tasks held back stay SCHEDULED.</p>
+    (<code>postpone limits</code>); a per-key limit holds for each limit key of the kind on its own (<code>postpone limits key-rates</code>);
+    tasks held back stay SCHEDULED.</p>
     <table id="rate-limit-rows"><thead><tr><th>scope</th><th>name</th><th>limit</th><th>window</th><th>used now</th><th>reopens</th></tr></thead><tbody></tbody></table>
   </div>
 </section>
