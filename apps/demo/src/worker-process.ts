@@ -27,7 +27,9 @@ function send(message: WorkerMessage): void {
   if (process.connected) process.send?.(message);
 }
 
-const pool = new pg.Pool({ connectionString: config.url, max: config.concurrency + 4 });
+// One pool shared by the groups' stores: the worker needs `concurrency + 3` plus one listening
+// connection per group (docs/sharding.md, "A worker on the front"): `concurrency + 4` with one schema.
+const pool = new pg.Pool({ connectionString: config.url, max: config.concurrency + 3 + schemas.length });
 pool.on('error', () => {}); // an idle client's dead connection: the pool drops it
 const groupStores = schemas.map((schema) => createPgStore({ pool, schema }));
 const store: Store<PgTx> = groupStores.length === 1 ? (groupStores[0] as Store<PgTx>) : createShardedStore({ stores: groupStores });
