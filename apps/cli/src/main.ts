@@ -214,7 +214,14 @@ export function buildProgram(out: Out, json = false): Command {
       outputError: (text, write) => write(json ? errorLine(true, 'USAGE', text.replace(/^error: /, '').trimEnd()) : text.replace(/^error: /, 'postpone: error USAGE: ')),
     })
     .exitOverride();
-  const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
+  const globals = (cmd: Command): GlobalOptions => {
+    const options = cmd.optsWithGlobals() as GlobalOptions;
+    if (options.groups === undefined || program.getOptionValueSource('schema') !== 'cli') return options;
+    // An explicit --schema names one schema: it wins over POSTPONE_GROUPS from the environment (a shell
+    // that exported it for the deployment's commands); given with --groups itself, it is a contradiction.
+    if (program.getOptionValueSource('groups') === 'env') return { ...options, groups: undefined };
+    throw new UsageError('INVALID_OPTION', '--groups and --schema name different things (a sharded deployment, one schema): give one of them');
+  };
 
   program
     .command('migrate')

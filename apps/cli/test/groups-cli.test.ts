@@ -184,6 +184,26 @@ describe('postpone --groups', () => {
     expect((await postpone(['--schema', schemas[0], 'show', sms.id])).code).toBe(1);
   });
 
+  it('stats lists a pause set on one group alone; an explicit --schema wins over POSTPONE_GROUPS, and contradicts --groups', async () => {
+    // The fresh-user report: `--schema g1 pause --kind b1` then `--groups g0,g1 stats` showed nothing paused.
+    const kind = 'only-in-group-1';
+    expect((await postpone(['--schema', schemas[1], 'pause', '--kind', kind, '--reason', 'group 1 only'])).code).toBe(0);
+    try {
+      const stats = await json<{ paused: { scope: string; name: string; reason: string | null }[] }>(['--groups', GROUPS, 'stats']);
+      expect(stats.paused.filter((p) => p.name === kind)).toMatchObject([{ scope: 'kind', name: kind, reason: 'group 1 only' }]);
+      // POSTPONE_GROUPS exported for the deployment's commands; --schema on the command line reads one schema.
+      const inGroup1 = await json<unknown>(['--schema', schemas[1], 'paused'], { POSTPONE_GROUPS: GROUPS });
+      expect(JSON.stringify(inGroup1)).toContain(kind);
+      const inGroup0 = await json<unknown>(['--schema', schemas[0], 'paused'], { POSTPONE_GROUPS: GROUPS });
+      expect(JSON.stringify(inGroup0)).not.toContain(kind);
+      const both = await postpone(['--groups', GROUPS, '--schema', schemas[0], 'stats']);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/^postpone: error INVALID_OPTION: --groups and --schema name different things/);
+    } finally {
+      expect((await postpone(['--schema', schemas[1], 'resume', '--kind', kind])).code).toBe(0);
+    }
+  });
+
   it('one-schema commands and bad group lists are refused as bad usage (exit 2)', async () => {
     for (const args of [['cancel', '1'], ['retry', '1'], ['health'], ['schedule', 'x'], ['prune', '--older-than', '1d']]) {
       const r = await postpone(['--groups', GROUPS, ...args]);

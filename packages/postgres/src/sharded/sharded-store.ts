@@ -663,9 +663,22 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     return changed;
   }
 
-  /** Group 0's pauses: a pause through the front is in every group. */
-  listPaused(): Promise<PausedEntry[]> {
-    return this.stores[0]!.listPaused();
+  /**
+   * The pauses of every group, one entry per paused queue or kind: a pause through the front is in
+   * every group, but one set on a single group's schema (`postpone --schema g1 pause …`) holds that
+   * group only and is listed too (the earliest `pausedAt` of the groups that have it), so nothing
+   * paused anywhere is hidden; `resume` through the front resumes it in every group.
+   */
+  async listPaused(): Promise<PausedEntry[]> {
+    const all = (await Promise.all(this.stores.map((s) => s.listPaused()))).flat();
+    const byTarget = new Map<string, PausedEntry>();
+    for (const p of all) {
+      const key = `${p.scope}\u0000${p.name}`;
+      const seen = byTarget.get(key);
+      if (seen === undefined || p.pausedAt.getTime() < seen.pausedAt.getTime()) byTarget.set(key, p);
+    }
+    // Group 0's order (the store's: queues, then kinds, by name), then what only later groups have.
+    return [...byTarget.values()];
   }
 
   /** Sets the limit in every group: each group applies it on its own, so the deployment's bound is N × the limit. */
@@ -682,9 +695,15 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     return changed;
   }
 
-  /** Group 0's limits (the front sets the same ones in every group). */
-  listRateLimits(): Promise<RateLimitRecord[]> {
-    return this.stores[0]!.listRateLimits();
+  /**
+   * The rate limits of every group, one record per scope and name: the front sets the same limit in
+   * every group, and a limit set on one group's schema alone is listed too. A record is the first
+   * group's that has it (group order): `used` and `reopensAt` are that group's, since each group
+   * counts its own claims against its own copy of the limit.
+   */
+  async listRateLimits(): Promise<RateLimitRecord[]> {
+    const all = (await Promise.all(this.stores.map((s) => s.listRateLimits()))).flat();
+    return firstPerKey(all, (r) => `${r.scope}\u0000${r.name}`);
   }
 
   /**
@@ -704,9 +723,10 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     return changed;
   }
 
-  /** Group 0's per-key limits (the front sets the same ones in every group). */
-  listKeyConcurrency(): Promise<KeyConcurrencyRecord[]> {
-    return this.stores[0]!.listKeyConcurrency();
+  /** The per-key limits of every group, one per kind (the first group's that has it, in group order). */
+  async listKeyConcurrency(): Promise<KeyConcurrencyRecord[]> {
+    const all = (await Promise.all(this.stores.map((s) => s.listKeyConcurrency()))).flat();
+    return firstPerKey(all, (r) => r.kind);
   }
 
   reconcileCronSchedules(params: ReconcileCronParams): Promise<ReconcileCronResult> {
@@ -760,4 +780,11 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
 /** A {@link ShardedStore} over `options.stores`. @throws ValidationError INVALID_OPTION (see the constructor) */
 export function createShardedStore<Tx>(options: ShardedStoreOptions<Tx>): ShardedStore<Tx> {
   return new ShardedStore(options);
+}
+
+/** The first item of each key, in input order (group 0's list first, in its order, then what later groups add). */
+function firstPerKey<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
+  const seen = new Map<string, T>();
+  for (const item of items) if (!seen.has(keyOf(item))) seen.set(keyOf(item), item);
+  return [...seen.values()];
 }
