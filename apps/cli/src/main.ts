@@ -14,6 +14,7 @@
 import {
   type Json,
   type OnConflict,
+  MAX_KEY_BACKLOG_LIMIT,
   type PauseTarget,
   parseTaskId,
   PostponeError,
@@ -563,7 +564,9 @@ export function buildProgram(out: Out, json = false): Command {
     .option('--cursor <cursor>', 'the next page: the cursor the previous page printed')
     .action(async (opts: { kind: string; top: string; cursor?: string }, cmd: Command) => {
       const g = globals(cmd);
-      const params = { kind: opts.kind, limit: parseInteger(opts.top, '--top'), ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }) };
+      const top = parseInteger(opts.top, '--top');
+      if (top < 1 || top > MAX_KEY_BACKLOG_LIMIT) throw new UsageError('INVALID_OPTION', `--top: must be an integer 1..${MAX_KEY_BACKLOG_LIMIT}, got ${top}`);
+      const params = { kind: opts.kind, limit: top, ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }) };
       const report = await withStore(g, async (store) => keyBacklogReport(await store.keyBacklog(params), await store.listKeyConcurrency()));
       print(out, g, report, () => keyBacklogText(report));
     });
@@ -742,6 +745,8 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   dueAt: '--run-at',
   'options.reason': '--reason',
   'options.by': '--by',
+  'options.throttleMs': '--throttle',
+  windowMs: '--window (in ms)',
 };
 
 /** A ValidationError's message (`<field>: <detail>`) with its field named by the option, when it has one. */

@@ -73,7 +73,9 @@ describe('postpone limits keys backlog', () => {
     const second = await postpone(['--json', 'limits', 'keys', 'backlog', '--kind', 'sync', '--top', '2', '--cursor', page.nextCursor]);
     expect(JSON.parse(second.stdout)).toMatchObject({ entries: [{ limitKey: 'tenant-small', due: 0, notDue: 2, claimed: 0 }], nextCursor: null });
 
-    expect(await postpone(['limits', 'keys', 'backlog', '--kind', 'sync', '--top', '0'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION/) });
+    // The error names the option typed (--top), not the store's field (limit).
+    expect(await postpone(['limits', 'keys', 'backlog', '--kind', 'sync', '--top', '0'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --top: must be an integer 1\.\.1000, got 0/) });
+    expect(await postpone(['limits', 'keys', 'backlog', '--kind', 'sync', '--top', '5000'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --top: /) });
     expect(await postpone(['limits', 'keys', 'backlog', '--kind', 'sync', '--cursor', 'nope'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/INVALID_OPTION: --cursor: is not a cursor of keyBacklog/) });
     expect((await postpone(['limits', 'keys', 'backlog'])).code).toBe(2);
   });
