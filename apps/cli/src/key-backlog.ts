@@ -26,6 +26,18 @@ export function keyBacklogText(report: KeyBacklogReport): string {
     report.limit === null ? String(e.claimed) : `${e.claimed} of ${report.limit}`,
     e.oldestDueAt === null ? '-' : `${e.latenessMs} ms`,
   ]);
-  const more = report.nextCursor === null ? '' : `\nmore keys: --cursor ${report.nextCursor}`;
+  const more = report.nextCursor === null ? '' : `\nmore keys: --cursor ${shellQuoted(report.nextCursor)}`;
   return `${head}\n${table(['LIMIT KEY', 'DUE', 'NOT DUE', 'CLAIMED', 'OLDEST DUE WAITING'], rows)}${more}`;
+}
+
+/**
+ * `text` as one shell word to paste (the cursor holds the last key, user data: spaces, `<`, `;`,
+ * quotes, control characters): as it is when it is plain; in single quotes, each `'` written `'\''`
+ * (POSIX); with a control character, as `$'…'` with `\xHH` escapes (bash, zsh), so none reaches
+ * the terminal raw.
+ */
+export function shellQuoted(text: string): string {
+  if (/^[\w.:,/@%+=-]+$/.test(text)) return text;
+  if (!/[\u0000-\u001f\u007f]/.test(text)) return `'${text.replaceAll("'", "'\\''")}'`;
+  return `$'${text.replace(/[\\'\u0000-\u001f\u007f]/g, (c) => (c === '\\' || c === "'" ? `\\${c}` : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`))}'`;
 }

@@ -9,6 +9,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { createPgStore } from '@postpone/postgres/pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shellQuoted } from '../src/key-backlog.js';
 
 const BIN = fileURLToPath(new URL('../bin/postpone.js', import.meta.url));
 const schema = uniqueSchemaName('cli_keybacklog');
@@ -69,7 +70,12 @@ describe('postpone limits keys backlog', () => {
     expect(page.entries[0]?.latenessMs).toBeGreaterThanOrEqual(0);
     expect(Number.isNaN(Date.parse(page.entries[0]?.oldestDueAt as string))).toBe(false);
     const more = await postpone(['limits', 'keys', 'backlog', '--kind', 'sync', '--top', '2']);
-    expect(more.stdout).toContain(`more keys: --cursor ${page.nextCursor}`);
+    // The cursor holds the last key shown (here one with an escape sequence): printed as one shell word
+    // to paste, no control character raw.
+    expect(page.nextCursor).toBe('kb1:0:evil\u001b[31m');
+    expect(more.stdout).toContain("more keys: --cursor $'kb1:0:evil\\x1b[31m'");
+    expect(more.stdout).not.toContain('\u001b');
+    expect([shellQuoted('kb1:0:acme'), shellQuoted('kb1:0:acme corp'), shellQuoted("kb1:0:o'neil <b>;")]).toEqual(['kb1:0:acme', "'kb1:0:acme corp'", "'kb1:0:o'\\''neil <b>;'"]);
     const second = await postpone(['--json', 'limits', 'keys', 'backlog', '--kind', 'sync', '--top', '2', '--cursor', page.nextCursor]);
     expect(JSON.parse(second.stdout)).toMatchObject({ entries: [{ limitKey: 'tenant-small', due: 0, notDue: 2, claimed: 0 }], nextCursor: null });
 
