@@ -701,7 +701,10 @@ export async function run(argv: readonly string[], out: Out = { stdout: (t) => p
     await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    return report(error, (program.opts() as Partial<GlobalOptions>).schema ?? DEFAULT_SCHEMA, json);
+    const opts = program.opts() as Partial<GlobalOptions>;
+    // The remedy for a schema not migrated: the same deployment's migrate (--groups when the command ran across groups).
+    const where = opts.groups !== undefined && program.getOptionValueSource('schema') !== 'cli' ? `--groups ${opts.groups}` : `--schema ${opts.schema ?? DEFAULT_SCHEMA}`;
+    return report(error, where, json);
   }
 }
 
@@ -759,11 +762,12 @@ function asOptionText(error: ValidationError): string {
   return message.replace('delayMs or runAt', '--delay or --run-at').replace('dueAt or delayMs', '--run-at or --delay').replace('or all: true', 'or --all');
 }
 
-function report(error: unknown, schema: string, json = false): number {
+/** `where`: the global options naming the deployment (`--schema s` or `--groups s0,s1`), for the remedy. */
+function report(error: unknown, where: string, json = false): number {
   const say = (code: string, message: string) => process.stderr.write(errorLine(json, code, message));
   // The store's hint names its API; on the command line the remedy is a command.
   if (StoreError.isInstance(error) && ([SqlState.UNDEFINED_TABLE, SqlState.INVALID_SCHEMA_NAME] as readonly string[]).includes((error as StoreError).sqlState ?? "")) {
-    say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone --schema ${schema} migrate`);
+    say(error.code, `${error.message.replace(/ \(hint: .*\)$/, '')}: the schema is not migrated; run: postpone ${where} migrate`);
     return 1;
   }
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander printed the message

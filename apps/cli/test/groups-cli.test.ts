@@ -210,6 +210,10 @@ describe('postpone --groups', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^postpone: error INVALID_OPTION: --groups \/ POSTPONE_GROUPS: this command reads or writes one schema/);
     }
+    // A group schema not migrated: the remedy names the deployment's migrate, not the default schema's.
+    const missing = await postpone(['--groups', `${schemas[0]},cligrp_never_migrated`, 'stats']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(new RegExp(`the schema is not migrated; run: postpone --groups ${schemas[0]},cligrp_never_migrated migrate\n$`));
     for (const bad of ['a,a', 'A,b', 'a,,b', 'a;drop']) {
       const r = await postpone(['--groups', bad, 'stats']);
       expect(r.code).toBe(2);
