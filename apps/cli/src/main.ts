@@ -791,5 +791,5 @@ process.exitCode = await run(process.argv.slice(2));
 
 /** One line of `postpone limits key-rates`. */
 function keyRateText(r: { readonly kind: string; readonly limit: number; readonly windowMs: number; readonly heldKeys: number }): string {
-  return `kind ${r.kind}: at most ${r.limit} claims per limit key per ${r.windowMs} ms (${r.heldKeys} ${r.heldKeys === 1 ? 'key' : 'keys'} held now)`;
+  return `kind ${r.kind}: at most ${r.limit} ${r.limit === 1 ? 'claim' : 'claims'} per limit key per ${r.windowMs} ms (${r.heldKeys} ${r.heldKeys === 1 ? 'key' : 'keys'} held now)`;
 }
