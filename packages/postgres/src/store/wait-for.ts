@@ -38,7 +38,11 @@ export interface WaitForDeps {
 export interface WaitForStats {
   /** Batched reads sent (first reads, notice-driven reads and fallback re-reads together). */
   readonly reads: number;
-  /** Of those, the fallback re-reads. */
+  /**
+   * Of those, the fallback re-reads: the first batch of each fallback interval that read (ids that
+   * notices add while it reads are read in the next batch of the same loop, counted as reads only: a
+   * notice caused them).
+   */
   readonly fallbackReads: number;
   /** Finish notices received (each names up to 300 ids). */
   readonly notices: number;
@@ -168,13 +172,15 @@ export class PgWaitFor {
     try {
       // A macrotask first: callers registering in the same tick share the read.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      let first = true;
       while (this.#toRead.size > 0 && !this.#closed) {
         const batch = [...this.#toRead].filter((id) => this.#waiters.has(id)).slice(0, WAIT_READ_BATCH);
         for (const id of [...this.#toRead]) if (!this.#waiters.has(id)) this.#toRead.delete(id);
         if (batch.length === 0) break;
         for (const id of batch) this.#toRead.delete(id);
         this.#stats.reads += 1;
-        if (fallback) this.#stats.fallbackReads += 1;
+        if (fallback && first) this.#stats.fallbackReads += 1;
+        first = false;
         let tasks: Task[];
         try {
           tasks = await this.#deps.readMany(batch);
