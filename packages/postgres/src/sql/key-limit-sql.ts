@@ -38,7 +38,6 @@ create table if not exists ${q}.key_limit (
 
 export function keyLimitStatements(schema: string) {
   const q = quoteIdent(schema);
-  const task = `${q}.task`;
   const keyLimit = `${q}.key_limit`;
 
   return Object.freeze({
