@@ -6,7 +6,7 @@
  * dialog, no script run); its callback task opens in the task detail; an OPEN batch shows SEALED
  * nothing and no callback; an unknown id says so (the API answers 404).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
@@ -14,6 +14,7 @@ import { createPgStore } from '@postpone/postgres/pg';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
 const schema = uniqueSchemaName('dash_batch');
@@ -27,44 +28,10 @@ let child: ChildProcess | undefined;
 const ids = { called: '', open: '', callbackTask: '' };
 
 /** Starts the built binary's dashboard on 127.0.0.1, port 0; resolves with the URL it prints. */
-function startDashboard(): Promise<string> {
-  const started = spawn(process.execPath, [BIN, '--schema', schema, 'dashboard', '--port', '0', '--refresh', '60s'], {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: url },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child = started;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`dashboard did not print its URL within 30 s; stderr: ${err}`)), 30_000);
-    started.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    started.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
-    });
-    started.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`dashboard exited with ${code} before listening; stderr: ${err}`));
-    });
-  });
-}
-
-function stopChild(c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
-    c.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    c.kill('SIGTERM');
-  });
+async function startDashboard(): Promise<string> {
+  const started = await startDashboardProcess(BIN, ['--schema', schema, 'dashboard', '--port', '0', '--refresh', '60s'], url);
+  child = started.child;
+  return started.url;
 }
 
 const text = (page: Page, id: string) => page.evaluate((i) => document.getElementById(i)?.textContent ?? null, id);

@@ -5,7 +5,7 @@
  * shows its keys most due first with due / not due / claimed of the limit / waiting, as `keyBacklog`
  * says; a key holding HTML shows as text (no dialog, no element made from it).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
@@ -13,6 +13,7 @@ import { createPgStore } from '@postpone/postgres/pg';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
 const schema = uniqueSchemaName('dash_keys');
@@ -24,32 +25,11 @@ let store: ReturnType<typeof createPgStore>;
 let browser: Browser | undefined;
 let child: ChildProcess | undefined;
 
-function startDashboard(): Promise<string> {
-  const started = spawn(process.execPath, [BIN, '--schema', schema, 'dashboard', '--port', '0', '--refresh', '1s'], {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: url },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child = started;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`dashboard did not print its URL within 30 s; stderr: ${err}`)), 30_000);
-    started.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    started.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
-    });
-    started.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`dashboard exited with ${code} before listening; stderr: ${err}`));
-    });
-  });
+/** Starts the built binary's dashboard on 127.0.0.1, port 0; resolves with the URL it prints. */
+async function startDashboard(): Promise<string> {
+  const started = await startDashboardProcess(BIN, ['--schema', schema, 'dashboard', '--port', '0', '--refresh', '1s'], url);
+  child = started.child;
+  return started.url;
 }
 
 beforeAll(async () => {
@@ -66,13 +46,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (child !== undefined && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child?.once('exit', resolve));
-    const timer = setTimeout(() => child?.kill('SIGKILL'), 10_000);
-    child.kill('SIGTERM');
-    await exited;
-    clearTimeout(timer);
-  }
+  if (child !== undefined) await stopChild(child);
   await store?.close();
   if (url !== '') await dropSchema(url, schema);
 });

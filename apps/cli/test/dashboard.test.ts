@@ -8,7 +8,7 @@
  * or with a foreign Origin a POST is refused (403); a non-loopback --host without --token does not
  * start (exit 2). Writes evidence/dashboard/dashboard.png.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import { checkDashboardOptions } from '../src/dashboard/command.js';
 import { createDashboardApp } from '../src/dashboard/server.js';
 import { isLoopbackHost } from '../src/dashboard/security.js';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { type DashboardProcess, startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
 const SCREENSHOT = join(import.meta.dirname, '..', '..', '..', 'evidence', 'dashboard', 'dashboard.png');
@@ -39,50 +40,11 @@ let store: ReturnType<typeof createPgStore>;
 let browser: Browser | undefined;
 const children: ChildProcess[] = [];
 
-interface Dashboard {
-  readonly child: ChildProcess;
-  readonly url: string;
-}
-
 /** Starts the built binary's dashboard on 127.0.0.1, port 0; resolves with the URL it prints. */
-function startDashboard(extra: readonly string[] = [], onSchema = schema): Promise<Dashboard> {
-  const child = spawn(process.execPath, [BIN, '--schema', onSchema, 'dashboard', '--port', '0', '--refresh', '1s', ...extra], {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: url },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`dashboard did not print its URL within 30 s; stderr: ${err}`)), 30_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] as string });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`dashboard exited with ${code} before listening; stderr: ${err}`));
-    });
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-    child.kill('SIGTERM');
-  });
+async function startDashboard(extra: readonly string[] = [], onSchema = schema): Promise<DashboardProcess> {
+  const started = await startDashboardProcess(BIN, ['--schema', onSchema, 'dashboard', '--port', '0', '--refresh', '1s', ...extra], url);
+  children.push(started.child);
+  return started;
 }
 
 interface Reply {
