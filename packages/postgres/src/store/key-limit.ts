@@ -6,8 +6,8 @@
  */
 import { type KeyConcurrencyInput, type KeyConcurrencyRecord, validateKeyConcurrency, validateKeyConcurrencyKind } from '@postpone/core';
 import { type KeyLimitStatements, keyLimitStatements } from '../sql/key-limit-sql.js';
+import { DeclaredKinds } from './declared-kinds.js';
 import type { Row } from './driver.js';
-import { SqlState, sqlStateOf } from './errors.js';
 import type { PostgresRateLimitContext } from './rate-limit.js';
 
 /**
@@ -19,11 +19,12 @@ export const KEY_LIMIT_REFRESH_MS = 1_000;
 
 export class PostgresKeyLimits {
   readonly sql: KeyLimitStatements;
-  private cache: { readonly atMs: number; readonly kinds: readonly string[] } | null = null;
-  private loading: Promise<readonly string[]> | null = null;
+  /** Which kinds have one (read again after {@link KEY_LIMIT_REFRESH_MS}). */
+  private readonly declared: DeclaredKinds;
 
   constructor(private readonly ctx: PostgresRateLimitContext) {
     this.sql = keyLimitStatements(ctx.schema);
+    this.declared = new DeclaredKinds(KEY_LIMIT_REFRESH_MS, () => this.ctx.driver.query(this.sql.keyLimitList), (error) => this.ctx.call(() => Promise.reject(error)));
   }
 
   /** One statement (`keyLimitSet`, an upsert). */
@@ -31,7 +32,7 @@ export class PostgresKeyLimits {
     this.ctx.assertOpen();
     const { kind, limit } = validateKeyConcurrency(input);
     const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyLimitSet, [kind, limit]));
-    this.cache = null;
+    this.declared.invalidate();
     return toRecord(row as Row);
   }
 
@@ -40,7 +41,7 @@ export class PostgresKeyLimits {
     this.ctx.assertOpen();
     const kind = validateKeyConcurrencyKind(target);
     const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyLimitDelete, [kind]));
-    this.cache = null;
+    this.declared.invalidate();
     return rows.length === 1;
   }
 
@@ -55,29 +56,10 @@ export class PostgresKeyLimits {
    * order), from the cache (read again after {@link KEY_LIMIT_REFRESH_MS}). A schema without the
    * table (older than migration 19) has none.
    */
-  async applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
-    let known = this.cache !== null && nowMs - this.cache.atMs < KEY_LIMIT_REFRESH_MS ? this.cache.kinds : null;
-    if (known === null) {
-      this.loading ??= this.load(nowMs).finally(() => {
-        this.loading = null;
-      });
-      known = await this.loading;
-    }
-    return known.filter((kind) => kinds === null || kinds.includes(kind)).sort();
+  applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
+    return this.declared.applicable(kinds, nowMs);
   }
 
-  private async load(nowMs: number): Promise<readonly string[]> {
-    let rows: Row[];
-    try {
-      rows = await this.ctx.driver.query(this.sql.keyLimitList);
-    } catch (error) {
-      if (sqlStateOf(error) !== SqlState.UNDEFINED_TABLE) return await this.ctx.call(() => Promise.reject(error));
-      rows = [];
-    }
-    const kinds = rows.map((r) => String(r.kind));
-    this.cache = { atMs: nowMs, kinds };
-    return kinds;
-  }
 }
 
 function toRecord(r: Row): KeyConcurrencyRecord {

@@ -8,8 +8,8 @@
 import { type KeyRateLimitInput, type KeyRateLimitRecord, type RateLimited, ValidationError, validateKeyRateLimit, validateKeyRateLimitKind } from '@postpone/core';
 import { keyLimitStatements } from '../sql/key-limit-sql.js';
 import { type KeyRateStatements, keyRateStatements } from '../sql/key-rate-sql.js';
+import { DeclaredKinds } from './declared-kinds.js';
 import type { QueryFn, Row } from './driver.js';
-import { SqlState, sqlStateOf } from './errors.js';
 import type { PostgresRateLimitContext } from './rate-limit.js';
 
 /**
@@ -25,12 +25,13 @@ export const KEY_RATE_PRUNE_EVERY_MS = 10_000;
 export class PostgresKeyRateLimits {
   readonly sql: KeyRateStatements;
   private readonly lockSql: string;
-  private cache: { readonly atMs: number; readonly kinds: readonly string[] } | null = null;
-  private loading: Promise<readonly string[]> | null = null;
+  /** Which kinds have one (read again after {@link KEY_RATE_REFRESH_MS}). */
+  private readonly declared: DeclaredKinds;
   private prunedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly ctx: PostgresRateLimitContext) {
     this.sql = keyRateStatements(ctx.schema);
+    this.declared = new DeclaredKinds(KEY_RATE_REFRESH_MS, () => this.ctx.driver.query(this.sql.keyRateLimitKinds), (error) => this.ctx.call(() => Promise.reject(error)));
     this.lockSql = keyLimitStatements(ctx.schema).keyLimitLock;
   }
 
@@ -46,7 +47,7 @@ export class PostgresKeyRateLimits {
       throw new ValidationError('KEY_RATE_LIMITS_UNSUPPORTED', 'kind', 'the Citus dialect keeps no per-key rate limits (docs/contract.md#per-key-rate-limits): nothing was written');
     }
     const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyRateLimitSet, [this.ctx.nowParam(), kind, limit, windowMs]));
-    this.cache = null;
+    this.declared.invalidate();
     return toRecord(row as Row);
   }
 
@@ -60,7 +61,7 @@ export class PostgresKeyRateLimits {
         return await query(this.sql.keyRateLimitDelete, [kind]);
       }),
     );
-    this.cache = null;
+    this.declared.invalidate();
     return rows.length === 1;
   }
 
@@ -75,16 +76,10 @@ export class PostgresKeyRateLimits {
    * the cache (read again after {@link KEY_RATE_REFRESH_MS}). A schema without the table (older than
    * migration 23) has none.
    */
-  async applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
-    let known = this.cache !== null && nowMs - this.cache.atMs < KEY_RATE_REFRESH_MS ? this.cache.kinds : null;
-    if (known === null) {
-      this.loading ??= this.load(nowMs).finally(() => {
-        this.loading = null;
-      });
-      known = await this.loading;
-    }
-    return known.filter((kind) => kinds === null || kinds.includes(kind)).sort();
+  applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
+    return this.declared.applicable(kinds, nowMs);
   }
+
 
   /** In a rated claim's transaction, after `keyLimitLock`: `keyRateLogPrune` of `rated`, at most every {@link KEY_RATE_PRUNE_EVERY_MS}. */
   async pruneIfDue(query: QueryFn, nowParam: string | null, rated: readonly string[], nowMs: number): Promise<void> {
@@ -99,18 +94,6 @@ export class PostgresKeyRateLimits {
     return row?.held === true ? { reopensInMs: Number(row.reopeninms) } : null;
   }
 
-  private async load(nowMs: number): Promise<readonly string[]> {
-    let rows: Row[];
-    try {
-      rows = await this.ctx.driver.query(this.sql.keyRateLimitKinds);
-    } catch (error) {
-      if (sqlStateOf(error) !== SqlState.UNDEFINED_TABLE) return await this.ctx.call(() => Promise.reject(error));
-      rows = [];
-    }
-    const kinds = rows.map((r) => String(r.kind));
-    this.cache = { atMs: nowMs, kinds };
-    return kinds;
-  }
 }
 
 function toRecord(r: Row): KeyRateLimitRecord {
