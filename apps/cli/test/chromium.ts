@@ -6,6 +6,7 @@
  * naming the remedy: the test fails, it is never skipped.
  */
 import { spawnSync } from 'node:child_process';
+import { type Browser, chromium } from 'playwright-core';
 
 /** Longest the apt-get steps may take together (ms). */
 export const CHROMIUM_INSTALL_TIMEOUT_MS = 900_000;
@@ -43,4 +44,13 @@ export function ensureChromium(): string {
   const installed = which('chromium');
   if (installed === null) throw new Error('apt-get installed chromium but `chromium` is still not on PATH');
   return installed;
+}
+
+/** Headless Chromium at `executablePath` (from {@link ensureChromium}); as root without its sandbox, which refuses root. */
+export function launchChromium(executablePath: string): Promise<Browser> {
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: process.getuid?.() === 0 ? ['--no-sandbox', '--disable-dev-shm-usage'] : ['--disable-dev-shm-usage'],
+  });
 }

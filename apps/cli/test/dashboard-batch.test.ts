@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { createPgStore } from '@postpone/postgres/pg';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium, launchChromium } from './chromium.js';
 import { startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
@@ -62,11 +62,7 @@ beforeAll(async () => {
   ids.open = await store.createBatch({ callback: { kind: 'later' } });
   await store.scheduleInBatch(ids.open, [{ kind: 'part', payload: 4, delayMs: 3_600_000 }]);
 
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox', '--disable-dev-shm-usage'] : ['--disable-dev-shm-usage'],
-  });
+  browser = await launchChromium(executablePath);
 }, CHROMIUM_INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { createPgStore } from '@postpone/postgres/pg';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium, launchChromium } from './chromium.js';
 import { startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
@@ -37,11 +37,7 @@ beforeAll(async () => {
   url = testDatabaseUrl();
   store = createPgStore({ connectionString: url, schema });
   await store.migrate();
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox', '--disable-dev-shm-usage'] : ['--disable-dev-shm-usage'],
-  });
+  browser = await launchChromium(executablePath);
 }, CHROMIUM_INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {

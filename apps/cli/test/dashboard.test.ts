@@ -16,13 +16,13 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker } from '@postpone/worker';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { checkDashboardOptions } from '../src/dashboard/command.js';
 import { createDashboardApp } from '../src/dashboard/server.js';
 import { isLoopbackHost } from '../src/dashboard/security.js';
-import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium, launchChromium } from './chromium.js';
 import { type DashboardProcess, startDashboardProcess, stopChild } from './dashboard-process.js';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'postpone.js');
@@ -114,11 +114,7 @@ beforeAll(async () => {
   ids.xss = (await store.schedule({ kind: 'render', payload: { html: XSS }, delayMs: 30 * 60_000 })).id;
   ids.toCancel = (await store.schedule({ kind: 'remind', payload: { minutes: 50 }, delayMs: 50 * 60_000 })).id;
 
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox', '--disable-dev-shm-usage'] : ['--disable-dev-shm-usage'],
-  });
+  browser = await launchChromium(executablePath);
 }, CHROMIUM_INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
