@@ -30,3 +30,4 @@ export function mulberry32(seed: number): () => number {
 export function randomInt(random: () => number, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
 }
+export * from './citus-port.js';

@@ -9,10 +9,10 @@
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { citusBasePort } from '@postpone/testkit';
 
 const run = promisify(execFile);
 
@@ -38,24 +38,6 @@ export interface CitusCluster {
 }
 
 const PGBIN = process.env.PGBIN || '/usr/lib/postgresql/15/bin';
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function basePort(): Promise<number> {
-  const given = process.env.CITUS_BASEPORT;
-  if (given !== undefined && given !== '') return Number(given);
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const port = 20_000 + Math.floor(Math.random() * 9_997);
-    if ((await portFree(port)) && (await portFree(port + 1)) && (await portFree(port + 2))) return port;
-  }
-  throw new CitusClusterError('no three consecutive free loopback ports found in 5 tries: set CITUS_BASEPORT');
-}
 
 async function command(file: string, args: readonly string[], timeoutMs: number): Promise<string> {
   try {
@@ -88,7 +70,7 @@ export async function startCitusCluster(log: (line: string) => void): Promise<Ci
   for (const f of [tarball, join(scripts, 'install-citus.sh'), clusterScript]) if (!existsSync(f)) throw new CitusClusterError(`${f} not found`);
   log('citus: install-citus.sh (idempotent)');
   await command('bash', [join(scripts, 'install-citus.sh'), tarball], 300_000);
-  const port = await basePort();
+  const port = await citusBasePort();
   const parent = await mkdtemp(join(tmpdir(), 'postpone-bench-citus-'));
   await chmod(parent, 0o755); // the servers run as user postgres under root: the folder must be searchable by it
   const dir = join(parent, 'cluster');

@@ -19,10 +19,10 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { citusBasePort } from '@postpone/testkit';
 
 const run = promisify(execFile);
 
@@ -36,25 +36,6 @@ export class CitusSetupError extends Error {
 }
 
 let cluster: { dir: string; script: string; port: number; parent: string } | undefined;
-
-/** Resolves true when `port` can be bound on 127.0.0.1 right now. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function basePort(): Promise<number> {
-  const given = process.env.CITUS_BASEPORT;
-  if (given !== undefined && given !== '') return Number(given);
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const port = 20_000 + Math.floor(Math.random() * 9_997);
-    if ((await portFree(port)) && (await portFree(port + 1)) && (await portFree(port + 2))) return port;
-  }
-  throw new CitusSetupError('no three consecutive free loopback ports found in 5 tries: set CITUS_BASEPORT');
-}
 
 async function script(file: string, args: readonly string[], timeoutMs: number): Promise<string> {
   try {
@@ -72,7 +53,7 @@ export async function setup(project: SetupProject): Promise<void> {
   if (tarball === undefined || tarball === '') throw new CitusSetupError('CITUS_TARBALL is not set');
   const dir = process.env.CITUS_DIR || dirname(tarball);
   await script(join(dir, 'install-citus.sh'), [tarball], 300_000);
-  const port = await basePort();
+  const port = await citusBasePort();
   const parent = await mkdtemp(join(tmpdir(), 'postpone-citus-'));
   // citus-cluster.sh, as root, runs the servers as user postgres: the folder must be searchable by it.
   await run('chmod', ['0755', parent]);
