@@ -27,6 +27,7 @@ export type { OldestSnapshot, TableVacuumHealth, VacuumHealth } from './sql/heal
 export { BATCH_MIGRATION_VERSION, batchStatements, type BatchStatements } from './sql/batch-sql.js';
 export { BATCH_CLOCK_MIGRATION_VERSION, STORE_NOW_SETTING } from './sql/batch-clock-sql.js';
 export { DEPENDENCY_FLAG_MIGRATION_VERSION } from './sql/dependency-flag-sql.js';
+export { FINISH_HANDOFF_MIGRATION_VERSION } from './sql/finish-handoff-sql.js';
 export { DEPENDENCY_MIGRATION_VERSION } from './sql/dependency-sql.js';
 export { finishChannel, MAX_IDS_PER_FINISH_NOTICE, parseFinishNotice, PROGRESS_MIGRATION_VERSION, progressWaitStatements, type ProgressWaitStatements } from './sql/progress-wait-sql.js';
 export { DEFAULT_WAIT_FALLBACK_MS, WAIT_READ_BATCH, type WaitForStats } from './store/wait-for.js';

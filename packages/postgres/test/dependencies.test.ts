@@ -88,7 +88,7 @@ describe('dependencies (PostgreSQL)', () => {
     try {
       for (let round = 0; round < ROUNDS; round++) {
         for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
-          await admin.query(`alter table ${admin.t('task')} ${mode === 'off' ? 'disable' : 'enable'} trigger task_dependency_release`);
+          await admin.query(`alter table ${admin.t('task')} ${mode === 'off' ? 'disable' : 'enable'} trigger task_finished`);
           await store.scheduleMany(Array.from({ length: PER_ROUND }, () => ({ kind: 'cost' })));
           const tasks = await claimAll(store, 'cost', PER_ROUND);
           const start = performance.now();
@@ -97,7 +97,7 @@ describe('dependencies (PostgreSQL)', () => {
         }
       }
     } finally {
-      await admin.query(`alter table ${admin.t('task')} enable trigger task_dependency_release`);
+      await admin.query(`alter table ${admin.t('task')} enable trigger task_finished`);
     }
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number;
     const us = { off: Math.round(median(perComplete.off)), on: Math.round(median(perComplete.on)) };

@@ -100,7 +100,7 @@ describe('progress, waitFor and reschedule (PostgreSQL)', () => {
     try {
       for (let round = 0; round < ROUNDS; round++) {
         for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
-          await admin.query(`alter table ${admin.t('task')} ${mode === 'off' ? 'disable' : 'enable'} trigger task_finished_notice`);
+          await admin.query(`alter table ${admin.t('task')} ${mode === 'off' ? 'disable' : 'enable'} trigger task_finished`);
           await present(mode === 'waited');
           const tasks = await claimAll(store, PER_ROUND);
           const start = performance.now();
@@ -109,7 +109,7 @@ describe('progress, waitFor and reschedule (PostgreSQL)', () => {
         }
       }
     } finally {
-      await admin.query(`alter table ${admin.t('task')} enable trigger task_finished_notice`);
+      await admin.query(`alter table ${admin.t('task')} enable trigger task_finished`);
       await present(false);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
@@ -148,7 +148,7 @@ describe('progress, waitFor and reschedule (PostgreSQL)', () => {
     const store = kit.store({ schema: admin.schema, waitFallbackMs: 200 });
     const worker = kit.store({ schema: admin.schema });
     const tasks = await claimAll(worker, 20);
-    await admin.query(`alter table ${admin.t('task')} disable trigger task_finished_notice`);
+    await admin.query(`alter table ${admin.t('task')} disable trigger task_finished`);
     try {
       const waits = tasks.map((c) => store.waitFor(c.id, { timeoutMs: 30_000 }));
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -160,7 +160,7 @@ describe('progress, waitFor and reschedule (PostgreSQL)', () => {
       expect(stats.notices).toBe(0);
       expect(stats.fallbackReads).toBeGreaterThanOrEqual(1);
     } finally {
-      await admin.query(`alter table ${admin.t('task')} enable trigger task_finished_notice`);
+      await admin.query(`alter table ${admin.t('task')} enable trigger task_finished`);
       await store.close();
       await worker.close();
     }

@@ -7,11 +7,12 @@
  * - `before`: an older commit (default: the last one with schema version 14) built from git
  *   (`./old-build.ts`); its own `migrate()`, `scheduleMany`, `taskClaim` and `taskCompleteManyFenced`.
  * - `latest`: this commit's `migrate()` and statements.
- * - `latest-no-flag`: this commit's, with `release_task_dependents` as the migrations before the flag
- *   left it (without the flag migration's early return): what the flag migration saves.
+ * - `latest-pre-25`: this commit's, with the AFTER DELETE triggers as migration 24 left them put
+ *   back after `migrate()` — `task_finished_notice` (18) and `task_dependency_release` (20),
+ *   statement-level with a transition table, and `task_batch_members_finished` (21), row-level —
+ *   in place of migration 25's `task_finished`: what the finish hand-off saves.
  * - `latest-bare`: this commit's, then the objects the features added on the hot path dropped —
- *   the AFTER DELETE triggers `task_finished_notice` (18), `task_dependency_release` (20) and
- *   `task_batch_members_finished` (21), and the partial index `task_limit_key_idx` (19) — so the
+ *   the trigger `task_finished` (25) and the partial index `task_limit_key_idx` (19) — so the
  *   statements are today's and only the schema objects differ. It tells the objects' share of a
  *   difference from the statements' share.
  *
@@ -28,7 +29,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { DEPENDENCY_FLAG_MIGRATION_VERSION, migrations, quoteIdent, SCHEMA_VERSION, statements } from '@postpone/postgres';
+import { FINISH_HANDOFF_MIGRATION_VERSION, migrations, quoteIdent, SCHEMA_VERSION, statements } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import pg from 'pg';
 import type { FeatureCostChildConfig, FeatureCostChildMessage } from './child.js';
@@ -37,10 +38,10 @@ import { importOld, type OldCode } from './old-build.js';
 const CHILD_SCRIPT = fileURLToPath(new URL('./child.js', import.meta.url));
 const KIND = 'fc';
 
-export type VariantName = 'before' | 'latest' | 'latest-no-flag' | 'latest-bare' | 'latest-no-release' | 'latest-no-notice';
-/** The variants run by default; `latest-no-release` / `latest-no-notice` (one trigger dropped each) on request, to attribute a difference. */
-export const VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-no-flag', 'latest-bare'];
-export const ALL_VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-no-flag', 'latest-bare', 'latest-no-release', 'latest-no-notice'];
+export type VariantName = 'before' | 'latest' | 'latest-pre-25' | 'latest-bare';
+/** The variants run by default (all of them). */
+export const VARIANTS: readonly VariantName[] = ['before', 'latest', 'latest-pre-25', 'latest-bare'];
+export const ALL_VARIANTS: readonly VariantName[] = VARIANTS;
 
 export interface FeatureCostParams {
   readonly url: string;
@@ -139,26 +140,23 @@ async function variantCode(old: OldCode): Promise<Record<VariantName, VariantCod
       },
     },
     latest,
-    'latest-no-flag': {
+    'latest-pre-25': {
       ...latest,
       strip: async (admin, schema) => {
-        // The release function as the newest migration before the flag (DEPENDENCY_FLAG_MIGRATION_VERSION) defined it, without its early return.
-        const head = `create or replace function ${quoteIdent(schema)}.release_task_dependents()`;
-        const sql = migrations(schema).filter((m) => m.version < DEPENDENCY_FLAG_MIGRATION_VERSION && m.sql.includes(head)).at(-1)?.sql ?? '';
-        const start = sql.indexOf(head);
-        const end = sql.indexOf('$fn$;', start);
-        if (start < 0 || end < 0) throw new Error('feature-cost: no migration before the flag defines release_task_dependents');
-        await admin.query(sql.slice(start, end + '$fn$;'.length));
+        // The three triggers' CREATE statements as migrations 18, 20 and 21 wrote them (their functions, on 22's clock with 24's flag, are still defined).
+        const creates = migrations(schema)
+          .filter((m) => m.version < FINISH_HANDOFF_MIGRATION_VERSION)
+          .flatMap((m) => m.sql.split('\n').filter((line) => /^create trigger (task_finished_notice|task_dependency_release|task_batch_members_finished) /.test(line)));
+        if (creates.length !== 3) throw new Error(`feature-cost: expected the 3 CREATE TRIGGER statements of migrations 18, 20 and 21, found ${creates.length}`);
+        await admin.query(`drop trigger task_finished on ${quoteIdent(schema)}.task; ${creates.join('\n')}`);
       },
     },
-    'latest-no-release': { ...latest, strip: async (admin, schema) => void (await admin.query(`drop trigger task_dependency_release on ${quoteIdent(schema)}.task`)) },
-    'latest-no-notice': { ...latest, strip: async (admin, schema) => void (await admin.query(`drop trigger task_finished_notice on ${quoteIdent(schema)}.task`)) },
     'latest-bare': {
       ...latest,
       strip: async (admin, schema) => {
         const q = quoteIdent(schema);
         await admin.query(
-          `drop trigger if exists task_finished_notice on ${q}.task; drop trigger if exists task_dependency_release on ${q}.task; drop trigger if exists task_batch_members_finished on ${q}.task; drop index if exists ${q}.task_limit_key_idx`,
+          `drop trigger if exists task_finished on ${q}.task; drop index if exists ${q}.task_limit_key_idx`,
         );
       },
     },

@@ -1,6 +1,6 @@
 /** The Markdown of the feature-cost section (`evidence/bench/feature-cost.md`) and its report fragment. */
 import type { FeatureCostRun, StatementTexts, VariantName } from './measure.js';
-import { DEPENDENCY_FLAG_MIGRATION_VERSION } from '@postpone/postgres';
+import { FINISH_HANDOFF_MIGRATION_VERSION } from '@postpone/postgres';
 import { ALL_VARIANTS } from './measure.js';
 import type { OldCode } from './old-build.js';
 
@@ -82,7 +82,7 @@ function triggerSummary(runs: readonly FeatureCostRun[]): string[] {
   }
   out.push(
     '',
-    `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms, its triggers included. The probe is the first call of each trigger function in its session, so its times include compiling the PL/pgSQL function; and EXPLAIN's buffer counts leave out what triggers read (the drain's \`pg_stat_statements\` figures include it). \`task_batch_members_finished\` never appears: its \`WHEN (old.batch_id is not null)\` queues no event for a plain task.`,
+    `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms, its triggers included. The probe is the first call of each trigger function in its session, so its times include compiling the PL/pgSQL function; and EXPLAIN's buffer counts leave out what triggers read (the drain's \`pg_stat_statements\` figures include it). A plain completion hands nothing over: \`task_finished\` reads an empty setting and returns.`,
     '',
   );
   return out;
@@ -108,12 +108,12 @@ function reading(runs: readonly FeatureCostRun[], batch: number): string[] {
   );
   if (has('latest-bare')) {
     out.push(
-      `- latest-bare completes at ${fmt(completeBuf('latest-bare'), 1)} buffers per call (before: ${fmt(completeBuf('before'), 1)}): the statements are not the cause, the AFTER DELETE triggers are. With any trigger on \`task\` that has a transition table or is row-level (migrations 18, 20, 21), PostgreSQL fetches each deleted row once more to hand it to the triggers: about one buffer hit per task, on a page the DELETE has just read.`,
+      `- latest-bare completes at ${fmt(completeBuf('latest-bare'), 1)} buffers per call (before: ${fmt(completeBuf('before'), 1)}, latest: ${fmt(completeBuf('latest'), 1)}): what the schema objects of the features still cost a plain completion, apart from the statements.`,
     );
   }
-  if (has('latest-no-flag')) {
+  if (has('latest-pre-25')) {
     out.push(
-      `- The flag migration (${DEPENDENCY_FLAG_MIGRATION_VERSION}) saves ${fmt(completeBuf('latest-no-flag') - completeBuf('latest'), 1)} buffers per completion of ${batch} (${fmt((completeBuf('latest-no-flag') - completeBuf('latest')) / batch, 2)} per task): before it, \`task_dependency_release\` probed \`task_dependency\`'s key for every deleted row; shared buffers per task were ${change(runs, 'latest-no-flag', (r) => r.buffersPerTask)} against before, ${change(runs, 'latest', (r) => r.buffersPerTask)} with it.`,
+      `- The finish hand-off (migration ${FINISH_HANDOFF_MIGRATION_VERSION}) saves ${fmt(completeBuf('latest-pre-25') - completeBuf('latest'), 1)} buffers per completion of ${batch} (${fmt((completeBuf('latest-pre-25') - completeBuf('latest')) / batch, 2)} per task): with the triggers of migrations 18, 20 and 21 (a transition table or row-level), PostgreSQL fetched each deleted row once more to hand it to them; shared buffers per task were ${change(runs, 'latest-pre-25', (r) => r.buffersPerTask)} against before, ${change(runs, 'latest', (r) => r.buffersPerTask)} with it; server time per completion ${change(runs, 'latest-pre-25', (r) => r.complete.usPerCall)} against before, ${change(runs, 'latest', (r) => r.complete.usPerCall)} with it.`,
     );
   }
   out.push(
@@ -165,9 +165,8 @@ export function featureCostMarkdown(ctx: FeatureCostContext, texts: readonly Sta
     '',
     `- **before**: commit ${ctx.old.subject.split(' ')[0]} (schema version ${by('before')[0]?.schemaVersion ?? '?'}, the last before migrations 15–21), built from git; its own \`migrate()\`, \`scheduleMany\`, claim and \`completeMany\` statements.`,
     '- **latest**: this commit’s schema and statements.',
-    '- **latest-bare**: this commit’s, with the objects the features put on the hot path dropped after `migrate()`: the AFTER DELETE triggers `task_finished_notice` (18), `task_dependency_release` (20), `task_batch_members_finished` (21) and the partial index `task_limit_key_idx` (19). Same statements as latest: it separates what the schema objects cost from what the statement texts cost.',
-    ...(present.includes('latest-no-flag') ? ['- **latest-no-flag**: this commit’s, with `release_task_dependents` put back as the migrations before the flag left it (without the flag migration’s early return for tasks without dependents): what the flag migration saves.'] : []),
-    ...(present.includes('latest-no-release') ? ['- **latest-no-release** / **latest-no-notice**: this commit’s with only `task_dependency_release` (20), or only `task_finished_notice` (18), dropped: each trigger’s share.'] : []),
+    '- **latest-bare**: this commit’s, with the objects the features put on the hot path dropped after `migrate()`: the statement-level trigger `task_finished` (25) and the partial index `task_limit_key_idx` (19). Same statements as latest: it separates what the schema objects cost from what the statement texts cost.',
+    ...(present.includes('latest-pre-25') ? ['- **latest-pre-25**: this commit’s, with the AFTER DELETE triggers as migration 24 left them put back in place of `task_finished`: `task_finished_notice` (18) and `task_dependency_release` (20), statement-level with a transition table, and `task_batch_members_finished` (21), row-level. What the finish hand-off saves.'] : []),
     '',
     `Each run: ${fmt(ctx.tasks)} due tasks scheduled, \`VACUUM ANALYZE\` of \`task\`, one EXPLAIN (ANALYZE, BUFFERS) probe of a claim and a completion of ${ctx.batch}, a CHECKPOINT, then ${ctx.processes} processes each looping the store’s claim (limit ${ctx.batch}) and \`completeMany\` (the move to history, DONE kept) as prepared statements until the queue is empty. ${ctx.rounds} rounds, the variants’ order alternating (as listed, then the reverse). Per statement: \`pg_stat_statements\` over the drain (server execution time, shared buffers hit + read, WAL; \`track = top\`, so trigger work counts in the statement that fired it). Median (min–max) over the rounds:`,
     '',

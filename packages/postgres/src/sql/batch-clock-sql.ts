@@ -27,7 +27,7 @@ export const STORE_NOW_SETTING = 'postpone.store_now';
 export const storeNowSet = `select set_config(${literal(STORE_NOW_SETTING)}, coalesce($1::text, ''), true) as now_set`;
 
 /** The store's clock as the functions of migration 22 read it: the setting, else `now()`. */
-const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}, true), '')::timestamptz, now())`;
+export const STORE_NOW = `coalesce(nullif(current_setting(${literal(STORE_NOW_SETTING)}, true), '')::timestamptz, now())`;
 
 /**
  * Migration 22 — batches and releases on the store's clock:

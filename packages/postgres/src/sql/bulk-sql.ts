@@ -24,6 +24,7 @@
  *    so it never waits; a single-row complete or fail of a listed task waits at most one batch.
  */
 import { type NormalizedBulkFilter, TaskState } from '@postpone/core';
+import { finishHandoff } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, millis, NOW, notice, quoteIdent } from './sql.js';
 
@@ -144,7 +145,7 @@ select t.id::text as id, t.state, t.retried_as::text as retriedas from ${history
 ), gone as (
   delete from ${task} t using target g
    where t.id = g.id and g.state = ${S} and t.state = ${S}
-  returning ${taskRowColumns('t')}
+  returning ${taskRowColumns('t')}${finishHandoff(schema, 't')}
 ), moved as (
   ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
 ), cancelled as (

@@ -18,6 +18,8 @@ import { NOTICE_QUEUE_LIMIT, NOW } from './sql.js';
 import { splitStatements } from './split.js';
 import { batchCitusRewrites } from './batch-sql.js';
 import { dependencyFlagCitusRewrites } from './dependency-flag-sql.js';
+import { finishHandoffCitusRewrites } from './finish-handoff-sql.js';
+import { withoutFinishHandoff } from './finish-handoff.js';
 import { type CitusRun, citusCompleteManyRun, citusCompleteManySplit, citusCronRun, citusCronSplit, citusInsertRun, citusInsertSplit, citusMoveRun, citusMoveSplit } from './citus-route.js';
 
 /** Which SQL the store sends: plain PostgreSQL, or the Citus variant (see this module). */
@@ -82,6 +84,9 @@ export interface CitusRewrite {
  *   not created; the store refuses batches on Citus (`BatchError` `BATCHES_UNSUPPORTED`).
  * - migration 24: the trigger `task_dependency_mark` on `task_dependency` and the flag's back-fill
  *   (`./dependency-flag-sql.ts`): not created / not run, as no edge is ever written on Citus.
+ * - migration 25: the trigger `task_finished` (`./finish-handoff-sql.ts`): not created, and the
+ *   Citus statements carry no hand-off column ({@link citusStatement}); the old triggers' drops are
+ *   left out (there are none).
  * @param schema unquoted schema name
  */
 export function citusRewrites(schema: string): readonly CitusRewrite[] {
@@ -125,6 +130,7 @@ export function citusRewrites(schema: string): readonly CitusRewrite[] {
   ];
   rewrites.push(...batchCitusRewrites(schema));
   rewrites.push(...dependencyFlagCitusRewrites(schema));
+  rewrites.push(...finishHandoffCitusRewrites(schema));
   for (const state of HISTORY_STATES) {
     const sub = `${q}.${quoteIdent(historyStateTable(state))}`;
     rewrites.push(
@@ -307,7 +313,9 @@ const NOTICE_CALL =
  * Statements without any of these come back unchanged.
  * @param plain a statement's text as `./sql.ts` builds it
  */
-export function citusStatement(plain: string): CitusStatement {
+export function citusStatement(given: string): CitusStatement {
+  // No trigger reads the finish hand-off on Citus: the statements are sent without it, as before migration 25.
+  const plain = withoutFinishHandoff(given);
   const needsNow = plain.includes(NOW) || plain.includes(CLOCK);
   let channelParam: number | undefined;
   const text = citusReturning(plain)

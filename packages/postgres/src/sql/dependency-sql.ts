@@ -3,6 +3,7 @@
  * Conventions as in `./sql.ts` (`$n` parameters, JSON travels as text).
  */
 import { HELD_DUE_AT_MS, TaskState } from '@postpone/core';
+import { finishHandoff } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { defaultNotifyChannel } from './notice.js';
 import { literal, quoteIdent } from './quote.js';
@@ -186,7 +187,7 @@ returning t.id::text as id`,
   select d.id::bigint as id, d.reason from jsonb_to_recordset($1::text::jsonb) as d(id text, reason text)
 ), cancelled as (
   delete from ${task} t using doomed d where t.id = d.id and t.state = ${S}
-  returning ${taskRowColumns('t')}, t.held_due_at, d.reason
+  returning ${taskRowColumns('t')}, t.held_due_at, d.reason${finishHandoff(schema, 't')}
 )
 ${historyInsert(history, 'cancelled', { state: CANCELLED, due_at: 'coalesce(g.held_due_at, g.due_at)', last_error: 'g.reason' }, 'id::text as id').replaceAll('$1::timestamptz', '$2::timestamptz')}`,
 

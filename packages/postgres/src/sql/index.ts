@@ -55,3 +55,5 @@ export { type RenewStatements, renewStatements } from './renew-sql.js';
 export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow } from './sql.js';
 export { DEPENDENCY_MIGRATION_VERSION, type DependencyStatements, dependencyMigrationSql, dependencyStatements, HELD_DUE_AT_SQL } from './dependency-sql.js';
 export { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql, dependencyReleaseFunctionSql } from './dependency-flag-sql.js';
+export { FINISH_HANDOFF_MIGRATION_VERSION, finishHandoffMigrationSql } from './finish-handoff-sql.js';
+export { FINISHED_SETTING, finishHandoff, withoutFinishHandoff } from './finish-handoff.js';

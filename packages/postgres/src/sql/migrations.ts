@@ -21,6 +21,7 @@ import { DEPENDENCY_MIGRATION_VERSION, dependencyMigrationSql } from './dependen
 import { BATCH_MIGRATION_VERSION, batchMigrationSql } from './batch-sql.js';
 import { BATCH_CLOCK_MIGRATION_VERSION, batchClockMigrationSql } from './batch-clock-sql.js';
 import { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql } from './dependency-flag-sql.js';
+import { FINISH_HANDOFF_MIGRATION_VERSION, finishHandoffMigrationSql } from './finish-handoff-sql.js';
 
 export interface Migration {
   /** 1, 2, 3 … in application order. */
@@ -196,6 +197,13 @@ export interface Migration {
  * a task without dependents no longer probes `task_dependency` (measured by `pnpm bench:feature-cost`,
  * evidence/bench/feature-cost.md); see `./dependency-flag-sql.ts`. Additive (no `minReader`), re-runnable.
  *
+ * Version 25 — the finish hand-off (docs/contract.md#live-and-history): the three AFTER DELETE
+ * triggers of 18, 20 and 21, which made PostgreSQL fetch and copy every deleted row (+1 shared buffer
+ * per plain completed task), give way to one statement-level trigger `task_finished` without a
+ * transition table; each DELETE from `task` hands the rows that need anything (dependents, held,
+ * batch member, or any while someone waits) to it through a transaction-local setting; see
+ * `./finish-handoff-sql.ts`. `minReader` 25: older code deletes without the hand-off. Re-runnable.
+ *
  * @param schema unquoted schema name
  */
 export function migrations(schema: string): readonly Migration[] {
@@ -308,6 +316,8 @@ drop index if exists ${q}.task_due_idx;`,
     Object.freeze({ version: KEY_RATE_MIGRATION_VERSION, name: 'per-key rate limits', sql: keyRateMigrationSql(schema) }),
     // Version 24 — the dependency flag: a completion without dependents skips the edge probe; see ./dependency-flag-sql.ts. Additive, no minReader.
     Object.freeze({ version: DEPENDENCY_FLAG_MIGRATION_VERSION, name: 'dependency flag', sql: dependencyFlagMigrationSql(schema) }),
+    // Version 25 — the finish hand-off: one statement-level trigger without a transition table; see ./finish-handoff-sql.ts. minReader 25.
+    Object.freeze({ version: FINISH_HANDOFF_MIGRATION_VERSION, name: 'finish hand-off', sql: finishHandoffMigrationSql(schema), minReader: FINISH_HANDOFF_MIGRATION_VERSION }),
   ]);
 }
 
@@ -316,11 +326,13 @@ export const SCHEMA_VERSION: number = migrations('postpone').at(-1)?.version ?? 
 
 /**
  * The oldest schema this code runs on: the newest migration whose objects its statements use
- * (migration 18, the `progress` column every move to `task_history` names; migration 13 before it:
- * the complete writes `task_history.finished_by`). `checkSchema()` of `PostgresStore` refuses an
+ * (migration 24: every DELETE from `task` hands over `has_dependents` (24), `waiting_for` (20) and
+ * `batch_id` (21) and reads `task_waiter` (18), `./finish-handoff-sql.ts`; before it 18, the
+ * `progress` column every move to `task_history` names, and 13, `task_history.finished_by`). On a
+ * schema of 24 the transition-table triggers still do the finish work and the hand-off is unread. `checkSchema()` of `PostgresStore` refuses an
  * older schema with `SchemaVersionError` `SCHEMA_BEHIND`; on a schema between it and
  * {@link SCHEMA_VERSION} the code works, so a rolling deploy may apply a later additive migration
  * under workers of this code (evidence `migrate_concurrently`). Raise it when a statement
  * starts to need a newer migration.
  */
-export const MIN_SCHEMA_VERSION = Math.max(COMPLETION_MIGRATION_VERSION, PROGRESS_MIGRATION_VERSION);
+export const MIN_SCHEMA_VERSION = Math.max(COMPLETION_MIGRATION_VERSION, PROGRESS_MIGRATION_VERSION, DEPENDENCY_FLAG_MIGRATION_VERSION);

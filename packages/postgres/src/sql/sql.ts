@@ -17,6 +17,7 @@
  */
 import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
+import { finishHandoff } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
 import { keyLockKey, keyLocksSql } from './key-lock-sql.js';
@@ -266,6 +267,8 @@ export function statements(schema: string, options: { readonly pause?: boolean }
   const task = `${q}.task`;
   const migration = `${q}.migration`;
   const history = `${q}.task_history`;
+  // Every DELETE from `task` returns it (alias `t`): the finished rows that need anything, handed to the trigger `task_finished` (migration 25).
+  const handoff = finishHandoff(schema, 't');
   /**
    * The CTEs of every fenced way out of CLAIMED by its holder (fail, release, snooze), ending in
    * `left_claim(id, state, due_at)`: `fenced` locks the row while (id `$2`, attempt `$3`, CLAIMED)
@@ -291,7 +294,7 @@ export function statements(schema: string, options: { readonly pause?: boolean }
 ), gone as (
   delete from ${task} t using fenced f
    where t.id = f.id and f.next <> ${S} and t.attempt = $3::int and t.state = ${C}
-  returning ${taskRowColumns('t')}, f.next as next_state
+  returning ${taskRowColumns('t')}, f.next as next_state${handoff}
 ), moved as (
   ${historyInsert(history, 'gone', { state: 'g.next_state', ...finished }, 'id, state, due_at')}
 ), left_claim as (
@@ -569,7 +572,7 @@ returning id::text as id`,
      and t.attempt = $3::int
      and t.state = ${C}
      and not t.cancel_requested
-  returning ${taskRowColumns('t')}
+  returning ${taskRowColumns('t')}${handoff}
 )
 ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id', { finished_by: '$5::text' })}`,
 
@@ -605,7 +608,7 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_
   delete from ${task} t
    using input i
    where ${batchFence('t', '     ')}
-  returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord
+  returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord${handoff}
 ), moved as (
   ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id', { finished_by: 'g.owner' })}
 )
@@ -624,7 +627,7 @@ select d.ord::int as ord from done d`,
    and t.attempt = $2::int
    and t.state = ${C}
    and not t.cancel_requested
-returning t.id::text as id`,
+returning t.id::text as id${handoff}`,
 
     /**
      * `$1` items as JSON text (`[{id, attempt, keep}]`, ids as decimal text, no id twice) → `{ ord }`
@@ -654,7 +657,7 @@ delete from ${task} t
  using input i
  where ${batchFence('t', '   ')}
    and not i.keep
-returning i.ord::int as ord`,
+returning i.ord::int as ord${handoff}`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt → one `{ id }` row when the fenced complete missed because cancel
@@ -666,7 +669,7 @@ returning i.ord::int as ord`,
      and t.attempt = $3::int
      and t.state = ${C}
      and t.cancel_requested
-  returning ${taskRowColumns('t')}
+  returning ${taskRowColumns('t')}${handoff}
 )
 ${historyInsert(history, 'gone', { state: CANCELLED }, 'id::text as id')}`,
 
@@ -744,7 +747,7 @@ select s.state as state, ${ms('s.due_at')} as dueatms,
 ), gone as (
   delete from ${task} t using target g
    where t.id = g.id and g.state = ${S} and t.state = ${S}
-  returning ${taskRowColumns('t')}
+  returning ${taskRowColumns('t')}${handoff}
 ), moved as (
   ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
 ), cancelled as (
@@ -803,7 +806,7 @@ select c.state as state,
    where t.id = any(array(select p.id from picked p where not p.stays))
      and t.state = ${C}
      and t.lease_until < ${NOW}
-  returning ${taskRowColumns('t')}
+  returning ${taskRowColumns('t')}${handoff}
 ), moved as (
   ${historyInsert(
     history,

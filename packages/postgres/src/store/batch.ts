@@ -2,7 +2,7 @@
  * Batches with a callback of `PostgresStore` (`createBatch`, `scheduleInBatch`, `sealBatch`,
  * `getBatch`; docs/contract.md#batches) over the statements of `../sql/batch-sql.ts` (migration 21).
  * The counting and the callback happen in the database, in the transaction of each member's terminal
- * transition (the trigger `task_batch_members_finished`); this module only creates, fills, seals and
+ * transition (the trigger `task_finished`, migration 25; `task_batch_members_finished` before); this module only creates, fills, seals and
  * reads batches.
  */
 import {
@@ -109,7 +109,7 @@ export class PostgresBatches {
   /** Citus has no trigger on `task` (`../sql/citus.ts`), so no member would ever be counted. */
   private async supported(): Promise<void> {
     if ((await this.ctx.dialect()) === 'citus') {
-      throw new BatchError('BATCHES_UNSUPPORTED', null, 'batches need the trigger task_batch_members_finished, which Citus refuses on distributed tables (docs/contract.md#batches)');
+      throw new BatchError('BATCHES_UNSUPPORTED', null, 'batches need the trigger task_finished, which Citus refuses on distributed tables (docs/contract.md#batches)');
     }
   }
 }

@@ -8,7 +8,7 @@ import { dropSchema, uniqueSchemaName } from '@postpone/embedded';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEPENDENCY_FLAG_MIGRATION_VERSION, KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
+import { DEPENDENCY_FLAG_MIGRATION_VERSION, FINISH_HANDOFF_MIGRATION_VERSION, KEY_LIMIT_MIGRATION_VERSION, migrationStatements, migrations, statements } from '../../src/sql/index.js';
 import { SqlSplitError, splitStatements } from '../../src/sql/split.js';
 import { BATCH_CLOCK_MIGRATION_VERSION } from '../../src/sql/batch-clock-sql.js';
 import { KEY_RATE_MIGRATION_VERSION } from '../../src/sql/key-rate-sql.js';
@@ -93,6 +93,7 @@ $fn$`;
       [BATCH_CLOCK_MIGRATION_VERSION, 4],
       [KEY_RATE_MIGRATION_VERSION, 3],
       [DEPENDENCY_FLAG_MIGRATION_VERSION, 6],
+      [FINISH_HANDOFF_MIGRATION_VERSION, 9],
     ]);
     for (const m of migrations('postpone')) {
       for (const one of splitStatements(m.sql)) expect(splitStatements(one)).toEqual([one]);

@@ -1,0 +1,177 @@
+/**
+ * Migration 25 — the finish hand-off (issue #29: "the claim and completion of tasks that use none of
+ * these features cost the same as before"). Measured by `pnpm bench:feature-cost`
+ * (evidence/bench/feature-cost.md): with migrations 18, 20 and 21 a completion of 50 plain tasks read
+ * 516.5 shared buffers against 463.6 before them (+11 %) and took about 30 % more server time,
+ * although their trigger functions did nothing for a plain task. The cause is the kind of trigger,
+ * not its work: an AFTER DELETE trigger on `task` that is row-level or has a transition table
+ * (`task_finished_notice` 18, `task_dependency_release` 20, `task_batch_members_finished` 21) makes
+ * PostgreSQL fetch every deleted row once more and copy it into the transition table
+ * (`ExecARDeleteTriggers`), whatever the trigger's WHEN condition or function then decides.
+ *
+ * So the deleted rows are no longer handed to the triggers by PostgreSQL; the statement that deletes
+ * them hands over the few that need anything, itself:
+ * - every DELETE from `task` of this code's statements returns {@link finishHandoff} as one more
+ *   column: for a row with dependents (`has_dependents`, migration 24), a held row (`waiting_for >
+ *   0`, 20), a batch member (`batch_id`, 21), or any row while a store has `waitFor` callers (a live
+ *   row of `task_waiter`, 18: read once per statement, as an InitPlan), it appends the row's id and
+ *   those columns as JSON to the transaction-local setting {@link FINISHED_SETTING}; for any other row
+ *   it is a CASE that calls nothing. `test/sql/finish-handoff.test.ts` checks that every statement
+ *   deleting from `task` carries it.
+ * - one statement-level trigger `task_finished` AFTER DELETE on `task`, without a transition table,
+ *   so nothing per row: it reads and clears the setting, keeps this schema's entries, and runs what
+ *   the three triggers ran, in their order — the batch counts and callback (21, on the store clock
+ *   since 22), the dependency release and its cancel cascade (20, with 24's flag), the finish
+ *   notice (18) — after the whole statement, so the history rows it reads are there (§39.4). A
+ *   plain completion with nobody waiting hands nothing over: the trigger reads an empty setting and
+ *   returns.
+ * - the cascade's own DELETE (dependents cancelled because a dependency ended DEAD or CANCELLED)
+ *   carries the hand-off too, so its trigger cascades further, as 20's did.
+ * Nothing else changes: the same functions decide the same things under the same locks in the same
+ * transaction. The setting is transaction-local (`set_config(…, true)`): a rolled-back statement or
+ * savepoint takes its entries back with it.
+ *
+ * `minReader` 25: code older than 25 deletes without the hand-off, so with it running on this schema
+ * dependents would never be released nor batches settled; `checkSchema()` makes such a process
+ * refuse the schema with `SchemaVersionError` `SCHEMA_TOO_NEW` instead (README "Failure modes",
+ * version skew). This code runs on a schema of 24 as well (`MIN_SCHEMA_VERSION`): there the old
+ * triggers do the work and nothing reads the setting.
+ */
+import { TaskState } from '@postpone/core';
+import { STORE_NOW } from './batch-clock-sql.js';
+import { dependencyReleaseFunctionSql } from './dependency-flag-sql.js';
+import { FINISH_NOTICE_QUEUE_LIMIT, finishChannel, MAX_IDS_PER_FINISH_NOTICE } from './progress-wait-sql.js';
+import { FINISHED_SETTING, finishHandoff } from './finish-handoff.js';
+import { literal, quoteIdent } from './quote.js';
+
+/** The migration number of the finish hand-off; kept in this one constant so it can be renumbered at merge. */
+export const FINISH_HANDOFF_MIGRATION_VERSION = 25;
+
+/** Replaces `from` by `to` in `text`, exactly once (a changed source is a build-time error, not a silent no-op). */
+function replaceOnce(text: string, from: string, to: string): string {
+  const at = text.indexOf(from);
+  if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`finish-handoff-sql: expected exactly one ${JSON.stringify(from.slice(0, 60))}`);
+  return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+/**
+ * `task_finished_dependents(gone_rows jsonb)`: migration 24's `release_task_dependents()` (20's
+ * release on 22's clock with 24's flag) as a function of the handed-over rows instead of a trigger
+ * over the transition table `gone`, and with the hand-off on its cascade's DELETE. The same
+ * statements otherwise, so the same locks, order and results.
+ */
+function dependentsFunctionSql(schema: string): string {
+  const q = quoteIdent(schema);
+  let fn = dependencyReleaseFunctionSql(schema);
+  fn = replaceOnce(fn, `create or replace function ${q}.release_task_dependents() returns trigger`, `create or replace function ${q}.task_finished_dependents(gone_rows jsonb) returns void`);
+  fn = fn.replaceAll('return null;', 'return;').replaceAll('gone g', 'jsonb_to_recordset(gone_rows) as g(id bigint, has_dependents boolean, waiting_for integer, held_due_at timestamptz)');
+  fn = replaceOnce(fn, ', t.progress, t.held_due_at\n', `, t.progress, t.held_due_at${finishHandoff(schema, 't')}\n`);
+  if (fn.includes('returns trigger') || /\bgone\b(?!_rows)/.test(fn)) throw new Error('finish-handoff-sql: the release function still reads the transition table');
+  return fn;
+}
+
+/**
+ * Migration 25: the functions, the three old triggers dropped, the one new trigger. See the module
+ * comment. Re-runnable (`create or replace`, `drop trigger if exists`).
+ */
+export function finishHandoffMigrationSql(schema: string): string {
+  const q = quoteIdent(schema);
+  const task = `${q}.task`;
+  const history = `${q}.task_history`;
+  const batch = `${q}.task_batch`;
+  return `${dependentsFunctionSql(schema)}
+create or replace function ${q}.task_finished_batches(gone_rows jsonb) returns void
+language plpgsql as $fn$
+declare
+  r record;
+begin
+  for r in
+    select m.batch_id,
+           count(*)::int as n,
+           (count(*) filter (where m.state = ${literal(TaskState.DONE)}))::int as done,
+           (count(*) filter (where m.state = ${literal(TaskState.DEAD)}))::int as dead,
+           (count(*) filter (where m.state = ${literal(TaskState.CANCELLED)}))::int as cancelled,
+           coalesce(max(m.finished_at), ${STORE_NOW}) as at
+      from (select g.batch_id, h.finished_at, coalesce(h.state, ${literal(TaskState.DONE)}) as state
+              from jsonb_to_recordset(gone_rows) as g(id bigint, batch_id bigint)
+              left join lateral (select x.state, x.finished_at from ${history} x where x.id = g.id order by x.finished_at desc limit 1) h on true
+             where g.batch_id is not null) m
+     group by m.batch_id
+     order by m.batch_id
+  loop
+    update ${batch}
+       set remaining = remaining - r.n, done = done + r.done, dead = dead + r.dead, cancelled = cancelled + r.cancelled
+     where id = r.batch_id;
+    perform ${q}.task_batch_settle_at(r.batch_id, r.at);
+  end loop;
+end
+$fn$;
+create or replace function ${q}.task_finished_notice(gone_rows jsonb) returns void
+language plpgsql as $fn$
+declare
+  payload text;
+begin
+  if not exists (select 1 from ${q}.task_waiter w where w.until > now()) then
+    return;
+  end if;
+  if pg_notification_queue_usage() >= ${FINISH_NOTICE_QUEUE_LIMIT} then
+    return;
+  end if;
+  for payload in
+    select '{"op":"finished","ids":["' || string_agg(g.id, '","') || '"]}'
+      from (select e.value->>'id' as id, (e.ord - 1) / ${MAX_IDS_PER_FINISH_NOTICE} as chunk
+              from jsonb_array_elements(gone_rows) with ordinality as e(value, ord)) g
+     group by g.chunk
+  loop
+    perform pg_notify(${literal(finishChannel(schema))}, payload);
+  end loop;
+end
+$fn$;
+create or replace function ${q}.task_finished() returns trigger
+language plpgsql as $fn$
+declare
+  handed text := current_setting(${literal(FINISHED_SETTING)}, true);
+  gone_rows jsonb;
+begin
+  if handed is null or handed = '' then
+    return null;
+  end if;
+  perform set_config(${literal(FINISHED_SETTING)}, '', true);
+  select coalesce(jsonb_agg(e), '[]') into gone_rows
+    from jsonb_array_elements(('[' || left(handed, -1) || ']')::jsonb) e
+   where e->>'s' = ${literal(schema)};
+  if jsonb_array_length(gone_rows) = 0 then
+    return null;
+  end if;
+  perform ${q}.task_finished_batches(gone_rows);
+  perform ${q}.task_finished_dependents(gone_rows);
+  perform ${q}.task_finished_notice(gone_rows);
+  return null;
+end
+$fn$;
+drop trigger if exists task_batch_members_finished on ${task};
+drop trigger if exists task_dependency_release on ${task};
+drop trigger if exists task_finished_notice on ${task};
+drop trigger if exists task_finished on ${task};
+create trigger task_finished after delete on ${task} for each statement execute function ${q}.task_finished();`;
+}
+
+/** The Citus rewrites of migration 25 (`./citus.ts`): no trigger there, as for 18, 20 and 21; the functions are created but never called. */
+export function finishHandoffCitusRewrites(schema: string): { version: number; original: string; replacement: readonly string[]; why: string }[] {
+  const q = quoteIdent(schema);
+  const task = `${q}.task`;
+  return [
+    ...['task_batch_members_finished', 'task_dependency_release', 'task_finished_notice', 'task_finished'].map((name) => ({
+      version: FINISH_HANDOFF_MIGRATION_VERSION,
+      original: `drop trigger if exists ${name} on ${task}`,
+      replacement: [],
+      why: 'no trigger on Citus (see the next rewrite), hence none to drop',
+    })),
+    {
+      version: FINISH_HANDOFF_MIGRATION_VERSION,
+      original: `create trigger task_finished after delete on ${task} for each statement execute function ${q}.task_finished()`,
+      replacement: [],
+      why: 'Citus refuses triggers on distributed tables (XX000); the Citus statements carry no hand-off (`withoutFinishHandoff`), and the Citus store refuses dependencies and batches',
+    },
+  ];
+}
