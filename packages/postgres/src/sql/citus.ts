@@ -85,7 +85,7 @@ export interface CitusRewrite {
  * - migration 24: the trigger `task_dependency_mark` on `task_dependency` and the flag's back-fill
  *   (`./dependency-flag-sql.ts`): not created / not run, as no edge is ever written on Citus.
  * - migration 25: the trigger `task_finished` (`./finish-handoff-sql.ts`): not created, and the
- *   Citus statements carry no hand-off column ({@link citusStatement}); the old triggers' drops are
+ *   Citus statements carry no hand-off column (`citusStatement`); the old triggers' drops are
  *   left out (there are none).
  * @param schema unquoted schema name
  */
