@@ -16,15 +16,16 @@
  *   0`, 20), a batch member (`batch_id`, 21), or any row while a store has `waitFor` callers (a live
  *   row of `task_waiter`, 18: read once per statement, as an InitPlan), it appends the row's id and
  *   those columns as JSON to the transaction-local setting {@link FINISHED_SETTING}; for any other row
- *   it is a CASE that calls nothing. `test/sql/finish-handoff.test.ts` checks that every statement
+ *   it is a CASE that calls nothing. `test/finish-handoff.test.ts` checks that every statement
  *   deleting from `task` carries it.
  * - one statement-level trigger `task_finished` AFTER DELETE on `task`, without a transition table,
  *   so nothing per row: it reads and clears the setting, keeps this schema's entries, and runs what
  *   the three triggers ran, in their order — the batch counts and callback (21, on the store clock
  *   since 22), the dependency release and its cancel cascade (20, with 24's flag), the finish
- *   notice (18) — after the whole statement, so the history rows it reads are there (§39.4). A
- *   plain completion with nobody waiting hands nothing over: the trigger reads an empty setting and
- *   returns.
+ *   notice (18) — after the whole statement, so the history rows it reads are there (§39.4). Its
+ *   WHEN condition is that the setting is not empty, evaluated once when the statement ends
+ *   (CREATE TRIGGER, Notes): a plain completion with nobody waiting hands nothing over, and then no
+ *   event is queued and no function called.
  * - the cascade's own DELETE (dependents cancelled because a dependency ended DEAD or CANCELLED)
  *   carries the hand-off too, so its trigger cascades further, as 20's did.
  * Nothing else changes: the same functions decide the same things under the same locks in the same
@@ -153,7 +154,7 @@ drop trigger if exists task_batch_members_finished on ${task};
 drop trigger if exists task_dependency_release on ${task};
 drop trigger if exists task_finished_notice on ${task};
 drop trigger if exists task_finished on ${task};
-create trigger task_finished after delete on ${task} for each statement execute function ${q}.task_finished();`;
+create trigger task_finished after delete on ${task} for each statement when (current_setting(${literal(FINISHED_SETTING)}, true) <> '') execute function ${q}.task_finished();`;
 }
 
 /** The Citus rewrites of migration 25 (`./citus.ts`): no trigger there, as for 18, 20 and 21; the functions are created but never called. */
@@ -169,7 +170,7 @@ export function finishHandoffCitusRewrites(schema: string): { version: number; o
     })),
     {
       version: FINISH_HANDOFF_MIGRATION_VERSION,
-      original: `create trigger task_finished after delete on ${task} for each statement execute function ${q}.task_finished()`,
+      original: `create trigger task_finished after delete on ${task} for each statement when (current_setting(${literal(FINISHED_SETTING)}, true) <> '') execute function ${q}.task_finished()`,
       replacement: [],
       why: 'Citus refuses triggers on distributed tables (XX000); the Citus statements carry no hand-off (`withoutFinishHandoff`), and the Citus store refuses dependencies and batches',
     },
