@@ -82,7 +82,7 @@ function triggerSummary(runs: readonly FeatureCostRun[]): string[] {
   }
   out.push(
     '',
-    `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms, its triggers included. The probe is the first call of each trigger function in its session, so its times include compiling the PL/pgSQL function; and EXPLAIN's buffer counts leave out what triggers read (the drain's \`pg_stat_statements\` figures include it). A plain completion hands nothing over, so \`task_finished\` (WHEN the hand-off setting is not empty) does not fire.`,
+    `The probed completion itself took ${spread(latest, (r) => r.completeProbe.ms, 3)} ms, its triggers included. The probe is the first call of each trigger function in its session, so its times include compiling the PL/pgSQL function; and EXPLAIN's buffer counts leave out what triggers read (the drain's \`pg_stat_statements\` figures include it). A plain completion hands nothing over: \`task_finished\` finds the setting empty and returns.`,
     '',
   );
   return out;

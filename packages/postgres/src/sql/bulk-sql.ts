@@ -24,7 +24,7 @@
  *    so it never waits; a single-row complete or fail of a listed task waits at most one batch.
  */
 import { type NormalizedBulkFilter, TaskState } from '@postpone/core';
-import { finishHandoff } from './finish-handoff.js';
+import { FINISH_HANDOFF_JOIN, finishFlags, finishHandoffCte } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, millis, NOW, notice, quoteIdent } from './sql.js';
 
@@ -145,9 +145,9 @@ select t.id::text as id, t.state, t.retried_as::text as retriedas from ${history
 ), gone as (
   delete from ${task} t using target g
    where t.id = g.id and g.state = ${S} and t.state = ${S}
-  returning ${taskRowColumns('t')}${finishHandoff(schema, 't')}
-), moved as (
-  ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
+  returning ${taskRowColumns('t')}${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}, moved as (
+  ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at', {}, FINISH_HANDOFF_JOIN)}
 ), cancelled as (
   select * from requested union all select * from moved
 )

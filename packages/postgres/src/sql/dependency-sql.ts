@@ -3,7 +3,7 @@
  * Conventions as in `./sql.ts` (`$n` parameters, JSON travels as text).
  */
 import { HELD_DUE_AT_MS, TaskState } from '@postpone/core';
-import { finishHandoff } from './finish-handoff.js';
+import { FINISH_HANDOFF_JOIN, finishFlags, finishHandoffCte } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { defaultNotifyChannel } from './notice.js';
 import { literal, quoteIdent } from './quote.js';
@@ -187,9 +187,9 @@ returning t.id::text as id`,
   select d.id::bigint as id, d.reason from jsonb_to_recordset($1::text::jsonb) as d(id text, reason text)
 ), cancelled as (
   delete from ${task} t using doomed d where t.id = d.id and t.state = ${S}
-  returning ${taskRowColumns('t')}, t.held_due_at, d.reason${finishHandoff(schema, 't')}
-)
-${historyInsert(history, 'cancelled', { state: CANCELLED, due_at: 'coalesce(g.held_due_at, g.due_at)', last_error: 'g.reason' }, 'id::text as id').replaceAll('$1::timestamptz', '$2::timestamptz')}`,
+  returning ${taskRowColumns('t')}, t.held_due_at, d.reason${finishFlags('t')}
+)${finishHandoffCte(schema, 'cancelled')}
+${historyInsert(history, 'cancelled', { state: CANCELLED, due_at: 'coalesce(g.held_due_at, g.due_at)', last_error: 'g.reason' }, 'id::text as id', {}, FINISH_HANDOFF_JOIN).replaceAll('$1::timestamptz', '$2::timestamptz')}`,
 
     /** `$1` id → `{ waitingfor, heldduems }` of a task still waiting (for `getTask`). */
     dependencyWaiting: `select t.waiting_for as waitingfor, ${ms('t.held_due_at')} as heldduems from ${task} t where t.id = $1::bigint and t.waiting_for > 0`,

@@ -13,28 +13,60 @@ import { literal, quoteIdent } from './quote.js';
  */
 export const FINISHED_SETTING = 'postpone.finished';
 
-/** Opens the hand-off column, so the Citus dialect (no triggers there) can take it out again ({@link withoutFinishHandoff}). */
-const HANDOFF_MARK = '/* finish hand-off, migration 25 */';
+/** Opens and closes every piece of text the hand-off adds to a statement, so the Citus dialect (no triggers there) can take them out again ({@link withoutFinishHandoff}). Never nested. */
+const OPEN = '/* hand-off */';
+const CLOSE = '/* end hand-off */';
+const MARKED = /\/\* hand-off \*\/[\s\S]*?\/\* end hand-off \*\//g;
 
-/** The hand-off column as {@link finishHandoff} writes it, for any schema and row alias. */
-const HANDOFF_COLUMN = /,\n\s*\/\* finish hand-off, migration 25 \*\/ case [\s\S]*? end as finish_handoff/g;
+/** `text` marked as the hand-off's: present on plain PostgreSQL, taken out in the Citus dialect. `text` must hold no marked piece itself. */
+export function handoffOnly(text: string): string {
+  if (text.includes(OPEN)) throw new Error('finish-handoff: a marked piece inside another');
+  return `${OPEN}${text}${CLOSE}`;
+}
 
 /**
- * One more RETURNING column, `finish_handoff`, for a DELETE from `task` aliased `t` (comma included):
- * see the module comment. Its value is of no use to the caller (the setting's new text or null).
- * @param schema unquoted schema name
- * @param t the alias of `task` in the DELETE
+ * What a DELETE from `task` aliased `t` returns for the hand-off, unmarked (comma included): the
+ * row's id and the columns that say whether anything must follow its finish.
  */
-export function finishHandoff(schema: string, t: string): string {
-  const q = quoteIdent(schema);
+export function finishFlagsRaw(t: string): string {
+  return `, ${t}.id as handoff_id, ${t}.has_dependents as handoff_dependents, ${t}.waiting_for as handoff_waiting, ${t}.held_due_at as handoff_held_due_at, ${t}.batch_id as handoff_batch`;
+}
+
+/** {@link finishFlagsRaw}, marked: for the RETURNING of a DELETE from `task` in a CTE that {@link finishHandoffCte} reads. */
+export function finishFlags(t: string): string {
+  return handoffOnly(finishFlagsRaw(t));
+}
+
+/**
+ * The CTE `finish_handoff`, unmarked (leading comma included), over the rows CTE `from` deleted
+ * (returning {@link finishFlagsRaw}): ONE `set_config` for the whole statement, appending to
+ * {@link FINISHED_SETTING} each row with dependents, held, in a batch, or — while a store has
+ * `waitFor` callers (a live row of `task_waiter`, read once as an InitPlan) — any row. One aggregate,
+ * so a statement of n rows costs O(n), whatever n. Not data-modifying: the statement must read it
+ * (`cross join finish_handoff`, exactly one row) for it to run.
+ */
+export function finishHandoffCteRaw(schema: string, from: string): string {
   const setting = literal(FINISHED_SETTING);
-  return `,
-         ${HANDOFF_MARK} case when ${t}.has_dependents or ${t}.waiting_for > 0 or ${t}.batch_id is not null or (select exists (select 1 from ${q}.task_waiter w where w.until > now()))
-           then set_config(${setting}, coalesce(current_setting(${setting}, true), '') || json_build_object('s', ${literal(schema)}, 'id', ${t}.id::text, 'has_dependents', ${t}.has_dependents, 'waiting_for', ${t}.waiting_for, 'held_due_at', ${t}.held_due_at, 'batch_id', ${t}.batch_id::text)::text || ',', true) end as finish_handoff`;
+  return `, finish_handoff as (
+  select set_config(${setting}, coalesce(current_setting(${setting}, true), '') || coalesce(string_agg(json_build_object('s', ${literal(schema)}, 'id', g.handoff_id::text, 'has_dependents', g.handoff_dependents, 'waiting_for', g.handoff_waiting, 'held_due_at', g.handoff_held_due_at, 'batch_id', g.handoff_batch::text)::text || ',', ''), ''), true) as handed
+    from ${from} g
+   where g.handoff_dependents or g.handoff_waiting > 0 or g.handoff_batch is not null
+      or (select exists (select 1 from ${quoteIdent(schema)}.task_waiter w where w.until > now()))
+)`;
 }
 
-/** `text` without its {@link finishHandoff} columns (the Citus dialect: no trigger reads them, and the subquery would read a table of the coordinator from a worker node). */
+/** {@link finishHandoffCteRaw}, marked: placed right after the CTE of the DELETE. */
+export function finishHandoffCte(schema: string, from: string): string {
+  return handoffOnly(finishHandoffCteRaw(schema, from));
+}
+
+/** What makes a statement read `finish_handoff` (and so run it), unmarked: appended to the FROM of the statement's move to history. */
+export const FINISH_HANDOFF_JOIN_RAW = ' cross join finish_handoff';
+
+/** {@link FINISH_HANDOFF_JOIN_RAW}, marked. */
+export const FINISH_HANDOFF_JOIN = handoffOnly(FINISH_HANDOFF_JOIN_RAW);
+
+/** `text` without the pieces the hand-off added (the Citus dialect: no trigger reads them, and `task_waiter` is read on the coordinator): the statement as it was before migration 25. */
 export function withoutFinishHandoff(text: string): string {
-  return text.includes(HANDOFF_MARK) ? text.replace(HANDOFF_COLUMN, '') : text;
+  return text.includes(OPEN) ? text.replace(MARKED, '') : text;
 }
-

@@ -52,7 +52,8 @@ export function taskRowColumns(t: string): string {
  * into `history` of the rows CTE `from` deleted from `task` (returning {@link taskRowColumns}), each column as it was
  * unless `set` gives an expression over `g` (the deleted row); the lease is cleared, `updated_at`
  * and `finished_at` are the statement's now. `extra` sets columns only `task_history` has (e.g.
- * `finished_by`, migration 13); left out, they are null. In the same statement as the DELETE, so the row is in
+ * `finished_by`, migration 13); left out, they are null. `join` follows `from … g` (the finish
+ * hand-off's `cross join finish_handoff`, `./finish-handoff.ts`). In the same statement as the DELETE, so the row is in
  * exactly one table at every commit (PostgreSQL 17 §7.8.4: data-modifying statements in WITH).
  */
 export function historyInsert(
@@ -61,12 +62,13 @@ export function historyInsert(
   set: Readonly<Record<string, string>>,
   returning: string,
   extra: Readonly<Record<string, string>> = {},
+  join = '',
 ): string {
   const all: Record<string, string> = { lease_owner: 'null', lease_until: 'null', updated_at: NOW, ...set };
   const extraNames = Object.keys(extra);
   return `insert into ${history} (${[...TASK_COLUMN_NAMES, ...extraNames].join(', ')}, finished_at)
   select ${[...TASK_COLUMN_NAMES.map((c) => all[c] ?? `g.${c}`), ...extraNames.map((c) => extra[c])].join(', ')}, ${NOW}
-    from ${from} g
+    from ${from} g${join}
   returning ${returning}`;
 }
 

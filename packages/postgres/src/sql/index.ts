@@ -56,4 +56,4 @@ export { quoteIdent, type Statements, STATE_CHECK_LIST, statements, type TaskRow
 export { DEPENDENCY_MIGRATION_VERSION, type DependencyStatements, dependencyMigrationSql, dependencyStatements, HELD_DUE_AT_SQL } from './dependency-sql.js';
 export { DEPENDENCY_FLAG_MIGRATION_VERSION, dependencyFlagMigrationSql, dependencyReleaseFunctionSql } from './dependency-flag-sql.js';
 export { FINISH_HANDOFF_MIGRATION_VERSION, finishHandoffMigrationSql } from './finish-handoff-sql.js';
-export { FINISHED_SETTING, finishHandoff, withoutFinishHandoff } from './finish-handoff.js';
+export { FINISHED_SETTING, withoutFinishHandoff } from './finish-handoff.js';

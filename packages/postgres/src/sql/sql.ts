@@ -17,7 +17,7 @@
  */
 import { LEASE_EXPIRED_ERROR, TASK_STATES, TaskState } from '@postpone/core';
 import type { TaskNoticeOp } from './notice.js';
-import { finishHandoff } from './finish-handoff.js';
+import { FINISH_HANDOFF_JOIN, FINISH_HANDOFF_JOIN_RAW, finishFlags, finishFlagsRaw, finishHandoffCte, finishHandoffCteRaw, handoffOnly } from './finish-handoff.js';
 import { historyInsert, taskRowColumns } from './history-sql.js';
 import { literal, quoteIdent } from './quote.js';
 import { keyLockKey, keyLocksSql } from './key-lock-sql.js';
@@ -267,8 +267,6 @@ export function statements(schema: string, options: { readonly pause?: boolean }
   const task = `${q}.task`;
   const migration = `${q}.migration`;
   const history = `${q}.task_history`;
-  // Every DELETE from `task` returns it (alias `t`): the finished rows that need anything, handed to the trigger `task_finished` (migration 25).
-  const handoff = finishHandoff(schema, 't');
   /**
    * The CTEs of every fenced way out of CLAIMED by its holder (fail, release, snooze), ending in
    * `left_claim(id, state, due_at)`: `fenced` locks the row while (id `$2`, attempt `$3`, CLAIMED)
@@ -294,9 +292,9 @@ export function statements(schema: string, options: { readonly pause?: boolean }
 ), gone as (
   delete from ${task} t using fenced f
    where t.id = f.id and f.next <> ${S} and t.attempt = $3::int and t.state = ${C}
-  returning ${taskRowColumns('t')}, f.next as next_state${handoff}
-), moved as (
-  ${historyInsert(history, 'gone', { state: 'g.next_state', ...finished }, 'id, state, due_at')}
+  returning ${taskRowColumns('t')}, f.next as next_state${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}, moved as (
+  ${historyInsert(history, 'gone', { state: 'g.next_state', ...finished }, 'id, state, due_at', {}, FINISH_HANDOFF_JOIN)}
 ), left_claim as (
   select * from stay union all select * from moved
 )`;
@@ -572,9 +570,9 @@ returning id::text as id`,
      and t.attempt = $3::int
      and t.state = ${C}
      and not t.cancel_requested
-  returning ${taskRowColumns('t')}${handoff}
-)
-${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id', { finished_by: '$5::text' })}`,
+  returning ${taskRowColumns('t')}${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}
+${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_error: 'null' }, 'id::text as id', { finished_by: '$5::text' }, FINISH_HANDOFF_JOIN)}`,
 
     /**
      * `$1` now, `$2` items as JSON text (`[{id, attempt, owner, result}]`, ids as decimal text, no id
@@ -608,9 +606,9 @@ ${historyInsert(history, 'gone', { state: DONE, result: '$4::text::jsonb', last_
   delete from ${task} t
    using input i
    where ${batchFence('t', '     ')}
-  returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord${handoff}
-), moved as (
-  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id', { finished_by: 'g.owner' })}
+  returning ${taskRowColumns('t')}, i.result as new_result, i.owner as owner, i.ord as ord${finishFlags('t')}
+)${finishHandoffCte(schema, 'done')}, moved as (
+  ${historyInsert(history, 'done', { state: DONE, result: 'g.new_result', last_error: 'null' }, 'id', { finished_by: 'g.owner' }, FINISH_HANDOFF_JOIN)}
 )
 select d.ord::int as ord from done d`,
 
@@ -622,12 +620,12 @@ select d.ord::int as ord from done d`,
      * attempt's holder deletes the row, once, so at most one complete per task commits. Not
      * time-dependent: no `$1` now.
      */
-    taskCompleteDrop: `delete from ${task} t
+    taskCompleteDrop: `${handoffOnly('with gone as (\n')}delete from ${task} t
  where t.id = $1::bigint
    and t.attempt = $2::int
    and t.state = ${C}
    and not t.cancel_requested
-returning t.id::text as id${handoff}`,
+returning t.id::text as id${handoffOnly(`${finishFlagsRaw('t')}\n)${finishHandoffCteRaw(schema, 'gone')}\nselect g.id from gone g${FINISH_HANDOFF_JOIN_RAW}`)}`,
 
     /**
      * `$1` items as JSON text (`[{id, attempt, keep}]`, ids as decimal text, no id twice) → `{ ord }`
@@ -652,12 +650,12 @@ returning t.id::text as id${handoff}`,
      and not s.cancel_requested
    order by s.id
    for update
-)
+)${handoffOnly(', gone as (')}
 delete from ${task} t
  using input i
  where ${batchFence('t', '   ')}
    and not i.keep
-returning i.ord::int as ord${handoff}`,
+returning i.ord::int as ord${handoffOnly(`${finishFlagsRaw('t')}\n)${finishHandoffCteRaw(schema, 'gone')}\nselect g.ord from gone g${FINISH_HANDOFF_JOIN_RAW}`)}`,
 
     /**
      * `$1` now, `$2` id, `$3` attempt → one `{ id }` row when the fenced complete missed because cancel
@@ -669,9 +667,9 @@ returning i.ord::int as ord${handoff}`,
      and t.attempt = $3::int
      and t.state = ${C}
      and t.cancel_requested
-  returning ${taskRowColumns('t')}${handoff}
-)
-${historyInsert(history, 'gone', { state: CANCELLED }, 'id::text as id')}`,
+  returning ${taskRowColumns('t')}${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}
+${historyInsert(history, 'gone', { state: CANCELLED }, 'id::text as id', {}, FINISH_HANDOFF_JOIN)}`,
 
     /** `$1` id → `{ state, attempt, cancelrequested }`: what complete and cancel report when their UPDATE hit nothing. */
     taskGetForOutcome: `select state, attempt, cancel_requested as cancelrequested from ${task} where id = $1::bigint
@@ -747,9 +745,9 @@ select s.state as state, ${ms('s.due_at')} as dueatms,
 ), gone as (
   delete from ${task} t using target g
    where t.id = g.id and g.state = ${S} and t.state = ${S}
-  returning ${taskRowColumns('t')}${handoff}
-), moved as (
-  ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at')}
+  returning ${taskRowColumns('t')}${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}, moved as (
+  ${historyInsert(history, 'gone', { state: CANCELLED }, 'id, state, due_at', {}, FINISH_HANDOFF_JOIN)}
 ), cancelled as (
   select * from requested union all select * from moved
 )
@@ -806,8 +804,8 @@ select c.state as state,
    where t.id = any(array(select p.id from picked p where not p.stays))
      and t.state = ${C}
      and t.lease_until < ${NOW}
-  returning ${taskRowColumns('t')}${handoff}
-), moved as (
+  returning ${taskRowColumns('t')}${finishFlags('t')}
+)${finishHandoffCte(schema, 'gone')}, moved as (
   ${historyInsert(
     history,
     'gone',
@@ -817,6 +815,8 @@ select c.state as state,
       last_error: literal(LEASE_EXPIRED_ERROR),
     },
     'id, attempt, state, due_at',
+    {},
+    FINISH_HANDOFF_JOIN,
   )}
 ), reclaimed as (
   select * from stay union all select * from moved

@@ -73,7 +73,7 @@ describe('citus routing during another node outage (src/sql/citus-route.ts)', ()
     for (const name of ['taskClaim', 'taskCompleteFenced', 'taskExtend'] as const) expect([name, citusStatement(st[name]).run]).toEqual([name, undefined]);
   });
   it('splits fail into the live UPDATE and the finish INSERT, without the channel or unread parameters', () => {
-    const split = citusMoveSplit(st.taskFail, 6);
+    const split = citusMoveSplit(withoutFinishHandoff(st.taskFail), 6);
     if (split === undefined) throw new Error('taskFail has no split');
     expect(split.live).not.toContain('task_history');
     expect(split.live).toContain('), left_claim as (\n  select * from stay\n)');
@@ -84,9 +84,9 @@ describe('citus routing during another node outage (src/sql/citus-route.ts)', ()
     // $1 now, $2 id, $3 attempt, $4 error, $7 retryable, $8 limit are read; $5 backoff (the live UPDATE's) and $6 channel are not.
     expect(split.finishParams).toEqual([0, 1, 2, 3, 6, 7]);
     expect(split.finish.slice(split.finish.lastIndexOf('returning '))).not.toContain('$');
-    const reclaim = citusMoveSplit(st.taskReclaimExpired, 3);
+    const reclaim = citusMoveSplit(withoutFinishHandoff(st.taskReclaimExpired), 3);
     expect(reclaim?.finish).toContain('for update skip locked');
-    expect(citusMoveSplit(st.taskCancel, 3)?.finishNotice).toBe('cancelled');
+    expect(citusMoveSplit(withoutFinishHandoff(st.taskCancel), 3)?.finishNotice).toBe('cancelled');
   });
   it('makes the schedule an id draw and a top-level upsert per mode, and completeMany a top-level INSERT', () => {
     const split = citusInsertSplit(st.taskInsertMany);
@@ -103,7 +103,7 @@ describe('citus routing during another node outage (src/sql/citus-route.ts)', ()
     expect(cron?.text).toContain('\n)\ninsert into "postpone".task (');
     expect(cron?.params).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12]);
     expect(citusStatement(cronStatements('postpone').cronScheduleOccurrence).run).toBeDefined();
-    expect(citusCompleteManySplit(st.taskCompleteManyFenced)).toMatch(/\n\)\ninsert into "postpone"\.task_history \([\s\S]*\nreturning id::text as id$/);
+    expect(citusCompleteManySplit(withoutFinishHandoff(st.taskCompleteManyFenced))).toMatch(/\n\)\ninsert into "postpone"\.task_history \([\s\S]*\nreturning id::text as id$/);
   });
 });
 
