@@ -13,13 +13,16 @@
  * - the hand-off is one aggregate per statement: the failing input of a first version, which
  *   appended row by row (a `set_config` per row, each copying the growing text), is kept — a
  *   completeMany of 8 000 tasks while a `waitFor` caller waits took more than 30 s there (the store's
- *   reply timeout), 2 000 took 1.2 s against 0.09 s.
+ *   reply timeout), 2 000 took 1.2 s against 0.09 s;
+ * - the cancel cascade is a loop, not a recursion of triggers: the failing input of a fresh user's
+ *   attempt is kept — a chain of 390 tasks each cancelled with its dependency (`onFailure: 'cancel'`)
+ *   failed with 54001 "stack depth limit exceeded" (about 700 before migration 25), and the fail and
+ *   the reclaim that finished its root failed with it, stranding every other expired lease.
  */
 import { describe, expect, it } from 'vitest';
 import { bulkStatements } from '../src/sql/bulk-sql.js';
 import { dependencyStatements } from '../src/sql/dependency-sql.js';
 import { withoutFinishHandoff } from '../src/sql/finish-handoff.js';
-import { finishHandoffMigrationSql } from '../src/sql/finish-handoff-sql.js';
 import { statements } from '../src/sql/sql.js';
 import { migratedKit } from './support/kits.js';
 
@@ -31,14 +34,12 @@ describe('the finish hand-off (migration 25)', () => {
     for (const [name, text] of Object.entries(statements('h'))) if (typeof text === 'string') texts.push([name, text]);
     for (const [name, text] of Object.entries(dependencyStatements('h', (e) => e))) if (typeof text === 'string') texts.push([`dependency.${name}`, text]);
     texts.push(['bulk.cancel', bulkStatements('h').cancel(null, '[]', null, ['SCHEDULED'], 'c').text]);
-    texts.push(['migration 25 (the cascade)', finishHandoffMigrationSql('h')]);
     const deletes = (text: string) => text.match(/delete from "h"\.task\b/g)?.length ?? 0;
     const deleting = texts.filter(([, text]) => deletes(text) > 0);
     expect(deleting.map(([name]) => name).sort()).toEqual(
       [
         'bulk.cancel',
         'dependency.dependencyCancel',
-        'migration 25 (the cascade)',
         'taskCancel',
         'taskCancelRequestedToCancelled',
         'taskCompleteDrop',
@@ -114,5 +115,37 @@ describe('the finish hand-off (migration 25)', () => {
     expect(waiting.waitStats.notices).toBeGreaterThanOrEqual(1);
     await waiting.close();
     await worker.close();
+  });
+
+  it('a cancel cascade down a chain of 2 000 tasks: cancel, fail and reclaim of its root all finish it, and the reclaim takes the other expired leases too', { timeout: 180_000 }, async () => {
+    const store = kit.store({ schema: admin.schema });
+    const N = 2_000;
+    const chain = async (kind: string) =>
+      store.scheduleMany([{ kind: `${kind}_root`, maxAttempts: 1 }, ...Array.from({ length: N - 1 }, (_, i) => ({ kind: `${kind}_link`, after: [{ index: i, onFailure: 'cancel' as const }] }))]);
+    const cancelledOf = async (kind: string) =>
+      (await admin.query<{ n: number }>(`select count(*)::int as n from ${admin.t('task_history')} where kind = $1 and state = 'CANCELLED'`, [`${kind}_link`]))[0]?.n;
+
+    const [root] = await chain('c');
+    expect(await store.cancel(root!.id)).toBe('CANCELLED');
+    expect(await cancelledOf('c')).toBe(N - 1);
+
+    const [failRoot] = await chain('f');
+    const [held] = await store.claim({ owner: 'w', limit: 1, leaseMs: 600_000, kinds: ['f_root'] });
+    expect(held?.id).toBe(failRoot?.id);
+    expect((await store.fail({ id: held!.id, attempt: held!.attempt, error: 'boom', backoffMs: 0, retryable: false })).outcome).toBe('DEAD');
+    expect(await cancelledOf('f')).toBe(N - 1);
+
+    const [lostRoot] = await chain('r');
+    await store.schedule({ kind: 'r_other' });
+    const leased = await store.claim({ owner: 'w', limit: 2, leaseMs: 50, kinds: ['r_root', 'r_other'] });
+    expect(leased.map((c) => c.kind).sort()).toEqual(['r_other', 'r_root']);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const reclaimed = await store.reclaimExpired({ limit: 10 });
+    expect(reclaimed.map((r) => [r.id, r.outcome]).sort()).toEqual(
+      leased.map((c) => [c.id, c.kind === 'r_root' ? 'DEAD' : 'SCHEDULED']).sort(),
+    );
+    expect((await store.getTask(lostRoot!.id))?.state).toBe('DEAD');
+    expect(await cancelledOf('r')).toBe(N - 1);
+    await store.close();
   });
 });

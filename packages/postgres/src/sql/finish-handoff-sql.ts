@@ -29,8 +29,9 @@
  *   plain completion with nobody waiting hands nothing over: the trigger finds the setting empty
  *   and returns. (No WHEN condition on the setting: a statement-level trigger's WHEN is evaluated
  *   when the DELETE's own plan node ends, before the statement's `finish_handoff` CTE has run.)
- * - the cascade's own DELETE (dependents cancelled because a dependency ended DEAD or CANCELLED)
- *   carries the hand-off too, so its trigger cascades further, as 20's did.
+ * - the cascade (dependents cancelled because a dependency ended DEAD or CANCELLED) is a loop in
+ *   `task_finished`, one level per turn (`task_finished_dependents` returns the rows it cancelled),
+ *   not a nested firing of the trigger: its own DELETE hands nothing over.
  * Nothing else changes: the same functions decide the same things under the same locks in the same
  * transaction. The setting is transaction-local (`set_config(…, true)`): a rolled-back statement or
  * savepoint takes its entries back with it.
@@ -45,7 +46,7 @@ import { TaskState } from '@postpone/core';
 import { STORE_NOW } from './batch-clock-sql.js';
 import { dependencyReleaseFunctionSql } from './dependency-flag-sql.js';
 import { FINISH_NOTICE_QUEUE_LIMIT, finishChannel, MAX_IDS_PER_FINISH_NOTICE } from './progress-wait-sql.js';
-import { FINISH_HANDOFF_JOIN, FINISHED_SETTING, finishFlags, finishHandoffCte } from './finish-handoff.js';
+import { FINISHED_SETTING, finishFlagsRaw } from './finish-handoff.js';
 import { literal, quoteIdent } from './quote.js';
 
 /** The migration number of the finish hand-off; kept in this one constant so it can be renumbered at merge. */
@@ -59,18 +60,34 @@ function replaceOnce(text: string, from: string, to: string): string {
 }
 
 /**
- * `task_finished_dependents(gone_rows jsonb)`: migration 24's `release_task_dependents()` (20's
- * release on 22's clock with 24's flag) as a function of the handed-over rows instead of a trigger
- * over the transition table `gone`, and with the hand-off on its cascade's DELETE. The same
- * statements otherwise, so the same locks, order and results.
+ * `task_finished_dependents(gone_rows jsonb) returns jsonb`: migration 24's `release_task_dependents()`
+ * (20's release on 22's clock with 24's flag) as a function of the handed-over rows instead of a
+ * trigger over the transition table `gone`. The same statements, so the same locks, order and
+ * results, except the cascade: the dependents it cancels (a dependency ended DEAD or CANCELLED on a
+ * `'cancel'` edge) are returned, in the hand-off's form, for `task_finished` to process next, instead
+ * of being handed over by their DELETE to a nested firing of the trigger. The cascade is a loop, not
+ * a recursion: before, each level nested two more PL/pgSQL calls, and a chain of about 700 levels
+ * (390 with a first version of this migration) failed with 54001 "stack depth limit exceeded" — and
+ * the reclaim or fail that finished the chain's root failed with it, every time (a fresh user's
+ * attempt; `test/finish-handoff.test.ts` keeps a chain of 2 000).
  */
 function dependentsFunctionSql(schema: string): string {
   const q = quoteIdent(schema);
   let fn = dependencyReleaseFunctionSql(schema);
-  fn = replaceOnce(fn, `create or replace function ${q}.release_task_dependents() returns trigger`, `create or replace function ${q}.task_finished_dependents(gone_rows jsonb) returns void`);
-  fn = fn.replaceAll('return null;', 'return;').replaceAll('gone g', 'jsonb_to_recordset(gone_rows) as g(id bigint, has_dependents boolean, waiting_for integer, held_due_at timestamptz)');
-  fn = replaceOnce(fn, ', t.progress, t.held_due_at\n    )\n', `, t.progress, t.held_due_at${finishFlags('t')}\n    )${finishHandoffCte(schema, 'cancelled')}\n`);
-  fn = replaceOnce(fn, '    from cancelled g;', `    from cancelled g${FINISH_HANDOFF_JOIN};`);
+  fn = replaceOnce(fn, `create or replace function ${q}.release_task_dependents() returns trigger`, `create or replace function ${q}.task_finished_dependents(gone_rows jsonb) returns jsonb`);
+  fn = replaceOnce(fn, 'declare\n  doomed bigint[];\n', "declare\n  doomed bigint[];\n  cascaded jsonb := '[]';\n");
+  fn = fn.replaceAll('return null;', 'return cascaded;').replaceAll('gone g', 'jsonb_to_recordset(gone_rows) as g(id bigint, has_dependents boolean, waiting_for integer, held_due_at timestamptz)');
+  fn = replaceOnce(fn, ', t.progress, t.held_due_at\n    )\n', `, t.progress, t.held_due_at${finishFlagsRaw('t')}\n    ), moved as (\n`);
+  fn = replaceOnce(
+    fn,
+    '    from cancelled g;',
+    `    from cancelled g
+    returning 1
+    )
+    select coalesce(jsonb_agg(jsonb_build_object('s', ${literal(schema)}, 'id', g.handoff_id::text, 'has_dependents', g.handoff_dependents, 'waiting_for', g.handoff_waiting, 'held_due_at', g.handoff_held_due_at, 'batch_id', g.handoff_batch::text)), '[]')
+      into cascaded
+      from cancelled g;`,
+  );
   if (fn.includes('returns trigger') || /\bgone\b(?!_rows)/.test(fn)) throw new Error('finish-handoff-sql: the release function still reads the transition table');
   return fn;
 }
@@ -137,6 +154,7 @@ language plpgsql as $fn$
 declare
   handed text := current_setting(${literal(FINISHED_SETTING)}, true);
   gone_rows jsonb;
+  cascaded jsonb;
 begin
   if handed is null or handed = '' then
     return null;
@@ -148,9 +166,15 @@ begin
   if jsonb_array_length(gone_rows) = 0 then
     return null;
   end if;
-  perform ${q}.task_finished_batches(gone_rows);
-  perform ${q}.task_finished_dependents(gone_rows);
-  perform ${q}.task_finished_notice(gone_rows);
+  -- One level of the cancel cascade per turn (the dependents cancelled because a dependency of this
+  -- level ended DEAD or CANCELLED); bounded, as a chain is at most the tasks there are.
+  for level in 1..1000000 loop
+    perform ${q}.task_finished_batches(gone_rows);
+    cascaded := ${q}.task_finished_dependents(gone_rows);
+    perform ${q}.task_finished_notice(gone_rows);
+    exit when jsonb_array_length(cascaded) = 0;
+    gone_rows := cascaded;
+  end loop;
   return null;
 end
 $fn$;

@@ -1,8 +1,9 @@
 /**
- * The finish hand-off column of migration 25 (`./finish-handoff-sql.ts`, which explains it): what
- * every DELETE from `task` returns so that the trigger `task_finished` learns of the finished rows
- * that need anything. A leaf module (it imports quoting only), since `./sql.ts` and the other
- * statement modules use it.
+ * The pieces of the finish hand-off of migration 25 (`./finish-handoff-sql.ts`, which explains it)
+ * that every statement deleting from `task` carries, so that the trigger `task_finished` learns of
+ * the finished rows that need anything: the flags the DELETE returns, the CTE `finish_handoff`, and
+ * the join that makes the statement run it — each marked, so the Citus dialect takes them out. A leaf
+ * module (it imports quoting only), since `./sql.ts` and the other statement modules use it.
  */
 import { literal, quoteIdent } from './quote.js';
 
