@@ -15,6 +15,23 @@ export function batchCases(h: HarnessRef): void {
   const store = (): BatchingStore => h().store as BatchingStore;
 
   describe('batches', () => {
+    it('members scheduled with after wait for their dependencies; a cancelled dependency cancels its member, counted by the batch', async () => {
+      // A fresh user's attempt: on PostgreSQL scheduleInBatch inserted members without their `after` (due at once, unknown ids accepted).
+      const s = store();
+      const { id: dep } = await s.schedule({ kind: 'dep', delayMs: 3_600_000 });
+      const id = await s.createBatch({ callback: { kind: 'cb-after' } });
+      const [m] = await s.scheduleInBatch(id, [{ kind: 'held-member', after: [{ id: dep, onFailure: 'cancel' }] }]);
+      expect((await mustGetTask(s, m?.id as string)).waitingFor).toBe(1);
+      expect(await s.claim({ owner: 'w1', limit: 10, leaseMs: LEASE_MS, kinds: ['held-member'] })).toEqual([]);
+      const unknown = await captureError(() => s.scheduleInBatch(id, [{ kind: 'held-member', after: ['999999999'] }]));
+      expect(unknown).toMatchObject({ code: 'DEPENDENCY_NOT_FOUND' });
+      expect(await s.getBatch(id)).toMatchObject({ total: 1, remaining: 1 });
+      expect(await s.cancel(dep)).toBe('CANCELLED');
+      expect(await mustGetTask(s, m?.id as string)).toMatchObject({ state: TaskState.CANCELLED, lastError: `dependency ${dep} ended CANCELLED` });
+      await s.sealBatch(id);
+      expect(await s.getBatch(id)).toMatchObject({ state: 'CALLED_BACK', total: 1, remaining: 0, cancelled: 1 });
+    });
+
     it('members added in two calls, finished every way; the callback once, at the last finish after the seal, with the counts', async () => {
       const s = store();
       const id = await s.createBatch({ callback: { kind: 'report', payload: { to: 'ops' }, queue: 'cb', priority: 3, maxAttempts: 2 } });

@@ -36,6 +36,8 @@ export interface PostgresBatchContext {
   readonly transaction: <T>(work: (query: QueryFn) => Promise<T>) => Promise<T>;
   /** The store's schedule of `tasks` (`keep`) on `query`, inside the caller's transaction. */
   readonly insertIn: (query: QueryFn, tasks: readonly NormalizedSchedule[]) => Promise<ScheduledTask[]>;
+  /** The store's dependency edges and holds for `tasks` with `after` (as `scheduleMany` writes them), on `query`, inside the caller's transaction. */
+  readonly linkIn: (query: QueryFn, tasks: readonly NormalizedSchedule[], scheduled: readonly ScheduledTask[]) => Promise<void>;
   readonly call: <T>(op: () => Promise<T>) => Promise<T>;
   readonly assertOpen: () => void;
   readonly dialect: () => Promise<Dialect>;
@@ -73,6 +75,10 @@ export class PostgresBatches {
         const scheduled = tasks.length === 0 ? [] : await this.ctx.insertIn(query, tasks);
         const created = scheduled.filter((s) => s.created).map((s) => s.id);
         if (created.length > 0) await query(this.sql.batchJoin, [id, JSON.stringify(created)]);
+        // Members with `after` wait for their dependencies as `scheduleMany`'s tasks do (they were
+        // inserted without it until a fresh user's attempt found it): linked after they joined, so a
+        // member cancelled at once (a dependency already DEAD or CANCELLED) is counted by the batch.
+        await this.ctx.linkIn(query, tasks, scheduled);
         return scheduled;
       });
     });

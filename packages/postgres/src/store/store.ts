@@ -484,6 +484,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
       query: (text, p) => this.driver.query(text, p),
       transaction: (work) => this.driver.transaction((query) => work(query)),
       insertIn: (query, tasks) => this.insertIn(query, tasks, KEEP_OPTIONS, this.scheduleNotices === 'off' ? null : this.notifyChannel),
+      linkIn: async (query, tasks, scheduled) => {
+        if (hasDependencies(tasks)) await linkDependencies(query, this.deps, tasks, scheduled, this.nowParam());
+      },
       call: (op) => this.call(op),
       assertOpen: () => this.assertOpen(),
       dialect: () => driver.dialect(),
