@@ -369,7 +369,8 @@ describe('postpone', () => {
     expect((await postpone(['show', '999999'])).stderr).toBe('postpone: error NOT_FOUND: no task 999999\n');
   });
 
-  it('bad usage exits 2 with the typed error code on stderr; failures exit 1', async () => {
+  // About 40 CLI processes one after another: each a Node.js start, seconds apiece on a loaded 2-core machine (it timed out at 60 s beside two busy processes).
+  it('bad usage exits 2 with the typed error code on stderr; failures exit 1', { timeout: 300_000 }, async () => {
     const cases: [string[], number, RegExp][] = [
       [['list', '--bogus'], 2, /^postpone: error USAGE: unknown option '--bogus'/],
       [['frobnicate'], 2, /^postpone: error USAGE: unknown command 'frobnicate'/],
