@@ -28,6 +28,7 @@ const ms = (expr: string) => `floor(extract(epoch from ${expr}) * 1000)::float8`
 
 export class DbInspector {
   private readonly taskTable: string;
+  private readonly liveTable: string;
   private readonly effectTable: string;
 
   constructor(
@@ -38,6 +39,7 @@ export class DbInspector {
     const q = pg.escapeIdentifier(schema);
     const columns = 'id, state, attempt, lease_owner, lease_until, due_at, result, last_error';
     this.taskTable = `(select ${columns} from ${q}.task union all select ${columns} from ${q}.task_history)`;
+    this.liveTable = `${q}.task`;
     // The handler's own effect rows (the seed's `effect` table, the application's since migration 13).
     this.effectTable = `${pg.escapeIdentifier(schema)}.${APP_EFFECT_TABLE}`;
   }
@@ -62,6 +64,17 @@ export class DbInspector {
       id === undefined ? [] : [id],
     );
     return rows;
+  }
+
+  /**
+   * Number of `ids` still in the live table `task` (SCHEDULED or CLAIMED: `task_live_state` keeps
+   * nothing else there), read without `task_history`: a run's open tasks, cheap however many have
+   * finished. `pnpm backlog-million` waited on {@link countIn} over both tables with a million ids: a
+   * call took about 30 s and the wait had not ended 5 min after every task was DONE.
+   */
+  async countLive(ids: readonly string[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(`select count(*)::int as n from ${this.liveTable} where id = any($1::bigint[])`, [ids]);
+    return rows[0]?.n ?? 0;
   }
 
   /** Number of tasks in each of `states` among `ids` (all tasks when omitted). */

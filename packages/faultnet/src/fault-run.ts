@@ -106,7 +106,7 @@ export class FaultRun {
     for (let i = 0; i < inputs.length; i += 1_000) scheduled.push(...(await this.ctx.store.scheduleMany(inputs.slice(i, i + 1_000))));
     this.recorder.scheduled(scheduled);
     const ids = scheduled.map((s) => s.id);
-    this.ids.push(...ids);
+    for (const id of ids) this.ids.push(id);
     return ids;
   }
 
@@ -120,8 +120,9 @@ export class FaultRun {
   }
 
   /**
-   * Waits until every scheduled task is terminal (DONE, DEAD, CANCELLED), polling the database and
-   * tolerating its errors (it may be down); bounded by `timeoutMs`.
+   * Waits until no scheduled task is live any more (every one DONE, DEAD or CANCELLED, or lost: a
+   * task gone from both tables is the checker's `lost`), polling the live table and tolerating the
+   * database's errors (it may be down); bounded by `timeoutMs`.
    * @throws WaitTimeoutError with the count still open
    */
   async waitAllTerminal(timeoutMs: number, intervalMs = 100): Promise<void> {
@@ -129,7 +130,7 @@ export class FaultRun {
     let open = -1;
     for (let i = 0; i < Math.ceil(timeoutMs / intervalMs) + 1; i++) {
       try {
-        open = this.ids.length - (await this.ctx.db.countIn(['DONE', 'DEAD', 'CANCELLED'], this.ids));
+        open = await this.ctx.db.countLive(this.ids);
         if (open === 0) return;
       } catch {
         // the database is down or restarting: look again
@@ -193,7 +194,8 @@ export class FaultRun {
         `select task_id::text as id, attempt, worker from ${q}.${table} where task_id = any($1::bigint[])`,
         [this.ids],
       );
-      effects.push(...rows.map((r) => ({ source: table, ...r })));
+      // One push per row: spread into push passes every row as an argument, past the stack at a million.
+      for (const r of rows) effects.push({ source: table, ...r });
     }
     this.recorder.effects = effects;
     this.recorder.final = final;
