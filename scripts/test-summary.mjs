@@ -38,6 +38,21 @@ function testedPackages() {
   return out;
 }
 
+/**
+ * The first lines of a failure (at most 8, each cut at 300 characters, stack frames dropped): enough to
+ * replay it from the CI log alone — an evidence case's failed checks, fast-check's seed and path, the
+ * assertion's step. The CI log keeps only its tail, so one line was not enough.
+ */
+function why(failureMessages) {
+  const text = String((failureMessages ?? [])[0] ?? '').replace(/\u001b\[[0-9;]*m/g, '');
+  const lines = text
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
+    .slice(0, 8)
+    .map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l));
+  return lines.join('\n    ');
+}
+
 /** Adds one vitest JSON report (of the package named `name`) to the tally `t`. */
 function addReport(t, name, report) {
   const r = JSON.parse(readFileSync(report, 'utf8'));
@@ -50,8 +65,7 @@ function addReport(t, name, report) {
     for (const a of suite.assertionResults ?? []) {
       if (a.status !== 'failed') continue;
       const file = String(suite.name ?? '').replace(`${root}`, '');
-      const why = String((a.failureMessages ?? [])[0] ?? '').split('\n')[0].slice(0, 200);
-      t.problems.push(`${name}: FAILED ${file} > ${a.fullName ?? a.title}: ${why}`);
+      t.problems.push(`${name}: FAILED ${file} > ${a.fullName ?? a.title}: ${why(a.failureMessages)}`);
     }
     if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) {
       t.failed += 1;

@@ -94,12 +94,17 @@ export class FaultRun {
     return child;
   }
 
-  /** Schedules `count` tasks due `firstDueMs + i * spreadMs / count` from now; records them. */
+  /**
+   * Schedules `count` tasks due `firstDueMs + i * spreadMs / count` after this call (host clock, the
+   * database's host: absolute `runAt`s, so the batches of 1 000 scheduled later do not shift their due
+   * times by the time the earlier ones took); records them.
+   */
   async schedule(count: number, firstDueMs: number, spreadMs: number, maxAttempts?: number): Promise<string[]> {
+    const base = Date.now() + firstDueMs;
     const inputs = Array.from({ length: count }, (_, i) => ({
       kind: FAULT_KIND,
       payload: { i },
-      delayMs: firstDueMs + Math.floor((i * spreadMs) / Math.max(1, count)),
+      runAt: new Date(base + Math.floor((i * spreadMs) / Math.max(1, count))),
       ...(maxAttempts === undefined ? {} : { maxAttempts }),
     }));
     const scheduled: { id: string; dueAt: Date }[] = [];

@@ -14,6 +14,14 @@ export const CASE_WORKER: WorkerSettings = Object.freeze({
   backoffBaseMs: 200,
 });
 
+/**
+ * Cases that fault no worker and assert every task claimed once at attempt 1 (bulk cancel, kind caps,
+ * key limits, pause and resume, queues): CASE_WORKER with a 5 s lease renewed every second. On a loaded
+ * 2-core CI machine a worker's renewal could land more than 700 ms late and a 1 s lease expire, so a
+ * correct reclaim (attempt 2) failed a case about something else. Expiry here needs a 4 s stall.
+ */
+export const STEADY_WORKER: WorkerSettings = Object.freeze({ ...CASE_WORKER, leaseMs: 5_000, renewEveryMs: 1_000 });
+
 /** `stall_event_loop_fenced`: lease 500 ms, renewal every 150 ms (the issue's numbers). */
 export const STALL_WORKER: WorkerSettings = Object.freeze({
   concurrency: 1,

@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskId } from '@postpone/core';
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, lateness, pollUntil, quantile, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, STEADY_WORKER, collectClaims, lateness, pollUntil, quantile, runCase, startAll, stopAll } from '../src/index.js';
 
 const TARGET = 'bulk-target';
 const OTHERS = ['other-a', 'other-b'];
@@ -25,7 +25,7 @@ describe('evidence: bulk cancel by filter', () => {
   it(`bulk_cancel_filter: ${BACKLOG} SCHEDULED tasks of one kind cancelled by filter while 3 worker processes claim other kinds`, async () => {
     await runCase('bulk_cancel_filter', async (v, ctx) => {
       const handler = { kind: OTHERS[0] as string, alsoKinds: OTHERS.slice(1), workMs: 5 };
-      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler } }));
+      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler } }));
       await allReady(workers);
 
       // The backlog: due now, of a kind no worker handles (a worker claims only its kinds).

@@ -13,7 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isKeyLimitStore } from '@postpone/core';
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, type HarnessChild, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, STEADY_WORKER, collectClaims, type HarnessChild, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
 
 const KIND = 'tenant-sync';
 
@@ -42,7 +42,7 @@ describe('evidence: per-key concurrency and fair share', () => {
       if (!isKeyLimitStore(store)) throw new Error('the PostgreSQL store has no per-key limits');
       await store.setKeyConcurrency({ kind: KIND, limit: 1 });
       const handler = { kind: KIND, workMs: 20, reportEnd: true };
-      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler } }));
+      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler } }));
       await allReady(workers);
       const keys = Array.from({ length: 50 }, (_, k) => `tenant-${k}`);
       const inputs = Array.from({ length: 1_000 }, (_, i) => ({ kind: KIND, limitKey: keys[i % keys.length] as string, payload: { i } }));
@@ -75,7 +75,7 @@ describe('evidence: per-key concurrency and fair share', () => {
       const done = await ctx.db.countIn(['DONE'], ids);
       const starts = claims.map((c) => c.claimedAtMs).sort((a, b) => a - b);
       v.set('workers', workers.length)
-        .set('concurrencyEach', CASE_WORKER.concurrency)
+        .set('concurrencyEach', STEADY_WORKER.concurrency)
         .set('keys', keys.length)
         .set('tasksPerKey', 20)
         .set('limitPerKey', 1)
@@ -107,7 +107,7 @@ describe('evidence: per-key concurrency and fair share', () => {
       // A limit no key reaches here (30 slots): the declaration is what turns on the fair order.
       await store.setKeyConcurrency({ kind: KIND, limit: 1_000 });
       const handler = { kind: KIND, workMs: 2 };
-      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler } }));
+      const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler } }));
       await allReady(workers);
       const aIds: string[] = [];
       for (let from = 0; from < A_TASKS; from += 1_000) {
@@ -123,7 +123,7 @@ describe('evidence: per-key concurrency and fair share', () => {
       await stopAll(workers);
 
       const claims = collectClaims(workers).sort((x, y) => x.claimedAtMs - y.claimedAtMs);
-      const slots = workers.length * CASE_WORKER.concurrency;
+      const slots = workers.length * STEADY_WORKER.concurrency;
       const bDueMs = Math.min(...b.map((t) => t.dueAt.getTime()));
       const bClaims = claims.filter((c) => bIds.has(c.id));
       // Per B task: tasks claimed (any key) after B fell due and before it (its claim time, database clock), and the claim statements among them.

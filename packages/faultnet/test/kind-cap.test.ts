@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, type HarnessChild, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, STEADY_WORKER, collectClaims, type HarnessChild, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
 
 const CAPPED = 'call-partner-api';
 const OTHER = 'other';
@@ -33,7 +33,7 @@ function maxConcurrent(children: readonly HarnessChild[], ids: ReadonlySet<strin
 describe('evidence: per-kind concurrency cap', () => {
   it(`kind_concurrency_cap: 3 worker processes of concurrency 5, ${CAPPED} capped at ${CAP}: never more than ${CAP} CLAIMED or running, every task DONE once`, async () => {
     await runCase('kind_concurrency_cap', async (v, ctx) => {
-      const worker = { ...CASE_WORKER, concurrency: 5, kindConcurrency: { [CAPPED]: CAP } };
+      const worker = { ...STEADY_WORKER, concurrency: 5, kindConcurrency: { [CAPPED]: CAP } };
       const handler = { kind: CAPPED, alsoKinds: [OTHER], workMs: 30, reportEnd: true };
       const workers = ['w1', 'w2', 'w3'].map((name) => ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker, handler } }));
       await allReady(workers);

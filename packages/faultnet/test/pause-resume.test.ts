@@ -9,7 +9,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, STEADY_WORKER, collectClaims, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
 
 const TASKS = 600;
 /** Tasks fall due 10 ms apart: a 6 s stream, so the pause lands mid-run. */
@@ -20,7 +20,7 @@ const PAUSED_MS = 2_000;
 describe('evidence: pause and resume a queue', () => {
   it(`pause_resume: 3 worker processes (2 polling, 1 hybrid), ${TASKS} tasks; the queue paused mid-run starts nothing new after one poll interval; resumed, all DONE once at attempt 1`, async () => {
     await runCase('pause_resume', async (v, ctx) => {
-      const poll = { ...CASE_WORKER, concurrency: 5 };
+      const poll = { ...STEADY_WORKER, concurrency: 5 };
       const hybrid = { ...poll, discovery: 'hybrid' as const, fallbackPollMs: 1_000 };
       const handler = { kind: 'job', workMs: 100, reportEnd: true };
       const workers = [

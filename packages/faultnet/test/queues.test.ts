@@ -4,13 +4,13 @@
  * a single worker taking one task per claim takes due tasks in priority order.
  */
 import { describe, it } from 'vitest';
-import { allReady, CASE_WORKER, collectClaims, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
+import { allReady, STEADY_WORKER, collectClaims, pollUntil, runCase, startAll, stopAll } from '../src/index.js';
 
 describe('evidence: queues, kinds and priorities', () => {
   it('claim_only_known_kinds: a worker without the handler never claims the kind (0 attempts used); a worker with it runs every task once', async () => {
     await runCase('claim_only_known_kinds', async (v, ctx) => {
       // The "old" worker of a rolling deploy: a handler for `old` only.
-      const old = ctx.spawn({ name: 'old', waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler: { kind: 'old' } } });
+      const old = ctx.spawn({ name: 'old', waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler: { kind: 'old' } } });
       await allReady([old]);
       // The new kind is due at once with a single attempt: one claim by the old worker would make it DEAD.
       const fresh = await ctx.store.scheduleMany(Array.from({ length: 20 }, (_, i) => ({ kind: 'new', payload: { i }, maxAttempts: 1 })));
@@ -25,7 +25,7 @@ describe('evidence: queues, kinds and priorities', () => {
       const scheduledBefore = await ctx.db.countIn(['SCHEDULED'], freshIds);
 
       // The new worker, with the handler, joins.
-      const next = ctx.spawn({ name: 'new', waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler: { kind: 'new' } } });
+      const next = ctx.spawn({ name: 'new', waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler: { kind: 'new' } } });
       await allReady([next]);
       await startAll([next]);
       await pollUntil(async () => (await ctx.db.countIn(['DONE'], freshIds)) === freshIds.length, { timeoutMs: 30_000, intervalMs: 50, what: '20 new tasks DONE' });
@@ -57,7 +57,7 @@ describe('evidence: queues, kinds and priorities', () => {
   it('priority_order: 30 due tasks of priorities -1, 0, 1, one worker taking one task per claim, claimed highest priority first', async () => {
     await runCase('priority_order', async (v, ctx) => {
       // concurrency 1: every claim asks for one task (the worker's free slots), so the order is observable.
-      const w = ctx.spawn({ name: 'w1', waitForStart: true, run: { mode: 'worker', worker: { ...CASE_WORKER, concurrency: 1 }, handler: { kind: 'job' } } });
+      const w = ctx.spawn({ name: 'w1', waitForStart: true, run: { mode: 'worker', worker: { ...STEADY_WORKER, concurrency: 1 }, handler: { kind: 'job' } } });
       await allReady([w]);
       const now = await ctx.store.now();
       // Interleaved priorities; the lower a task's priority, the earlier it fell due (so due order alone would be the reverse).
