@@ -47,6 +47,8 @@ export interface MemoryBatchContext {
   readonly assertOpen: () => void;
   /** Inserts and commits `tasks` (`keep`), as `scheduleMany` does. */
   readonly insert: (tasks: readonly NormalizedSchedule[]) => ScheduledTask[];
+  /** Takes a task id and throws it away (a rolled-back insert's `nextval`). */
+  readonly burnTaskId: () => void;
 }
 
 export class MemoryBatches {
@@ -99,20 +101,43 @@ export class MemoryBatches {
     return row === undefined ? null : infoOf(row);
   }
 
-  /** Called at every commit: counts the members this write set made terminal, then settles their batches. Never throws. */
-  onCommit(ws: WriteSet): void {
-    if (this.#memberOf.size === 0) return;
-    const touched = new Set<BatchRow>();
+  /** The live members this write set made terminal, with their batch rows. */
+  #finishedIn(ws: WriteSet): { id: TaskId; state: string; row: BatchRow }[] {
+    const out: { id: TaskId; state: string; row: BatchRow }[] = [];
+    if (this.#memberOf.size === 0) return out;
     for (const [id, task] of ws.tasks) {
       const batchId = this.#memberOf.get(id);
       const before = ws.based.get(id);
       if (batchId === undefined || !isTerminal(task.state) || (before !== undefined && isTerminal(before.state))) continue;
-      this.#memberOf.delete(id);
       const row = this.#rows.get(batchId);
-      if (row === undefined) continue;
+      if (row !== undefined) out.push({ id, state: task.state, row });
+    }
+    return out;
+  }
+
+  /**
+   * Called when a write set rolls back: a sealed batch whose last members it finished had its callback
+   * inserted inside that transaction on PostgreSQL (the trigger runs at the member's statement), and a
+   * rolled-back insert keeps the identity value it drew. One task id is burnt per such batch, so the
+   * ids given afterwards are the same on both stores (the differential test's failing input
+   * ROLLED_BACK_CALLBACK_EXAMPLE). Nothing else changes. Never throws.
+   */
+  onRollback(ws: WriteSet): void {
+    const finishing = new Map<BatchRow, number>();
+    for (const { row } of this.#finishedIn(ws)) finishing.set(row, (finishing.get(row) ?? 0) + 1);
+    for (const [row, n] of finishing) {
+      if (row.sealedAt !== null && row.callbackTaskId === null && row.remaining - n <= 0) this.ctx.burnTaskId();
+    }
+  }
+
+  /** Called at every commit: counts the members this write set made terminal, then settles their batches. Never throws. */
+  onCommit(ws: WriteSet): void {
+    const touched = new Set<BatchRow>();
+    for (const { id, state, row } of this.#finishedIn(ws)) {
+      this.#memberOf.delete(id);
       row.remaining -= 1;
-      if (task.state === TaskState.DONE) row.done += 1;
-      else if (task.state === TaskState.DEAD) row.dead += 1;
+      if (state === TaskState.DONE) row.done += 1;
+      else if (state === TaskState.DEAD) row.dead += 1;
       else row.cancelled += 1;
       touched.add(row);
     }

@@ -119,10 +119,15 @@ export class MemoryBulk {
         if (!(o.dryRun && !byIds)) batches += 1;
         // PostgreSQL cancels a batch in ONE statement: a held dependent and its dependency in the same
         // batch are both deleted before the release trigger runs, so the dependent is cancelled still
-        // held (its own due time in history), never released first. Cancelling the batch's held tasks
-        // first is the same outcome one task at a time (the differential test's failing input
-        // CANCEL_BATCH_HELD_EXAMPLE, packages/postgres/test/differential.test.ts).
-        const ordered = op === 'cancel' ? [...selected.filter((id) => this.ctx.db.dependencies.waiting(id) !== undefined), ...selected.filter((id) => this.ctx.db.dependencies.waiting(id) === undefined)] : selected;
+        // held (its own due time in history), never released first. One task at a time, the same
+        // outcome needs every dependent cancelled before its dependencies: the batch's held tasks
+        // first, newest first (a dependency always has a smaller id than its dependents: it existed
+        // when they were scheduled), then the others. The differential test's failing inputs
+        // CANCEL_BATCH_HELD_EXAMPLE (a dependency and its dependent) and CANCEL_BATCH_CHAIN_EXAMPLE (a
+        // chain of two held tasks, released one by the other when taken oldest first), in
+        // packages/postgres/test/differential.test.ts.
+        const held = selected.filter((id) => this.ctx.db.dependencies.waiting(id) !== undefined);
+        const ordered = op === 'cancel' ? [...held.sort((a, b) => compareIds(b, a)), ...selected.filter((id) => this.ctx.db.dependencies.waiting(id) === undefined)] : selected;
         for (const id of ordered) {
           const r = await this.#one(op, id, byIds ? null : f, f.states, o);
           if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;

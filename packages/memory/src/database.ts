@@ -180,6 +180,8 @@ export class MemoryDatabase {
   readonly limitKeys = new Map<TaskId, string>();
   /** Called after every commit with its write set (the store's `waitFor` callers learn of finished tasks); must not throw. */
   onCommit: ((ws: WriteSet) => void) | undefined;
+  /** Called after a write set that was still open rolls back; must not throw. */
+  onRollback: ((ws: WriteSet) => void) | undefined;
   /** A bigint, as PostgreSQL's identity column: a `number` would stop being exact past 2⁵³ (ids would repeat). */
   #lastId = 0n;
 
@@ -267,6 +269,8 @@ export class MemoryDatabase {
   }
 
   rollback(ws: WriteSet): void {
-    if (ws.status === 'open') ws.end('rolled back');
+    if (ws.status !== 'open') return;
+    ws.end('rolled back');
+    this.onRollback?.(ws);
   }
 }

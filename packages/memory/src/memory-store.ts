@@ -146,7 +146,11 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
       maxPayloadBytes: this.#maxPayloadBytes,
       assertOpen: () => this.#assertOpen(),
       insert: (tasks) => this.#insertTasks(tasks, undefined, KEEP),
+      burnTaskId: () => {
+        this.#db.nextTaskId();
+      },
     });
+    this.#db.onRollback = (ws) => this.#batches.onRollback(ws);
     this.#db.onCommit = (ws) => {
       this.#batches.onCommit(ws);
       for (const id of ws.tasks.keys()) {
