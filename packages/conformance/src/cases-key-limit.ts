@@ -72,6 +72,20 @@ export function keyLimitCases(h: HarnessRef): void {
       expect(claimed.map((t) => t.id)).toEqual([high[0], low[0], low[2]]);
     });
 
+    it("one claim keeps a key's room across priority levels: a key with tasks at two priorities gives one claim at most `limit` of them", async () => {
+      // Found by the differential test (packages/postgres/test/differential.test.ts): PostgreSQL's keyed
+      // claim gave each (priority, key) the key's whole room, so a key with tasks at two levels was
+      // claimed once per level.
+      const store = keyed(h().store);
+      await store.setKeyConcurrency({ kind: 'send', limit: 1 });
+      const [low] = await scheduleKeys(h, 'send', ['A']);
+      const [high] = await scheduleKeys(h, 'send', ['A'], { priority: 5 });
+      const [other] = await scheduleKeys(h, 'send', ['B'], { priority: -1 });
+      expect(await claimIds(store, 10)).toEqual([high, other]);
+      expect(await mustGetTask(store, low as string)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 0 });
+      expect(await claimIds(store, 10)).toEqual([]);
+    });
+
     it('counts CLAIMED tasks of the key in every queue; kinds without a declaration ignore their limit keys', async () => {
       const store = keyed(h().store);
       await store.setKeyConcurrency({ kind: 'send', limit: 1 });

@@ -39,6 +39,20 @@ const sorted = (ids: readonly (string | undefined)[]): string[] => [...(ids as s
 
 export function keyRateLimitCases(h: HarnessRef): void {
   describe('per-key rate limits (setKeyRateLimit)', () => {
+    it("one claim keeps a key's window across priority levels: a key with tasks at two priorities gives one claim at most `limit` of them", async () => {
+      // Found by the differential test (packages/postgres/test/differential.test.ts): PostgreSQL's keyed
+      // claim gave each (priority, key) the key's whole room, so 1 per second let 2 start at once.
+      const store = rated(h().store);
+      await store.setKeyRateLimit({ kind: 'send', limit: 1, windowMs: 1_000 });
+      const [low] = await scheduleKeys(h, 'send', ['a']);
+      const high = (await h().store.schedule({ kind: 'send', limitKey: 'a', priority: 3 })).id;
+      const { ids } = await claim(store, 10);
+      expect(ids).toEqual([high]);
+      expect(await mustGetTask(store, low as string)).toMatchObject({ state: TaskState.SCHEDULED, attempt: 0 });
+      h().clock.tick(1_000);
+      expect((await claim(store, 10)).ids).toEqual([low]);
+    });
+
     it('at most `limit` claims per key per window; the rest stays SCHEDULED, due time unchanged, no attempt used; a finished task frees nothing', async () => {
       const store = rated(h().store);
       expect(await store.setKeyRateLimit({ kind: 'send', limit: 2, windowMs: 1_000 })).toEqual({ kind: 'send', limit: 2, windowMs: 1_000, heldKeys: 0 });

@@ -149,7 +149,8 @@ export function keyedClaimSql(schema: string, rated: boolean): string {
     from keys k
    where k.key is not null
 ), candidates as materialized (
-  select k.kind, d.id, k.priority, d.due_at, row_number() over (partition by k.kind, k.priority, k.key order by d.due_at, d.id) as rank
+  select k.kind, d.id, k.priority, d.due_at, row_number() over (partition by k.kind, k.priority, k.key order by d.due_at, d.id) as rank,
+         k.key, greatest(0, least(m.max_claimed - coalesce(h.n, 0)${keyRoom})) as keyroom
     from keys k
     join limited m on m.kind = k.kind
     left join held h on h.kind = k.kind and h.limit_key = k.key
@@ -164,14 +165,14 @@ export function keyedClaimSql(schema: string, rated: boolean): string {
           limit greatest(0, least($4::int, coalesce(r.room, $4::int), m.max_claimed - coalesce(h.n, 0)${keyRoom}))) d
    where k.key is not null
   union all
-  select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id)
+  select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id), null::text, null::int
     from levels l
     left join room r on r.kind = l.kind
    cross join lateral (
          ${levelDueRows(task, 'least($4::int, coalesce(r.room, $4::int))', '         ')}) c
    where l.priority is not null and l.kind not in (select kind from limited)
   union all
-  select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id)
+  select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id), null::text, null::int
     from levels l
     left join room r on r.kind = l.kind
    cross join lateral (
@@ -187,8 +188,10 @@ export function keyedClaimSql(schema: string, rated: boolean): string {
   select x.id
     from (select c.id, c.priority, c.due_at, c.rank, r.room,
                  row_number() over (partition by c.kind order by c.priority desc, c.rank, c.due_at, c.id) as n
-            from candidates c
-            left join room r on r.kind = c.kind) x
+            from (select c.*, row_number() over (partition by c.kind, c.key order by c.priority desc, c.rank, c.due_at, c.id) as kn
+                    from candidates c) c
+            left join room r on r.kind = c.kind
+           where c.keyroom is null or c.kn <= c.keyroom) x
    where x.room is null or x.n <= x.room
    order by x.priority desc, x.rank, x.due_at, x.id
    limit $4::int
