@@ -83,9 +83,10 @@ returning r.kind, r.max_claimed as "limit"`,
      * found on `task_claim_idx` with `limit_key is null` as a filter. Every other kind is walked as
      * in `taskClaim`. Each row gets its rank in its group (the key's, or the level's): the merge
      * orders by `priority desc, rank, due_at, id` — round-robin among the keys with due work, so a
-     * key's backlog is taken one per key per round — and keeps the first `$4`, after a kind with a
-     * cap or rate room keeps its first `room` in that order. Then the claim, and the rate-limit log
-     * as `taskClaimLimited`.
+     * key's backlog is taken one per key per round — and keeps the first `$4`, after each key keeps
+     * its first `room` across its levels in that order (a key's room is the claim's, not each level's)
+     * and a kind with a cap or rate room keeps its first `room` of what is left. Then the claim, and
+     * the rate-limit log as `taskClaimLimited`.
      */
     taskClaimKeyed: keyedClaimSql(schema, false),
 
