@@ -51,6 +51,7 @@ export const FRONT_DIFFERENCES: Readonly<Record<string, string>> = {
   'per-key concurrency and fair share (setKeyConcurrency) > counts CLAIMED tasks of the key in every queue; kinds without a declaration ignore their limit keys': CAPS,
   'per-key concurrency and fair share (setKeyConcurrency) > with a kind cap too: the cap bounds the kind, the key limit each key, in fair order': CAPS,
   'per-key concurrency and fair share (setKeyConcurrency) > a changed limit applies to the next claim; a deleted declaration limits nothing; list is by kind': CAPS,
+  "per-key concurrency and fair share (setKeyConcurrency) > one claim keeps a key's room across priority levels: a key with tasks at two priorities gives one claim at most `limit` of them": CAPS,
   'rate limits (setRateLimit) > a kind limit lets at most `limit` claims of the kind through per window; the rest stays SCHEDULED with no attempt used': RATES,
   'rate limits (setRateLimit) > the window slides: in every interval of windowMs at most `limit` claims, whatever the claims per call': RATES,
   'rate limits (setRateLimit) > a queue limit counts every kind of the queue and no other queue; a claim of any kind is held back when the queue is full': RATES,

@@ -15,6 +15,7 @@ import {
   lateness,
   pollUntil,
   shellExitStatus,
+  STEADY_WORKER,
   startAll,
   stopAll,
   taskSummary,
@@ -30,7 +31,10 @@ export const PARK_FIRST_ATTEMPT = [{ point: 'afterClaim', attempts: [1] }] as co
 /** normal_three_workers: 3 worker processes, 300 tasks, each claimed and done once. */
 export async function normalThreeWorkers(v: Verdict, ctx: CaseContext): Promise<void> {
   const workers = ['w1', 'w2', 'w3'].map((name) =>
-    ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: CASE_WORKER, handler: { kind: KIND } } }),
+    // STEADY_WORKER (a 5 s lease): nothing faults a worker here, so a reclaim would only mean a renewal
+    // landed late; with CASE_WORKER's 1 s lease one worker's 10 leases expired once on a loaded CI
+    // machine on Citus (p50 lateness 1.9 s), and a correct reclaim failed the case.
+    ctx.spawn({ name, waitForStart: true, run: { mode: 'worker', worker: STEADY_WORKER, handler: { kind: KIND } } }),
   );
   await allReady(workers);
   // Due over 1.5 s: every task waits, some while the workers are busy with others.
