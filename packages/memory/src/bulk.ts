@@ -126,8 +126,8 @@ export class MemoryBulk {
         // CANCEL_BATCH_HELD_EXAMPLE (a dependency and its dependent) and CANCEL_BATCH_CHAIN_EXAMPLE (a
         // chain of two held tasks, released one by the other when taken oldest first), in
         // packages/postgres/test/differential.test.ts.
-        const held = selected.filter((id) => this.ctx.db.dependencies.waiting(id) !== undefined);
-        const ordered = op === 'cancel' ? [...held.sort((a, b) => compareIds(b, a)), ...selected.filter((id) => this.ctx.db.dependencies.waiting(id) === undefined)] : selected;
+        const held = op === 'cancel' ? new Set(selected.filter((id) => this.ctx.db.dependencies.waiting(id) !== undefined)) : new Set<TaskId>();
+        const ordered = [...[...held].sort((a, b) => compareIds(b, a)), ...selected.filter((id) => !held.has(id))];
         for (const id of ordered) {
           const r = await this.#one(op, id, byIds ? null : f, f.states, o);
           if (r.outcome !== null) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;

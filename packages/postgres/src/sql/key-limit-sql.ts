@@ -151,11 +151,12 @@ export function keyedClaimSql(schema: string, rated: boolean): string {
    where k.key is not null
 ), candidates as materialized (
   select k.kind, d.id, k.priority, d.due_at, row_number() over (partition by k.kind, k.priority, k.key order by d.due_at, d.id) as rank,
-         k.key, greatest(0, least(m.max_claimed - coalesce(h.n, 0)${keyRoom})) as keyroom
+         k.key, kr.keyroom
     from keys k
     join limited m on m.kind = k.kind
     left join held h on h.kind = k.kind and h.limit_key = k.key
     left join room r on r.kind = k.kind${keyUsed}
+   cross join lateral (select greatest(0, least(m.max_claimed - coalesce(h.n, 0)${keyRoom})) as keyroom) kr
    cross join lateral (
          select s.id, s.due_at
            from ${task} s
@@ -163,7 +164,7 @@ export function keyedClaimSql(schema: string, rated: boolean): string {
             and s.due_at <= ${NOW}
           order by s.due_at, s.id
           for update skip locked
-          limit greatest(0, least($4::int, coalesce(r.room, $4::int), m.max_claimed - coalesce(h.n, 0)${keyRoom}))) d
+          limit greatest(0, least($4::int, coalesce(r.room, $4::int), kr.keyroom))) d
    where k.key is not null
   union all
   select l.kind, c.id, l.priority, c.due_at, row_number() over (partition by l.kind, l.priority order by c.due_at, c.id), null::text, null::int
