@@ -16,7 +16,7 @@ import { measurePartialDueIndex } from './seed/partial-index.js';
 import { measurePollTradeoff } from './seed/poll-interval.js';
 import { measureProcessesCurve } from './curves/processes.js';
 import { runHeap, runWheel, timerQueueInput } from './curves/timer-queues.js';
-import { runSqlCeiling } from './ceiling/ceiling.js';
+import { ceilingModes, runSqlCeiling } from './ceiling/ceiling.js';
 import { runNetwork } from './net/index.js';
 import { alternate } from './peers/alternate.js';
 import type { Contender, RunContext } from './peers/contender.js';
@@ -64,7 +64,7 @@ function versionOf(name: string): string {
 }
 
 /** Progress steps each section contributes (one per measured run). */
-function stepsOf(section: Section, s: BenchSizes, contenders: number): number {
+function stepsOf(section: Section, s: BenchSizes, contenders: number, discovering: number): number {
   switch (section) {
     case 'partial-index':
       return 1;
@@ -85,10 +85,10 @@ function stepsOf(section: Section, s: BenchSizes, contenders: number): number {
     case 'ceiling':
       return s.rounds;
     case 'network':
-      return 2 * contenders * s.rounds;
+      return 2 * discovering * s.rounds;
     case 'lateness':
     case 'idle':
-      return contenders * s.rounds;
+      return discovering * s.rounds;
   }
 }
 
@@ -111,6 +111,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
   const postgres = await withClient(adminUrl, async (c) => (await c.query<{ v: string }>('select version() as v')).rows[0]?.v ?? 'unknown');
   const admins = await Promise.all(options.systems.map((name) => loadAdmin(name)));
   const contenders: Contender[] = admins.flatMap((admin) => admin.settings.map((setting) => ({ admin, setting: setting.name })));
+  // Lateness, idle and network measure how tasks are found: settings marked `throughputOnly` find them as another setting does.
+  const discovering = contenders.filter((c) => c.admin.settings.find((x) => x.name === c.setting)?.throughputOnly !== true);
   // Worker processes run on Node.js 24 (fetched by scripts/node24.sh); Postpone tuned also on the bench's own Node.js as a second row.
   const workerNodeVersion = nodeVersionOf(workerNode());
   const parentRow: Contender[] = process.version === workerNodeVersion ? [] : contenders.filter((c) => c.admin.system === 'postpone' && c.setting === 'tuned').map((c) => ({ ...c, runtime: 'parent' }));
@@ -139,7 +141,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
   };
   const databases = new RunDatabases(adminUrl);
   const ctx: RunContext = { adminUrl, databases, counter };
-  progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length), 0));
+  progress.addSteps(options.sections.reduce((n, section) => n + stepsOf(section, s, contenders.length, discovering.length), 0));
   if (options.sections.includes('throughput')) progress.addSteps(s.throughput.processes.length * parentRow.length * s.rounds);
   const label = (what: string) => progress.label(what);
   const step = (what: string) => progress.step(what);
@@ -217,24 +219,25 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
       results.ceiling = [];
       for (let round = 1; round <= s.rounds; round++) {
         label(`peers: ceiling round ${round}`);
-        results.ceiling.push(await runSqlCeiling(ctx, s.ceiling));
+        // Both records of DONE alternate within the round (kept, not kept), as contenders do.
+        for (const keepDone of ceilingModes()) results.ceiling.push(await runSqlCeiling(ctx, s.ceiling, keepDone));
         step(`peers: ceiling round ${round} done`);
       }
     },
     lateness: async () => {
-      results.lateness = await alternate(contenders, s.rounds, (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }), peerHooks('lateness'));
+      results.lateness = await alternate(discovering, s.rounds, (c) => runLateness(ctx, c, { ...s.lateness, concurrency: s.throughput.concurrency }), peerHooks('lateness'));
     },
     network: async () => {
       const n = s.network;
       results.network = await runNetwork(
         ctx,
-        contenders,
+        discovering,
         { latencyMs: n.latencyMs, rounds: s.rounds, throughput: { tasks: n.tasks, processes: n.processes, concurrency: s.throughput.concurrency, capMs: n.capMs }, lateness: s.lateness },
         { before: (l, round) => label(`network: ${l}, round ${round}`), after: (l, round) => step(`network: ${l}, round ${round} done`) },
       );
     },
     idle: async () => {
-      results.idle = await alternate(contenders, s.rounds, (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }), peerHooks('idle'));
+      results.idle = await alternate(discovering, s.rounds, (c) => runIdle(ctx, c, { ...s.idle, concurrency: s.throughput.concurrency }), peerHooks('idle'));
     },
   };
 

@@ -6,9 +6,10 @@
  * logic. Statements are imported from `@postpone/postgres`, never copied. The clock runs from "go"
  * (every process connected) to the last process finding the queue empty; fork start-up is outside
  * it. Every guarantee of a completion is kept: the claim's row lock and lease, the attempt fence,
- * the history row in the completing statement (no effect row since migration 13). With `--done-not-kept` (`POSTPONE_BENCH_DONE=not-kept`)
- * the completion is `taskCompleteManyDrop` instead: the fenced delete alone, no history
- * (docs/contract.md#done-not-kept).
+ * the history row in the completing statement (no effect row since migration 13). Each round also
+ * measures DONE not kept: the completion is `taskCompleteManyDrop`, the fenced delete alone, no
+ * history (docs/contract.md#done-not-kept); `--done-not-kept` (`POSTPONE_BENCH_DONE=not-kept`)
+ * measures only that.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -38,14 +39,16 @@ export interface CeilingPoint extends RateFigures {
 }
 
 export interface CeilingResult {
+  /** DONE moved to history (`taskCompleteManyFenced`) or not kept (`taskCompleteManyDrop`); absent in results saved before both were measured (kept). */
+  readonly keepDone?: boolean;
   readonly points: readonly CeilingPoint[];
 }
 
 /** The batch size the report compares the worker against. */
 export const CEILING_REFERENCE_BATCH = 50;
 
-async function measure(ctx: RunContext, url: string, database: string, params: CeilingParams, batch: number): Promise<CeilingPoint> {
-  const config: CeilingChildConfig = { url, schema: POSTPONE_SCHEMA, kind: BENCH_TASK, batch, owner: 'bench-ceiling', leaseMs: 600_000, keepDone: benchKeepsDone() };
+async function measure(ctx: RunContext, url: string, database: string, params: CeilingParams, batch: number, keepDone: boolean): Promise<CeilingPoint> {
+  const config: CeilingChildConfig = { url, schema: POSTPONE_SCHEMA, kind: BENCH_TASK, batch, owner: 'bench-ceiling', leaseMs: 600_000, keepDone };
   const procs: ChildProcess[] = [];
   const state = { ready: 0, done: 0, completed: 0, statements: 0, cpuMs: 0, error: '' };
   try {
@@ -95,16 +98,27 @@ async function measure(ctx: RunContext, url: string, database: string, params: C
   }
 }
 
-/** Measures the ceiling once per batch size, each on a fresh Postpone database holding `tasks` due tasks. */
-export async function runSqlCeiling(ctx: RunContext, params: CeilingParams): Promise<CeilingResult> {
+/**
+ * The records of DONE the ceiling measures each round: history kept and not kept, or only not kept
+ * under `--done-not-kept` (`benchKeepsDone()` false).
+ */
+export function ceilingModes(): readonly boolean[] {
+  return benchKeepsDone() ? [true, false] : [false];
+}
+
+/**
+ * Measures the ceiling once per batch size, each on a fresh Postpone database holding `tasks` due
+ * tasks, completing with history kept (`keepDone`) or with the fenced delete alone.
+ */
+export async function runSqlCeiling(ctx: RunContext, params: CeilingParams, keepDone: boolean): Promise<CeilingResult> {
   const points: CeilingPoint[] = [];
   for (const batch of params.batches) {
     points.push(
       await ctx.databases.withFresh(postponeAdmin, `ceil${batch}`, async (url, database) => {
         await postponeAdmin.enqueue(url, Array.from({ length: params.tasks }, () => ({})));
-        return await measure(ctx, url, database, params, batch);
+        return await measure(ctx, url, database, params, batch, keepDone);
       }),
     );
   }
-  return { points };
+  return { keepDone, points };
 }

@@ -6,10 +6,25 @@
  * so they are only ever imported in processes run by this binary.
  */
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const SCRIPT = fileURLToPath(new URL('../../../scripts/node24.sh', import.meta.url));
+/**
+ * Path of the repository's `scripts/node24.sh`, found by walking up from this module to the folder
+ * holding `pnpm-workspace.yaml` (the same from `src/` and `dist/`, whatever the package's depth).
+ * @throws Error when no enclosing folder holds the workspace file
+ */
+export function node24Script(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 20; i++) {
+    if (existsSync(join(dir, 'pnpm-workspace.yaml'))) return join(dir, 'scripts', 'node24.sh');
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new Error(`no pnpm-workspace.yaml above ${fileURLToPath(import.meta.url)}: cannot find scripts/node24.sh (set POSTPONE_BENCH_NODE to a node binary instead)`);
+}
 
 let cached: string | undefined;
 
@@ -21,7 +36,7 @@ export function workerNode(): string {
   if (cached !== undefined) return cached;
   const override = process.env.POSTPONE_BENCH_NODE;
   if (override) return (cached = override);
-  const bin = execFileSync('bash', [SCRIPT], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 }).trim().split('\n').at(-1);
+  const bin = execFileSync('bash', [node24Script()], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 }).trim().split('\n').at(-1);
   return (cached = join(bin ?? '', 'node'));
 }
 

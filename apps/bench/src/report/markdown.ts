@@ -18,6 +18,7 @@ import {
   type LatenessRow,
   onWorkerNode,
   ratio,
+  SELF,
   throughputRows,
   type ThroughputRow,
 } from './summary.js';
@@ -188,7 +189,10 @@ function pruneSubsection(p: PruneUnderLoadResult): string {
 
 function throughputTables(r: BenchResults): string {
   const out: string[] = [];
-  const ceiling = r.ceiling ? ceilingSummary(r.ceiling) : undefined;
+  // Each Postpone row against the ceiling of its own record of DONE (`tuned-drop` does not keep it).
+  const kept = r.ceiling ? ceilingSummary(r.ceiling).median : Number.NaN;
+  const dropped = r.ceiling ? ceilingSummary(r.ceiling, CEILING_REFERENCE_BATCH, false).median : Number.NaN;
+  const ceilingOf = (x: ThroughputRow) => (x.setting === 'tuned-drop' || !Number.isFinite(kept) ? dropped : kept);
   for (const section of r.throughput ?? []) {
     const rows = throughputRows(section.contenders);
     const peer = bestPeer(rows, (x) => x.tasksPerSecond.median, true);
@@ -200,7 +204,7 @@ function throughputTables(r: BenchResults): string {
           x.label,
           medianRange(x.tasksPerSecond),
           times(ratio(x.tasksPerSecond.median, peer?.tasksPerSecond.median ?? Number.NaN)),
-          times(ratio(x.tasksPerSecond.median, ceiling?.median ?? Number.NaN)),
+          times(ratio(x.tasksPerSecond.median, ceilingOf(x))),
           num(x.statementsPerTask, 3),
           num(x.serverMsPerTask, 3),
           num(x.workerCpuMsPerTask, 3),
@@ -213,30 +217,34 @@ function throughputTables(r: BenchResults): string {
 }
 
 /** The fastest row of every system among `rows` (Postpone's on the workers' Node.js). */
-function bestPerSystem(rows: readonly ThroughputRow[]): ThroughputRow[] {
-  const systems = [...new Set(rows.map((x) => x.system))];
-  return systems
-    .map((system) => bestWhere(onWorkerNode(rows), (x) => x.system === system, (x) => x.tasksPerSecond.median, true))
-    .filter((x): x is ThroughputRow => x !== undefined);
-}
-
 /** Where the time goes: per system, the fastest contender's costs per task, and the top statements of Postpone's and the best peer's. */
 function profile(r: BenchResults): string {
   const section = r.throughput?.at(-1);
   if (!section) return '';
   const rows = throughputRows(section.contenders);
   const netRows = r.network ? throughputRows(r.network.throughput) : [];
-  const perSystem = bestPerSystem(rows);
-  const picks = [bestSelf(onWorkerNode(rows), (x) => x.tasksPerSecond.median, true), bestPeer(rows, (x) => x.tasksPerSecond.median, true)].filter((x): x is ThroughputRow => x !== undefined);
-  if (perSystem.length === 0) return '';
+  // Top statements of Postpone's two records of DONE (tuned, tuned-drop) and of the fastest peer.
+  const picks = [
+    ...onWorkerNode(rows).filter((x) => x.system === SELF && (x.setting === 'tuned' || x.setting === 'tuned-drop')),
+    bestPeer(rows, (x) => x.tasksPerSecond.median, true),
+  ].filter((x): x is ThroughputRow => x !== undefined);
+  if (rows.length === 0) return '';
   const trips = (label: string) => netRows.find((n) => n.label === label)?.roundTripsPerTask ?? Number.NaN;
   const out = [
     `### Profile: where the time goes (${section.processes} processes)
 
-Per completed task, for each system's fastest setting: statements sent, server execution time (\`pg_stat_statements\`), CPU time of the worker processes (from "go" to their stop), and round trips — request/response turns counted by the proxy of the network section (same contender, same run; "—" when it was not run). Then the statements of Postpone and of the best peer by server time, from the median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
+Per completed task, for every contender on the workers' Node.js: statements sent, server execution time (\`pg_stat_statements\`), WAL the whole server wrote while the clock ran (\`pg_current_wal_lsn()\` before and after), CPU time of the worker processes (from "go" to their stop), and round trips — request/response turns counted by the proxy of the network section (same contender, same run; "—" when it was not run). Then the statements of Postpone and of the best peer by server time, from the median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
     table(
-      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'worker CPU ms/task', 'round trips/task'],
-      perSystem.map((p) => [p.label, num(p.tasksPerSecond.median), num(p.statementsPerTask, 3), num(p.serverMsPerTask, 3), num(p.workerCpuMsPerTask, 3), Number.isFinite(trips(p.label)) ? num(trips(p.label), 3) : '—']),
+      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'WAL B/task', 'worker CPU ms/task', 'round trips/task'],
+      onWorkerNode(rows).map((p) => [
+        p.label,
+        num(p.tasksPerSecond.median),
+        num(p.statementsPerTask, 3),
+        num(p.serverMsPerTask, 3),
+        Number.isFinite(p.walBytesPerTask) ? num(p.walBytesPerTask) : '—',
+        num(p.workerCpuMsPerTask, 3),
+        Number.isFinite(trips(p.label)) ? num(trips(p.label), 3) : '—',
+      ]),
     ),
   ];
   for (const p of picks) {
@@ -300,16 +308,22 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
   if (r.ceiling && r.ceiling.length > 0) {
     const c = r.meta.sizes.ceiling;
     const ref = ceilingSummary(r.ceiling);
+    const refDrop = ceilingSummary(r.ceiling, CEILING_REFERENCE_BATCH, false);
     const tp = r.throughput?.at(-1);
-    const self = tp ? bestSelf(onWorkerNode(throughputRows(tp.contenders)), (x) => x.tasksPerSecond.median, true) : undefined;
+    const tpRows = tp ? onWorkerNode(throughputRows(tp.contenders)) : [];
+    const self = tpRows.find((x) => x.system === SELF && x.setting === 'tuned');
+    const selfDrop = tpRows.find((x) => x.system === SELF && x.setting === 'tuned-drop');
+    const bothRecords = r.ceiling.some((c) => c.keepDone === false) && r.ceiling.some((c) => c.keepDone !== false);
+    const reach = (row: ThroughputRow | undefined, of: typeof ref) => (row && Number.isFinite(of.median) ? `; ${row.label} reaches **${num((100 * row.tasksPerSecond.median) / of.median)} %** of it (target ≥ 70 %)` : '');
     const batches = r.ceiling[0]?.points.map((p) => p.batch) ?? [];
     // WAL per task: only in results measured since it was (`walBytesPerTask`).
     const wal = r.ceiling[0]?.points.some((p) => p.walBytesPerTask !== undefined) === true;
     out.push(
-      `### The ceiling of the schema (SQL only)\n\nPostpone's own claim (\`taskClaim\`, limit = batch) and batched fenced completion (\`taskCompleteManyFenced\`, one statement: the move to history, no effect row since migration 13) — statements imported from \`@postpone/postgres\` — as named prepared statements in a tight loop: ${c.processes} processes on the workers' Node.js, one \`pg\` connection each, ${num(c.tasks)} due tasks per batch size on a fresh database, until a claim comes back empty. No handler, no lease renewal, no worker logic; fork start-up outside the clock. At batches of ${CEILING_REFERENCE_BATCH}: **${medianRange(ref)} tasks/s**${self ? `; ${self.label} reaches **${num((100 * self.tasksPerSecond.median) / ref.median)} %** of it (target ≥ 70 %)` : ''}.\n`,
+      `### The ceiling of the schema (SQL only)\n\nPostpone's own claim (\`taskClaim\`, limit = batch) and batched fenced completion (\`taskCompleteManyFenced\`, one statement: the move to history, no effect row since migration 13) — statements imported from \`@postpone/postgres\` — as named prepared statements in a tight loop: ${c.processes} processes on the workers' Node.js, one \`pg\` connection each, ${num(c.tasks)} due tasks per batch size on a fresh database, until a claim comes back empty. No handler, no lease renewal, no worker logic; fork start-up outside the clock. Each round measures both records of DONE: history kept (\`taskCompleteManyFenced\`) and not kept (\`taskCompleteManyDrop\`, the fenced delete alone). At batches of ${CEILING_REFERENCE_BATCH}, history kept: **${medianRange(ref)} tasks/s**${reach(self, ref)}${Number.isFinite(refDrop.median) ? `; DONE not kept: **${medianRange(refDrop)} tasks/s**${reach(selfDrop, refDrop)}` : ''}.\n`,
       table(
         [
           'round',
+          'DONE',
           ...batches.map((b) => `batch ${b}: tasks/s`),
           ...batches.map((b) => `batch ${b}: statements/task`),
           ...batches.map((b) => `batch ${b}: server ms/task`),
@@ -317,7 +331,9 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
           ...(wal ? batches.map((b) => `batch ${b}: WAL B/task`) : []),
         ],
         r.ceiling.map((x, i) => [
-          String(i + 1),
+          // Rounds measured both records alternately since the DONE column existed; older results hold one per round.
+          String(bothRecords ? Math.floor(i / 2) + 1 : i + 1),
+          (x.keepDone ?? true) ? 'kept' : 'not kept',
           ...x.points.map((p) => num(p.tasksPerSecond)),
           ...x.points.map((p) => num(p.statementsPerTask, 3)),
           // Absent in results saved before the column existed.
@@ -371,13 +387,20 @@ function standing(r: BenchResults): string {
   const lines: string[] = [];
   const tp = r.throughput?.at(-1);
   if (tp) {
-    const rows = throughputRows(tp.contenders);
-    const self = bestSelf(onWorkerNode(rows), (x) => x.tasksPerSecond.median, true);
-    for (const system of ['graphile-worker', 'pg-boss']) {
-      const peer = bestWhere(rows, (x) => x.system === system, (x) => x.tasksPerSecond.median, true);
+    const rows = onWorkerNode(throughputRows(tp.contenders));
+    // Each record of DONE beside the peer that keeps the same record (issue #24): DONE not kept against
+    // graphile-worker (which deletes a completed job), history kept against pg-boss (which keeps it).
+    const pairs = [
+      { self: 'tuned-drop', record: 'DONE not kept', peer: 'graphile-worker' },
+      { self: 'tuned', record: 'history kept', peer: 'pg-boss' },
+      { self: 'tuned', record: 'history kept', peer: 'graphile-worker' },
+    ];
+    for (const pair of pairs) {
+      const self = rows.find((x) => x.system === SELF && x.setting === pair.self);
+      const peer = bestWhere(rows, (x) => x.system === pair.peer, (x) => x.tasksPerSecond.median, true);
       if (self && peer) {
         lines.push(
-          `- Throughput (${tp.processes} processes): ${self.label} ${num(self.tasksPerSecond.median)} tasks/s = ${times(ratio(self.tasksPerSecond.median, peer.tasksPerSecond.median))} ${peer.label} (${num(peer.tasksPerSecond.median)} tasks/s).`,
+          `- Throughput (${tp.processes} processes), ${pair.record}: ${self.label} ${num(self.tasksPerSecond.median)} tasks/s = ${times(ratio(self.tasksPerSecond.median, peer.tasksPerSecond.median))} ${peer.label} (${num(peer.tasksPerSecond.median)} tasks/s).`,
         );
       }
     }
@@ -388,7 +411,12 @@ function standing(r: BenchResults): string {
   if (r.idle) {
     lines.push(`- Idle statements/s: ${idleRows(r.idle).map((x) => `${x.label} ${num(x.statementsPerSecond.median, 1)}`).join(', ')}.`);
   }
-  if (r.ceiling) lines.push(`- SQL-only ceiling of the schema (claim + \`completeMany\`, batches of ${CEILING_REFERENCE_BATCH}): ${num(ceilingSummary(r.ceiling).median)} tasks/s.`);
+  if (r.ceiling) {
+    const drop = ceilingSummary(r.ceiling, CEILING_REFERENCE_BATCH, false).median;
+    lines.push(
+      `- SQL-only ceiling of the schema (claim + \`completeMany\`, batches of ${CEILING_REFERENCE_BATCH}): history kept ${num(ceilingSummary(r.ceiling).median)} tasks/s${Number.isFinite(drop) ? `, DONE not kept ${num(drop)} tasks/s` : ''}.`,
+    );
+  }
   if (r.network) {
     const rows = onWorkerNode(throughputRows(r.network.throughput));
     const self = bestSelf(rows, (x) => x.tasksPerSecond.median, true);

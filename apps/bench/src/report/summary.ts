@@ -17,6 +17,8 @@ export interface ThroughputRow extends ContenderColumns {
   readonly statementsPerTask: number;
   readonly serverMsPerTask: number;
   readonly workerCpuMsPerTask: number;
+  /** WAL the whole server wrote per task while the clock ran, bytes (NaN in results saved before it was measured). */
+  readonly walBytesPerTask: number;
   /** Request/response turns per task (only measured through the network section's proxy; NaN otherwise). */
   readonly roundTripsPerTask: number;
   /** The statement profile of the round closest to the median rate. */
@@ -54,6 +56,7 @@ export function throughputRows(contenders: readonly RoundsOf<ThroughputResult>[]
     statementsPerTask: summarizeRounds(c.rounds.map((r) => r.statementsPerTask)).median,
     serverMsPerTask: summarizeRounds(c.rounds.map((r) => r.serverMsPerTask)).median,
     workerCpuMsPerTask: summarizeRounds(c.rounds.map((r) => r.workerCpuMsPerTask)).median,
+    walBytesPerTask: summarizeRounds(c.rounds.map((r) => r.walBytesPerTask ?? Number.NaN)).median,
     roundTripsPerTask: summarizeRounds(c.rounds.map((r) => r.roundTripsPerTask ?? Number.NaN)).median,
     topStatements: medianRound(c.rounds, (r) => r.tasksPerSecond)?.topStatements ?? [],
     capped: c.rounds.some((r) => r.capped),
@@ -99,9 +102,17 @@ export function idleRows(contenders: readonly RoundsOf<IdleResult>[]): IdleRow[]
   }));
 }
 
-/** The ceiling at `batch` (default the reference batch of 50) over rounds. */
-export function ceilingSummary(rounds: readonly CeilingResult[], batch = CEILING_REFERENCE_BATCH): RoundSummary {
-  return summarizeRounds(rounds.map((r) => r.points.find((p) => p.batch === batch)?.tasksPerSecond ?? Number.NaN).filter(Number.isFinite));
+/**
+ * The ceiling at `batch` (default the reference batch of 50) over rounds, for one record of DONE:
+ * history kept (the default, and every result saved before the mode was recorded) or not kept.
+ */
+export function ceilingSummary(rounds: readonly CeilingResult[], batch = CEILING_REFERENCE_BATCH, keepDone = true): RoundSummary {
+  return summarizeRounds(
+    rounds
+      .filter((r) => (r.keepDone ?? true) === keepDone)
+      .map((r) => r.points.find((p) => p.batch === batch)?.tasksPerSecond ?? Number.NaN)
+      .filter(Number.isFinite),
+  );
 }
 
 /** Rows measured on the bench's worker Node.js (not the extra rows on the parent's Node.js, labelled `…, Node 20`). */

@@ -8,7 +8,7 @@ import { RunDatabases } from '../../dist/peers/run-databases.js';
 import { testDatabaseUrl } from '@postpone/embedded/vitest-setup';
 import { afterAll, describe, expect, it } from 'vitest';
 // The built package: the ceiling forks dist/ceiling/child.js.
-import { runSqlCeiling } from '../../dist/ceiling/index.js';
+import { ceilingModes, runSqlCeiling } from '../../dist/ceiling/index.js';
 
 // The ceiling's processes need no Node.js 24: run them on this Node.js (no download in tests).
 process.env.POSTPONE_BENCH_NODE = process.execPath;
@@ -21,7 +21,7 @@ describe('runSqlCeiling', () => {
     const counter = await openStatementCounter(testDatabaseUrl());
     const tasks = 300;
     const processes = 2;
-    const { points } = await runSqlCeiling({ adminUrl: testDatabaseUrl(), databases, counter }, { tasks, processes, batches: [10, 50] });
+    const { points } = await runSqlCeiling({ adminUrl: testDatabaseUrl(), databases, counter }, { tasks, processes, batches: [10, 50] }, true);
     expect(points.map((p) => p.batch)).toEqual([10, 50]);
     for (const p of points) {
       expect(p.completed).toBe(tasks);
@@ -35,13 +35,24 @@ describe('runSqlCeiling', () => {
     }
   });
 
-  it('with DONE not kept (--done-not-kept) completes every task through the drop statement', async () => {
+  it('with DONE not kept completes every task through the drop statement, and writes less WAL per task', async () => {
     const counter = await openStatementCounter(testDatabaseUrl());
+    const params = { tasks: 200, processes: 2, batches: [50] };
+    const ctx = { adminUrl: testDatabaseUrl(), databases, counter };
+    const kept = await runSqlCeiling(ctx, params, true);
+    const dropped = await runSqlCeiling(ctx, params, false);
+    // The loop throws when the drop statement finishes fewer tasks than were claimed.
+    expect(dropped.keepDone).toBe(false);
+    expect(dropped.points.map((p) => [p.batch, p.completed])).toEqual([[50, 200]]);
+    // No history row: the WAL of a whole run (claims included) is smaller by at least the history insert.
+    expect(dropped.points[0]?.walBytesPerTask).toBeLessThan(kept.points[0]?.walBytesPerTask ?? 0);
+  });
+
+  it('measures both records of DONE each round, only the drop under --done-not-kept', () => {
+    expect(ceilingModes()).toEqual([true, false]);
     process.env.POSTPONE_BENCH_DONE = 'not-kept';
     try {
-      const { points } = await runSqlCeiling({ adminUrl: testDatabaseUrl(), databases, counter }, { tasks: 200, processes: 2, batches: [50] });
-      // The loop throws when the drop statement finishes fewer tasks than were claimed.
-      expect(points.map((p) => [p.batch, p.completed])).toEqual([[50, 200]]);
+      expect(ceilingModes()).toEqual([false]);
     } finally {
       delete process.env.POSTPONE_BENCH_DONE;
     }

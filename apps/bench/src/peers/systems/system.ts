@@ -11,6 +11,11 @@ export interface SettingInfo {
   readonly name: string;
   /** The exact settings, e.g. "`localQueue.size` 50, `completeJobBatchDelay` 0". */
   readonly description: string;
+  /**
+   * Measured in the throughput section (and its profile) only: the setting finds tasks exactly as
+   * another setting of the system does, so lateness, idle and network would measure that one again.
+   */
+  readonly throughputOnly?: boolean;
 }
 
 /** A task to enqueue: due at `dueMs` (epoch ms), or now when absent. */
