@@ -7,7 +7,9 @@
  * discarded (pg: released with the error; postgres.js: the read-only connections end themselves),
  * and within a pool's worth of tries every write succeeds. The evidence case is `failover_promote`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '@postpone/core';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgStore } from '../src/drivers/pg.js';
 import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
@@ -90,3 +92,47 @@ describe.each(DRIVERS)('%s: connections on a read-only node', (driver) => {
     }
   }, 60_000);
 });
+
+// One sweep reaches only the connections idle or busy at that moment: a connection inside a
+// transaction then, left idle on the read-only node and used for reads only, stayed there for ever.
+// The follow-up sweeps (every READ_ONLY_RESWEEP_MS after a read-only server was seen) end it.
+it('postgres.js: a connection inside a transaction at the first sweep leaves the read-only node by a follow-up sweep, with reads only', async () => {
+  const role = `postpone_rs_${process.pid}`;
+  await admin.query(`drop role if exists ${role}`);
+  await admin.query(`create role ${role} login superuser password 'ro'`);
+  await admin.query(`alter role ${role} set default_transaction_read_only = on`);
+  const u = new URL(admin.url);
+  u.username = role;
+  u.password = 'ro';
+  const sql = postgres(u.toString(), { max: 2, fetch_types: false, onnotice: () => {} });
+  const store = createPostgresJsStore({ sql, schema: admin.schema });
+  try {
+    // Both connections opened on the "old node"; A then holds a (reading) transaction.
+    await Promise.all([sql`select pg_sleep(0.1)`, sql`select pg_sleep(0.1)`]);
+    let pidA = 0;
+    const held = sql.begin(async (tx) => {
+      pidA = (await tx<{ p: number }[]>`select pg_backend_pid() as p`)[0]!.p;
+      await tx`select pg_sleep(1.5)`;
+    });
+    await sleep(200);
+    await admin.query(`alter role ${role} reset default_transaction_read_only`);
+    // The write meets 25006 on the other connection: the sweep ends it, and cannot reach A.
+    await store.schedule({ kind: 'ro', delayMs: 60_000 }).catch(() => undefined);
+    await held;
+    const endedAt = performance.now();
+    let alive = true;
+    while (alive && performance.now() - endedAt < 5_000) {
+      // A read pipelined behind the probe that ends A fails as a lost connection (retryable).
+      await sql`select 1`.catch(() => undefined);
+      alive = (await admin.query('select 1 from pg_stat_activity where pid = $1', [pidA])).length > 0;
+      await sleep(100);
+    }
+    expect(alive).toBe(false);
+  } finally {
+    await store.close();
+    await sql.end({ timeout: 2 });
+    await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [role]);
+    await admin.query(`drop role if exists ${role}`).catch(() => {});
+    await admin.truncate();
+  }
+}, 30_000);

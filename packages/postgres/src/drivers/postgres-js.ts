@@ -225,16 +225,34 @@ const LEAVE_IF_READ_ONLY =
 const READ_ONLY_SWEEP_MS = 2_000;
 
 /**
- * Ends the connections of `sql` that sit on a read-only server: one {@link LEAVE_IF_READ_ONLY} per
- * connection of its `max`, sent at once (postgres.js spreads them over its idle, then busy,
- * connections), each failure ignored (the one that ended its own connection fails by design).
- * Bounded by {@link READ_ONLY_SWEEP_MS}.
+ * After a read-only server was seen (a write met 25006, or a sweep ended a connection), the
+ * connections are swept again every `READ_ONLY_RESWEEP_MS` until none was seen for
+ * `READ_ONLY_WATCH_MS`, and the listener is asked again each time, in ms. One sweep reaches only the
+ * connections idle or busy at that moment: not one inside a transaction or still opening, nor one
+ * opened afterwards while the endpoint still sends new connections to the old primary (the statement
+ * run again after the sweep opens one). postgres.js keeps an idle connection for ever (no
+ * `idle_timeout` by default) and reads succeed on a read-only server, so such a connection stayed
+ * there until a write happened to land on it, however long that took. Swept again, it leaves within
+ * about one period (plus the statement it runs, when busy) of the endpoint moving.
  */
-async function leaveReadOnlyNode(sql: AnySql): Promise<void> {
+const READ_ONLY_RESWEEP_MS = 1_000;
+const READ_ONLY_WATCH_MS = 10_000;
+
+/**
+ * Ends the connections of `sql` that sit on a read-only server: one {@link LEAVE_IF_READ_ONLY} per
+ * connection of its `max`, sent at once (postgres.js spreads them over its idle connections, then
+ * opens closed ones, then pipelines behind busy ones; a connection inside a transaction gets none),
+ * each failure ignored (the one that ended its own connection fails by design). `onEnded` runs for
+ * each probe whose connection was lost under it (as one on a read-only server is), also after the
+ * sweep's bound. Bounded by {@link READ_ONLY_SWEEP_MS}.
+ */
+async function leaveReadOnlyNode(sql: AnySql, onEnded: () => void): Promise<void> {
   const max = Math.max(1, Math.min(100, Number(sql.options.max) || 10));
   const probes = Array.from({ length: max }, () => sql.unsafe(LEAVE_IF_READ_ONLY, [], { prepare: false }).then(
     () => undefined,
-    () => undefined,
+    (error: unknown) => {
+      if (isConnectionLoss(error)) onEnded();
+    },
   ));
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
@@ -268,19 +286,42 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
   let closed: Promise<void> | undefined;
   // One sweep at a time: every statement that met 25006 meanwhile awaits the same one.
   let sweeping: Promise<void> | undefined;
+  const sweep = (): Promise<void> => {
+    sweeping ??= leaveReadOnlyNode(sql, readOnlySeen).finally(() => {
+      sweeping = undefined;
+    });
+    return sweeping;
+  };
+  // The follow-up sweeps (see READ_ONLY_RESWEEP_MS): when a read-only server was last seen (performance.now()), the next sweep's timer.
+  let readOnlySeenAt = 0;
+  let resweep: NodeJS.Timeout | undefined;
+  const readOnlySeen = (): void => {
+    readOnlySeenAt = performance.now();
+    if (resweep !== undefined || closed !== undefined) return;
+    const next = () => {
+      resweep = setTimeout(() => {
+        if (closed !== undefined || performance.now() - readOnlySeenAt > READ_ONLY_WATCH_MS) {
+          resweep = undefined;
+          return;
+        }
+        shared.recheck();
+        void sweep().finally(next);
+      }, READ_ONLY_RESWEEP_MS);
+      resweep.unref();
+    };
+    next();
+  };
   /**
    * After 25006 (a read-only server: wrong node after a failover): ends the connections that sit on
    * it, moves the listener too, then runs `again` once (the failed statement or transaction wrote
-   * nothing). A second 25006 is thrown: the caller retries later (the endpoint may still point at the
-   * old primary for a while).
+   * nothing), and sweeps again every READ_ONLY_RESWEEP_MS for a while. A second 25006 is thrown: the
+   * caller retries later (the endpoint may still point at the old primary for a while).
    */
   const afterReadOnly = async <T>(error: unknown, again: () => Promise<T>): Promise<T> => {
     if (!isReadOnlyNode(error)) throw error;
+    readOnlySeen();
     shared.recheck();
-    sweeping ??= leaveReadOnlyNode(sql).finally(() => {
-      sweeping = undefined;
-    });
-    await sweeping;
+    await sweep();
     return await again();
   };
   /** One `sql.begin` transaction running `fn` (see `transaction`). */
@@ -334,6 +375,7 @@ export function createPostgresJsDriver(sql: AnySql, ownsSql: boolean, listenSql?
     listen: async (channel, onNotify, options) => listeners.track(await shared.listen(channel, onNotify, options)),
     close() {
       closed ??= (async () => {
+        clearTimeout(resweep);
         await listeners.closeAll();
         // In-flight queries get 5 s; the timeout also bounds postgres.js 3.4.9's end(), which never
         // settles after a connection died mid-query (porsager/postgres#1097).
