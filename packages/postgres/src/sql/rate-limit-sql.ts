@@ -116,6 +116,16 @@ returning ${columns}`,
     rateLimitKeys: `select r.scope, r.name from ${rate} r`,
 
     /**
+     * → `source, scope, name` of every limit declaration a claim must apply, in one statement: the
+     * rate limits (`rate`, their scope and name), the kinds with per-key concurrency (`key`) and those
+     * with a per-key rate limit (`keyrate`; scope `kind`, name the kind). Cached by the store
+     * (`LimitDeclarations`); 42P01 on a schema older than one of the tables.
+     */
+    limitDeclarations: `select 'rate' as source, r.scope, r.name from ${rate} r
+union all select 'key', 'kind', k.kind from ${q}.key_limit k
+union all select 'keyrate', 'kind', d.kind from ${q}.key_rate_limit d`,
+
+    /**
      * `$1` now, `$2` the limits a claim may take tasks of, as a JSON array of `[scope, name]` →
      * per limit found: `scope, name, room, reopeninms`. The first statement of a limited claim's
      * transaction (after `kindCapLock` when it has caps): it locks the rows FOR UPDATE in

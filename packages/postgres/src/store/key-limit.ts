@@ -6,7 +6,7 @@
  */
 import { type KeyConcurrencyInput, type KeyConcurrencyRecord, validateKeyConcurrency, validateKeyConcurrencyKind } from '@postpone/core';
 import { type KeyLimitStatements, keyLimitStatements } from '../sql/key-limit-sql.js';
-import { DeclaredKinds } from './declared-kinds.js';
+import { LIMIT_DECLARATIONS_REFRESH_MS, type LimitDeclarations } from './limit-declarations.js';
 import type { Row } from './driver.js';
 import type { PostgresRateLimitContext } from './rate-limit.js';
 
@@ -15,16 +15,17 @@ import type { PostgresRateLimitContext } from './rate-limit.js';
  * statement at most this often). A declaration added or removed elsewhere reaches this process's
  * claims within this time; a changed `limit` is read in the claim itself.
  */
-export const KEY_LIMIT_REFRESH_MS = 1_000;
+export const KEY_LIMIT_REFRESH_MS = LIMIT_DECLARATIONS_REFRESH_MS;
 
 export class PostgresKeyLimits {
   readonly sql: KeyLimitStatements;
-  /** Which kinds have one (read again after {@link KEY_LIMIT_REFRESH_MS}). */
-  private readonly declared: DeclaredKinds;
 
-  constructor(private readonly ctx: PostgresRateLimitContext) {
+  /** @param declarations the store's cache of which limits exist, shared with the rate limits */
+  constructor(
+    private readonly ctx: PostgresRateLimitContext,
+    private readonly declarations: LimitDeclarations,
+  ) {
     this.sql = keyLimitStatements(ctx.schema);
-    this.declared = new DeclaredKinds(KEY_LIMIT_REFRESH_MS, () => this.ctx.driver.query(this.sql.keyLimitList), (error) => this.ctx.call(() => Promise.reject(error)));
   }
 
   /** One statement (`keyLimitSet`, an upsert). */
@@ -32,7 +33,7 @@ export class PostgresKeyLimits {
     this.ctx.assertOpen();
     const { kind, limit } = validateKeyConcurrency(input);
     const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyLimitSet, [kind, limit]));
-    this.declared.invalidate();
+    this.declarations.invalidate();
     return toRecord(row as Row);
   }
 
@@ -41,7 +42,7 @@ export class PostgresKeyLimits {
     this.ctx.assertOpen();
     const kind = validateKeyConcurrencyKind(target);
     const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyLimitDelete, [kind]));
-    this.declared.invalidate();
+    this.declarations.invalidate();
     return rows.length === 1;
   }
 
@@ -56,8 +57,8 @@ export class PostgresKeyLimits {
    * order), from the cache (read again after {@link KEY_LIMIT_REFRESH_MS}). A schema without the
    * table (older than migration 19) has none.
    */
-  applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
-    return this.declared.applicable(kinds, nowMs);
+  async applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
+    return (await this.declarations.current(nowMs)).keyLimited.filter((kind) => kinds === null || kinds.includes(kind)).sort();
   }
 
 }

@@ -8,7 +8,7 @@
 import { type KeyRateLimitInput, type KeyRateLimitRecord, type RateLimited, ValidationError, validateKeyRateLimit, validateKeyRateLimitKind } from '@postpone/core';
 import { keyLimitStatements } from '../sql/key-limit-sql.js';
 import { type KeyRateStatements, keyRateStatements } from '../sql/key-rate-sql.js';
-import { DeclaredKinds } from './declared-kinds.js';
+import { LIMIT_DECLARATIONS_REFRESH_MS, type LimitDeclarations } from './limit-declarations.js';
 import type { QueryFn, Row } from './driver.js';
 import type { PostgresRateLimitContext } from './rate-limit.js';
 
@@ -17,7 +17,7 @@ import type { PostgresRateLimitContext } from './rate-limit.js';
  * (as `KEY_LIMIT_REFRESH_MS`). A declaration added or removed elsewhere reaches this process's claims
  * within this time; a changed `limit` or `windowMs` is read in the claim itself.
  */
-export const KEY_RATE_REFRESH_MS = 1_000;
+export const KEY_RATE_REFRESH_MS = LIMIT_DECLARATIONS_REFRESH_MS;
 
 /** How often at most a process's rated claims also prune idle keys' logs (`keyRateLogPrune`). */
 export const KEY_RATE_PRUNE_EVERY_MS = 10_000;
@@ -25,13 +25,14 @@ export const KEY_RATE_PRUNE_EVERY_MS = 10_000;
 export class PostgresKeyRateLimits {
   readonly sql: KeyRateStatements;
   private readonly lockSql: string;
-  /** Which kinds have one (read again after {@link KEY_RATE_REFRESH_MS}). */
-  private readonly declared: DeclaredKinds;
   private prunedAtMs = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly ctx: PostgresRateLimitContext) {
+  /** @param declarations the store's cache of which limits exist, shared with the rate limits */
+  constructor(
+    private readonly ctx: PostgresRateLimitContext,
+    private readonly declarations: LimitDeclarations,
+  ) {
     this.sql = keyRateStatements(ctx.schema);
-    this.declared = new DeclaredKinds(KEY_RATE_REFRESH_MS, () => this.ctx.driver.query(this.sql.keyRateLimitKinds), (error) => this.ctx.call(() => Promise.reject(error)));
     this.lockSql = keyLimitStatements(ctx.schema).keyLimitLock;
   }
 
@@ -47,7 +48,7 @@ export class PostgresKeyRateLimits {
       throw new ValidationError('KEY_RATE_LIMITS_UNSUPPORTED', 'kind', 'the Citus dialect keeps no per-key rate limits (docs/contract.md#per-key-rate-limits): nothing was written');
     }
     const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.keyRateLimitSet, [this.ctx.nowParam(), kind, limit, windowMs]));
-    this.declared.invalidate();
+    this.declarations.invalidate();
     return toRecord(row as Row);
   }
 
@@ -61,7 +62,7 @@ export class PostgresKeyRateLimits {
         return await query(this.sql.keyRateLimitDelete, [kind]);
       }),
     );
-    this.declared.invalidate();
+    this.declarations.invalidate();
     return rows.length === 1;
   }
 
@@ -76,8 +77,8 @@ export class PostgresKeyRateLimits {
    * the cache (read again after {@link KEY_RATE_REFRESH_MS}). A schema without the table (older than
    * migration 23) has none.
    */
-  applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
-    return this.declared.applicable(kinds, nowMs);
+  async applicable(kinds: readonly string[] | null, nowMs: number): Promise<string[]> {
+    return (await this.declarations.current(nowMs)).keyRated.filter((kind) => kinds === null || kinds.includes(kind)).sort();
   }
 
 

@@ -8,14 +8,14 @@ import { type RateLimited, type RateLimitInput, type RateLimitKey, type RateLimi
 import { type RateLimitStatements, rateLimitStatements } from '../sql/rate-limit-sql.js';
 import type { PostgresAdminContext } from './admin.js';
 import type { QueryFn, Row } from './driver.js';
-import { SqlState, sqlStateOf } from './errors.js';
+import { LIMIT_DECLARATIONS_REFRESH_MS, type LimitDeclarations } from './limit-declarations.js';
 
 /**
  * How long a process trusts its list of which limits exist before a claim reads it again (one
  * small statement at most this often, not per claim). A limit added or removed elsewhere reaches
  * this process's claims within this time; a changed `limit` or `windowMs` is read in the claim itself.
  */
-export const RATE_LIMIT_REFRESH_MS = 1_000;
+export const RATE_LIMIT_REFRESH_MS = LIMIT_DECLARATIONS_REFRESH_MS;
 
 export type PostgresRateLimitContext = Omit<PostgresAdminContext, 'toTask'>;
 
@@ -33,10 +33,12 @@ export interface LimitedClaimPlan {
 
 export class PostgresRateLimits {
   readonly sql: RateLimitStatements;
-  private cache: { readonly atMs: number; readonly keys: readonly RateLimitKey[] } | null = null;
-  private loading: Promise<readonly RateLimitKey[]> | null = null;
 
-  constructor(private readonly ctx: PostgresRateLimitContext) {
+  /** @param declarations the store's cache of which limits exist, shared with the per-key limits */
+  constructor(
+    private readonly ctx: PostgresRateLimitContext,
+    private readonly declarations: LimitDeclarations,
+  ) {
     this.sql = rateLimitStatements(ctx.schema);
   }
 
@@ -45,7 +47,7 @@ export class PostgresRateLimits {
     this.ctx.assertOpen();
     const limit = validateRateLimit(input);
     const [row] = await this.ctx.call(() => this.ctx.driver.query(this.sql.rateLimitSet, [this.ctx.nowParam(), limit.scope, limit.name, limit.limit, limit.windowMs]));
-    this.cache = null;
+    this.declarations.invalidate();
     return toRecord(row as Row);
   }
 
@@ -54,7 +56,7 @@ export class PostgresRateLimits {
     this.ctx.assertOpen();
     const key = validateRateLimitScope(scope);
     const rows = await this.ctx.call(() => this.ctx.driver.query(this.sql.rateLimitDelete, [key.scope, key.name]));
-    this.cache = null;
+    this.declarations.invalidate();
     return rows.length === 1;
   }
 
@@ -66,17 +68,11 @@ export class PostgresRateLimits {
 
   /**
    * The limits a claim of `queue` and `kinds` (null: every kind) must apply, sorted by (scope, name),
-   * from the cache (read again after {@link RATE_LIMIT_REFRESH_MS}). A schema without the table
-   * (older than migration 17) has none.
+   * from the store's cache of declarations (read again after {@link RATE_LIMIT_REFRESH_MS}). A schema
+   * without the table (older than migration 17) has none.
    */
   async applicable(queue: string, kinds: readonly string[] | null, nowMs: number): Promise<RateLimitKey[]> {
-    let keys = this.cache !== null && nowMs - this.cache.atMs < RATE_LIMIT_REFRESH_MS ? this.cache.keys : null;
-    if (keys === null) {
-      this.loading ??= this.load(nowMs).finally(() => {
-        this.loading = null;
-      });
-      keys = await this.loading;
-    }
+    const keys = (await this.declarations.current(nowMs)).rate;
     return keys
       .filter((k) => (k.scope === 'queue' ? k.name === queue : kinds === null || kinds.includes(k.name)))
       .sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -98,20 +94,6 @@ export class PostgresRateLimits {
    */
   async heldAfter(query: QueryFn, nowParam: string | null, keys: readonly RateLimitKey[], queue: string, kinds: readonly string[] | null): Promise<RateLimited | null> {
     return decide(await query(this.sql.rateLimitRooms, [nowParam, JSON.stringify(keys.map((k) => [k.scope, k.name]))]), queue, kinds, 1).held;
-  }
-
-  private async load(nowMs: number): Promise<readonly RateLimitKey[]> {
-    let rows: Row[];
-    try {
-      rows = await this.ctx.driver.query(this.sql.rateLimitKeys);
-    } catch (error) {
-      const state = sqlStateOf(error);
-      if (state !== SqlState.UNDEFINED_TABLE) return await this.ctx.call(() => Promise.reject(error));
-      rows = [];
-    }
-    const keys = rows.map((r) => ({ scope: r.scope === 'queue' ? ('queue' as const) : ('kind' as const), name: String(r.name) }));
-    this.cache = { atMs: nowMs, keys };
-    return keys;
   }
 }
 

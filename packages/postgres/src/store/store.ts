@@ -111,6 +111,7 @@ import { PostgresKeyLimits } from './key-limit.js';
 import { PostgresKeyBacklog } from './key-backlog.js';
 import { PostgresKeyRateLimits } from './key-rate-limit.js';
 import { PostgresRateLimits } from './rate-limit.js';
+import { LimitDeclarations, limitDeclarationStatements } from './limit-declarations.js';
 import { hasDependencies, linkDependencies } from './dependencies.js';
 import { type DependencyStatements, dependencyStatements } from '../sql/dependency-sql.js';
 import { type Driver, type DriverEvents, isPool, isPostgresJsSql, isSqlExecutor, type ListenOptions, type QueryFn, type Row, type SqlExecutor, transactionStatusOf, type Unlisten } from './driver.js';
@@ -514,10 +515,12 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     });
     this.cron = new PostgresCron({ ...context, maxPayloadBytes: this.maxPayloadBytes });
     this.pauses = new PostgresPause({ ...context, ready: () => this.pauseReady() });
-    this.rateLimits = new PostgresRateLimits(context);
-    this.keyLimits = new PostgresKeyLimits(context);
+    // One cache of which limits exist, read with one statement, for the three kinds of limit.
+    const declarations = new LimitDeclarations(limitDeclarationStatements(context.schema), (sql) => context.driver.query(sql), (error) => context.call(() => Promise.reject(error)));
+    this.rateLimits = new PostgresRateLimits(context, declarations);
+    this.keyLimits = new PostgresKeyLimits(context, declarations);
     this.keyBacklogs = new PostgresKeyBacklog(context);
-    this.keyRateLimits = new PostgresKeyRateLimits(context);
+    this.keyRateLimits = new PostgresKeyRateLimits(context, declarations);
   }
 
   /** Paused queues and kinds (docs/contract.md#pause-and-resume): see `./pause.ts`. */
