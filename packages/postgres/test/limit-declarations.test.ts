@@ -50,14 +50,18 @@ describe('limit declarations: one statement a second', () => {
       const rate = rateLimitStatements(admin.schema);
       const claim = { owner: 'w1', limit: 10, leaseMs: 30_000 };
       sent.length = 0;
+      // The cache is filled after this instant: while less than the refresh has passed since, it holds.
+      const filledAfter = performance.now();
       expect(await store.claim(claim)).toEqual([]);
       const first = sent.splice(0);
       expect(first.filter((t) => t === rate.limitDeclarations)).toHaveLength(1);
       expect(first.filter((t) => t === rate.rateLimitKeys || t === keyLimitStatements(admin.schema).keyLimitList || t === keyRateStatements(admin.schema).keyRateLimitKinds)).toEqual([]);
       expect(first.at(-1)).toBe(statements(admin.schema).taskClaim);
-      // Within the refresh: the claim alone.
+      // Within the refresh: the claim alone (a machine that stalled past the refresh may read once, never more).
       expect(await store.claim(claim)).toEqual([]);
-      expect(sent.splice(0)).toEqual([statements(admin.schema).taskClaim]);
+      const second = sent.splice(0);
+      if (performance.now() - filledAfter < LIMIT_DECLARATIONS_REFRESH_MS) expect(second).toEqual([statements(admin.schema).taskClaim]);
+      else expect(second.filter((t) => t === rate.limitDeclarations).length).toBeLessThanOrEqual(1);
       // After it: one read again.
       await sleep(LIMIT_DECLARATIONS_REFRESH_MS + 50);
       await store.claim(claim);
