@@ -28,16 +28,24 @@ afterAll(async () => {
   await admin.drop();
 });
 
+/**
+ * Creates (again) a login role whose sessions are read-only (`default_transaction_read_only`), as
+ * on a standby or the old primary after a failover, and returns the test database's URL as that role.
+ */
+async function readOnlyRole(role: string): Promise<string> {
+  await admin.query(`drop role if exists ${role}`);
+  await admin.query(`create role ${role} login superuser password 'ro'`);
+  await admin.query(`alter role ${role} set default_transaction_read_only = on`);
+  const u = new URL(admin.url);
+  u.username = role;
+  u.password = 'ro';
+  return u.toString();
+}
+
 describe.each(DRIVERS)('%s: connections on a read-only node', (driver) => {
   it('a write that meets 25006 is a transient StoreError, its connection is discarded, and the writes move to new connections', async () => {
     const role = `postpone_ro_${driver}_${process.pid}`;
-    await admin.query(`drop role if exists ${role}`);
-    await admin.query(`create role ${role} login superuser password 'ro'`);
-    await admin.query(`alter role ${role} set default_transaction_read_only = on`);
-    const u = new URL(admin.url);
-    u.username = role;
-    u.password = 'ro';
-    const connectionString = u.toString();
+    const connectionString = await readOnlyRole(role);
     const store =
       driver === 'pg'
         ? createPgStore({ schema: admin.schema, connectionString, poolConfig: { max: POOL_MAX } })
@@ -98,13 +106,7 @@ describe.each(DRIVERS)('%s: connections on a read-only node', (driver) => {
 // The follow-up sweeps (every READ_ONLY_RESWEEP_MS after a read-only server was seen) end it.
 it('postgres.js: a connection inside a transaction at the first sweep leaves the read-only node by a follow-up sweep, with reads only', async () => {
   const role = `postpone_rs_${process.pid}`;
-  await admin.query(`drop role if exists ${role}`);
-  await admin.query(`create role ${role} login superuser password 'ro'`);
-  await admin.query(`alter role ${role} set default_transaction_read_only = on`);
-  const u = new URL(admin.url);
-  u.username = role;
-  u.password = 'ro';
-  const sql = postgres(u.toString(), { max: 2, fetch_types: false, onnotice: () => {} });
+  const sql = postgres(await readOnlyRole(role), { max: 2, fetch_types: false, onnotice: () => {} });
   const store = createPostgresJsStore({ sql, schema: admin.schema });
   try {
     // Both connections opened on the "old node"; A then holds a (reading) transaction.

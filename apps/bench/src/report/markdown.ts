@@ -19,7 +19,10 @@ import {
   onWorkerNode,
   ratio,
   SELF,
+  selfRow,
   throughputRows,
+  TUNED_DROPPED,
+  TUNED_KEPT,
   type ThroughputRow,
 } from './summary.js';
 import { evaluateTargets } from './targets.js';
@@ -192,7 +195,7 @@ function throughputTables(r: BenchResults): string {
   // Each Postpone row against the ceiling of its own record of DONE (`tuned-drop` does not keep it).
   const kept = r.ceiling ? ceilingSummary(r.ceiling).median : Number.NaN;
   const dropped = r.ceiling ? ceilingSummary(r.ceiling, CEILING_REFERENCE_BATCH, false).median : Number.NaN;
-  const ceilingOf = (x: ThroughputRow) => (x.setting === 'tuned-drop' || !Number.isFinite(kept) ? dropped : kept);
+  const ceilingOf = (x: ThroughputRow) => (x.setting === TUNED_DROPPED || !Number.isFinite(kept) ? dropped : kept);
   for (const section of r.throughput ?? []) {
     const rows = throughputRows(section.contenders);
     const peer = bestPeer(rows, (x) => x.tasksPerSecond.median, true);
@@ -225,7 +228,7 @@ function profile(r: BenchResults): string {
   const netRows = r.network ? throughputRows(r.network.throughput) : [];
   // Top statements of Postpone's two records of DONE (tuned, tuned-drop) and of the fastest peer.
   const picks = [
-    ...onWorkerNode(rows).filter((x) => x.system === SELF && (x.setting === 'tuned' || x.setting === 'tuned-drop')),
+    ...onWorkerNode(rows).filter((x) => x.system === SELF && (x.setting === TUNED_KEPT || x.setting === TUNED_DROPPED)),
     bestPeer(rows, (x) => x.tasksPerSecond.median, true),
   ].filter((x): x is ThroughputRow => x !== undefined);
   if (rows.length === 0) return '';
@@ -311,8 +314,8 @@ function peersSection(r: BenchResults, charts: readonly ChartFile[]): string {
     const refDrop = ceilingSummary(r.ceiling, CEILING_REFERENCE_BATCH, false);
     const tp = r.throughput?.at(-1);
     const tpRows = tp ? onWorkerNode(throughputRows(tp.contenders)) : [];
-    const self = tpRows.find((x) => x.system === SELF && x.setting === 'tuned');
-    const selfDrop = tpRows.find((x) => x.system === SELF && x.setting === 'tuned-drop');
+    const self = selfRow(tpRows, TUNED_KEPT);
+    const selfDrop = selfRow(tpRows, TUNED_DROPPED);
     const bothRecords = r.ceiling.some((c) => c.keepDone === false) && r.ceiling.some((c) => c.keepDone !== false);
     const reach = (row: ThroughputRow | undefined, of: typeof ref) => (row && Number.isFinite(of.median) ? `; ${row.label} reaches **${num((100 * row.tasksPerSecond.median) / of.median)} %** of it (target ≥ 70 %)` : '');
     const batches = r.ceiling[0]?.points.map((p) => p.batch) ?? [];
@@ -391,12 +394,12 @@ function standing(r: BenchResults): string {
     // Each record of DONE beside the peer that keeps the same record (issue #24): DONE not kept against
     // graphile-worker (which deletes a completed job), history kept against pg-boss (which keeps it).
     const pairs = [
-      { self: 'tuned-drop', record: 'DONE not kept', peer: 'graphile-worker' },
-      { self: 'tuned', record: 'history kept', peer: 'pg-boss' },
-      { self: 'tuned', record: 'history kept', peer: 'graphile-worker' },
+      { self: TUNED_DROPPED, record: 'DONE not kept', peer: 'graphile-worker' },
+      { self: TUNED_KEPT, record: 'history kept', peer: 'pg-boss' },
+      { self: TUNED_KEPT, record: 'history kept', peer: 'graphile-worker' },
     ];
     for (const pair of pairs) {
-      const self = rows.find((x) => x.system === SELF && x.setting === pair.self);
+      const self = selfRow(rows, pair.self);
       const peer = bestWhere(rows, (x) => x.system === pair.peer, (x) => x.tasksPerSecond.median, true);
       if (self && peer) {
         lines.push(

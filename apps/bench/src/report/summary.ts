@@ -11,6 +11,14 @@ import type { StatementStat } from '../peers/db/statements.js';
 import type { ThroughputResult } from '../peers/throughput.js';
 
 export const SELF = 'postpone';
+/** Postpone's tuned setting with history kept, and the same with DONE not kept (`apps/bench/src/peers/systems/postpone.ts`). */
+export const TUNED_KEPT = 'tuned';
+export const TUNED_DROPPED = 'tuned-drop';
+
+/** Postpone's row of `setting` among `rows`, if measured. */
+export function selfRow<R extends { readonly system: string; readonly setting: string }>(rows: readonly R[], setting: string): R | undefined {
+  return rows.find((x) => x.system === SELF && x.setting === setting);
+}
 
 export interface ThroughputRow extends ContenderColumns {
   readonly tasksPerSecond: RoundSummary;

@@ -6,7 +6,7 @@ import type { BenchResults } from './results.js';
 import { num, times } from './format.js';
 import { CEILING_REFERENCE_BATCH } from '../ceiling/ceiling.js';
 import { summarizeRounds } from '../peers/util/stats.js';
-import { bestPeer, bestSelf, ceilingSummary, idleRows, latenessRows, onWorkerNode, ratio, SELF, throughputRows } from './summary.js';
+import { bestPeer, bestSelf, ceilingSummary, idleRows, latenessRows, onWorkerNode, ratio, SELF, selfRow, throughputRows, TUNED_DROPPED, TUNED_KEPT } from './summary.js';
 
 export type TargetState = 'met' | 'missed' | 'not measured';
 
@@ -31,8 +31,8 @@ interface ThroughputGoal {
 
 /** Issue #24's two throughput targets: each record of DONE against graphile-worker tuned (which deletes). */
 const THROUGHPUT_GOALS: readonly ThroughputGoal[] = [
-  { target: 'Throughput, DONE not kept: Postpone tuned ≥ 1.25 × graphile-worker tuned, 3 processes, Node.js 24, same run', self: 'tuned-drop', keepDone: false, peer: 'graphile-worker tuned', factor: 1.25 },
-  { target: 'Throughput, history kept: Postpone tuned ≥ 1.0 × graphile-worker tuned (which keeps nothing), 3 processes, Node.js 24, same run', self: 'tuned', keepDone: true, peer: 'graphile-worker tuned', factor: 1 },
+  { target: 'Throughput, DONE not kept: Postpone tuned ≥ 1.25 × graphile-worker tuned, 3 processes, Node.js 24, same run', self: TUNED_DROPPED, keepDone: false, peer: 'graphile-worker tuned', factor: 1.25 },
+  { target: 'Throughput, history kept: Postpone tuned ≥ 1.0 × graphile-worker tuned (which keeps nothing), 3 processes, Node.js 24, same run', self: TUNED_KEPT, keepDone: true, peer: 'graphile-worker tuned', factor: 1 },
 ];
 
 /** One {@link ThroughputGoal} at the largest process count measured; when missed, where the cost per task goes. */
@@ -41,7 +41,7 @@ function throughputTarget(r: BenchResults, goal: ThroughputGoal): TargetStatus {
   const section = r.throughput?.at(-1);
   if (!section) return { target, state: 'not measured', measured: 'throughput not run', limits: '' };
   const rows = onWorkerNode(throughputRows(section.contenders));
-  const self = rows.find((x) => x.system === SELF && x.setting === goal.self);
+  const self = selfRow(rows, goal.self);
   const peer = rows.find((x) => x.label === goal.peer);
   if (!self || !peer || !Number.isFinite(self.tasksPerSecond.median) || !Number.isFinite(peer.tasksPerSecond.median)) {
     return { target, state: 'not measured', measured: `${goal.self} or ${goal.peer} not measured (or failed)`, limits: '' };
@@ -108,10 +108,10 @@ function ceilingTarget(r: BenchResults): TargetStatus {
   if (!section) return { target, state: 'not measured', measured: 'throughput not run', limits: '' };
   const rows = onWorkerNode(throughputRows(section.contenders));
   const pairs = [
-    { setting: 'tuned', keepDone: true },
-    { setting: 'tuned-drop', keepDone: false },
+    { setting: TUNED_KEPT, keepDone: true },
+    { setting: TUNED_DROPPED, keepDone: false },
   ]
-    .map(({ setting, keepDone }) => ({ self: rows.find((x) => x.system === SELF && x.setting === setting), ceiling: ceilingSummary(r.ceiling ?? [], CEILING_REFERENCE_BATCH, keepDone).median }))
+    .map(({ setting, keepDone }) => ({ self: selfRow(rows, setting), ceiling: ceilingSummary(r.ceiling ?? [], CEILING_REFERENCE_BATCH, keepDone).median }))
     .filter((p): p is { self: NonNullable<typeof p.self>; ceiling: number } => p.self !== undefined && Number.isFinite(p.ceiling) && Number.isFinite(p.self.tasksPerSecond.median));
   if (pairs.length === 0) return { target, state: 'not measured', measured: 'no Postpone row with a ceiling of its record', limits: '' };
   const measured = pairs.map(({ self, ceiling }) => `${self.label} ${num(self.tasksPerSecond.median)} tasks/s of ${num(ceiling)} tasks/s = ${num((100 * self.tasksPerSecond.median) / ceiling)} %`).join('; ');
