@@ -22,6 +22,6 @@ export {
   type WheelErrorShape,
 } from './errors.js';
 export { TaskWheel, type LoadWindow, type TaskWheelOptions, type WaitingTask } from './task-wheel.js';
-export { MAX_TIMER_MS, systemPacing, type Pacing } from './pacing.js';
+export { MAX_TIMER_MS, startTimer, systemPacing, type Pacing } from './pacing.js';
 export { ManualPacing } from './manual-pacing.js';
 export { anySignal, raceTimer, settle, type Settled, TIMED_OUT, whenAborted } from './wait.js';

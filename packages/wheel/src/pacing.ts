@@ -36,3 +36,24 @@ export const systemPacing: Pacing = Object.freeze({
       signal?.addEventListener('abort', done, { once: true });
     }),
 });
+
+/**
+ * Calls `fn` once after `ms` of `pacing` time unless the returned cancel function is called first
+ * (cancelling after it fired, or twice, does nothing). On {@link systemPacing} this is one
+ * `setTimeout` and no promise; any other pacing (a test's {@link Pacing}) is driven through its
+ * `sleep`. `fn` must not throw: it runs as a timer callback, where a throw is uncaught.
+ * @param ms delay in ms, clamped to 0..{@link MAX_TIMER_MS}
+ * @returns the cancel function
+ */
+export function startTimer(pacing: Pacing, ms: number, fn: () => void): () => void {
+  const delayMs = Math.min(MAX_TIMER_MS, Math.max(0, ms));
+  if (pacing === systemPacing) {
+    const timer = setTimeout(fn, delayMs);
+    return () => clearTimeout(timer);
+  }
+  const cancel = new AbortController();
+  void pacing.sleep(delayMs, cancel.signal).then(() => {
+    if (!cancel.signal.aborted) fn();
+  });
+  return () => cancel.abort();
+}

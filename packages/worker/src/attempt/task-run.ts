@@ -20,13 +20,13 @@ import {
 } from '@postpone/core';
 import type { Logger } from 'pino';
 import type { AttemptTelemetry, WorkerTelemetry } from '../telemetry/telemetry.js';
-import { raceTimer, type Settled, settle, TIMED_OUT, whenAborted } from '@postpone/wheel';
+import { raceTimer, type Settled, settle, startTimer, TIMED_OUT } from '@postpone/wheel';
 import type { AttemptReporter } from './attempt-reporter.js';
 import { type AbortReason, retryIntent, type SnoozeUntil, TaskAbortedError } from './errors.js';
 import { resolveRetry } from './retry-policy.js';
 import type { AttemptEmitter } from './events.js';
 import type { CompletionWrite, Handler, HandlerContext } from './handler.js';
-import { keepLease, type LeaseEstimate, type LeaseLossReason } from './lease-keeper.js';
+import { LeaseKeeper, type LeaseEstimate, type LeaseLossReason } from './lease-keeper.js';
 import type { LeaseRenewer } from './lease-renewer.js';
 import type { AttemptSettings } from './settings.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -51,24 +51,35 @@ export interface RunDeps<Tx> {
 }
 
 const ABORTED = Symbol('aborted');
-/**
- * The reason `halt` and `leaseStop` abort with: a given reason spares the DOMException (with its stack)
- * that `abort()` builds — two per attempt, 1.3 % of a worker's CPU in the throughput bench's profile.
- */
+/** The reason the grace wait's signal aborts with: a given reason spares the DOMException (with its stack) that `abort()` builds. */
 const HALTED = Symbol('halted');
 
 export class TaskRun<Tx> {
   private currentPhase: RunPhase = 'running';
-  /** The handler's signal. */
-  private readonly abort = new AbortController();
-  /** Aborted when the run leaves `running`: stops the timeout and the grace wait. */
-  private readonly halt = new AbortController();
-  /**
-   * Aborted once the attempt's end was reported (or handed back): stops the lease keeper. The lease
-   * is renewed while a complete or fail is still being tried, so a write the database gave no verdict
-   * on (a timeout, a deadlock, a lost connection) is tried again under a held lease.
+  /*
+   * Per attempt, nothing below is made unless it is needed (issue 24: the worker's per-attempt
+   * machinery cost more CPU per task than graphile-worker's whole worker): the handler's
+   * AbortController only when the handler reads `ctx.signal`, the grace wait's only when the handler
+   * is aborted, and one plain timer each for the lease renewal and the handler timeout.
    */
-  private readonly leaseStop = new AbortController();
+  /** The handler's signal, made when the handler first reads `ctx.signal` (aborted then if {@link abortedWith} is set). */
+  private handlerAbort: AbortController | null = null;
+  /** Why the handler was aborted (the signal's reason), once it was; null while not. */
+  private abortedWith: TaskAbortedError | null = null;
+  /** Wakes `execute`'s wait for the handler when it is aborted. */
+  private wakeOnAbort: (() => void) | null = null;
+  /** The run left `running`: the timeout and the grace wait stop. */
+  private halted = false;
+  /** Stops the grace wait after an abort (made only then). */
+  private graceStop: AbortController | null = null;
+  /** Clears the handler timeout's timer. */
+  private cancelTimeout: (() => void) | null = null;
+  /**
+   * Renews the lease until the attempt's end was reported (or handed back). The lease is renewed while
+   * a complete or fail is still being tried, so a write the database gave no verdict on (a timeout, a
+   * deadlock, a lost connection) is tried again under a held lease.
+   */
+  private keeper: LeaseKeeper | null = null;
   /** The lease keeper said the lease is gone: writes are not tried again. */
   private leaseGone = false;
   private readonly writes: CompletionWrite<Tx>[] = [];
@@ -99,7 +110,7 @@ export class TaskRun<Tx> {
         this.freeSlot();
         if (this.currentPhase !== 'handedBack') {
           this.currentPhase = 'finished';
-          this.leaseStop.abort(HALTED);
+          this.keeper?.stop();
         }
         this.telemetry.end();
       });
@@ -128,10 +139,10 @@ export class TaskRun<Tx> {
     if (this.currentPhase !== 'running') return true;
     this.currentPhase = 'handedBack';
     this.freeSlot();
-    this.halt.abort(HALTED);
-    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError('shutdown'));
+    this.haltNow();
+    this.abortHandler(new TaskAbortedError('shutdown'));
     await this.progressWriter?.flush();
-    const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.leaseStop.abort(HALTED));
+    const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.keeper?.stop());
     this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
     return outcome !== null;
   }
@@ -148,18 +159,22 @@ export class TaskRun<Tx> {
     this.watchTimeout();
     const handlerStartedAt = this.deps.options.pacing.now();
     const settled = settle(() => this.telemetry.run(() => handler(task, this.context())));
-    let outcome: Settled<unknown> | typeof ABORTED | typeof TIMED_OUT = await Promise.race([
-      settled,
-      whenAborted(this.abort.signal).then((): typeof ABORTED => ABORTED),
-    ]);
+    // The handler settles, or its signal aborts first (lease lost, cancel requested, timeout, shutdown).
+    let outcome: Settled<unknown> | typeof ABORTED | typeof TIMED_OUT = await new Promise<Settled<unknown> | typeof ABORTED>((resolve) => {
+      void settled.then(resolve);
+      if (this.abortedWith !== null) queueMicrotask(() => resolve(ABORTED));
+      else this.wakeOnAbort = () => resolve(ABORTED);
+    });
+    this.wakeOnAbort = null;
     if (outcome === ABORTED) {
       if (this.currentPhase !== 'running') return; // handed back at shutdown
-      outcome = await raceTimer(this.deps.options.pacing, settled, this.deps.options.abandonGraceMs, this.halt.signal);
+      this.graceStop = new AbortController();
+      outcome = await raceTimer(this.deps.options.pacing, settled, this.deps.options.abandonGraceMs, this.graceStop.signal);
       if (this.currentPhase !== 'running') return; // handed back while waiting
     }
     this.currentPhase = 'finishing';
     this.freeSlot();
-    this.halt.abort(HALTED);
+    this.haltNow();
     const reason = this.abortReason();
     this.telemetry.handlerSettled(this.deps.options.pacing.now() - handlerStartedAt, outcome !== TIMED_OUT && reason !== 'timeout' && outcome.ok);
     // The last progress value is written before the end is reported (docs/contract.md#progress).
@@ -180,7 +195,7 @@ export class TaskRun<Tx> {
       return;
     }
     if (reason === 'timeout') {
-      await this.fail(describeThrown(this.abort.signal.reason));
+      await this.fail(describeThrown(this.abortedWith));
       return;
     }
     if (!outcome.ok) {
@@ -213,7 +228,7 @@ export class TaskRun<Tx> {
   private async completeWith(value: unknown): Promise<void> {
     let result: Json;
     try {
-      result = validateJson(value === undefined ? null : value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
+      result = value === undefined || value === null ? null : validateJson(value, 'result', DEFAULT_MAX_PAYLOAD_BYTES, 'INVALID_RESULT').value;
     } catch (error) {
       await this.fail(describeThrown(error));
       return;
@@ -224,8 +239,32 @@ export class TaskRun<Tx> {
   }
 
   private abortReason(): AbortReason | null {
-    const reason: unknown = this.abort.signal.reason;
-    return this.abort.signal.aborted && reason instanceof TaskAbortedError ? reason.reason : null;
+    return this.abortedWith?.reason ?? null;
+  }
+
+  /** Aborts the handler with `reason` (once: a later reason is ignored) and wakes the wait for it. */
+  private abortHandler(reason: TaskAbortedError): void {
+    if (this.abortedWith !== null) return;
+    this.abortedWith = reason;
+    this.handlerAbort?.abort(reason);
+    this.wakeOnAbort?.();
+  }
+
+  /** The handler's signal (made on first read; already aborted if the handler was). */
+  private get signal(): AbortSignal {
+    if (this.handlerAbort === null) {
+      this.handlerAbort = new AbortController();
+      if (this.abortedWith !== null) this.handlerAbort.abort(this.abortedWith);
+    }
+    return this.handlerAbort.signal;
+  }
+
+  /** The run left `running`: stops the handler timeout and the grace wait. */
+  private haltNow(): void {
+    this.halted = true;
+    this.cancelTimeout?.();
+    this.cancelTimeout = null;
+    this.graceStop?.abort(HALTED);
   }
 
   /** The store announced a cancel request for this task: abort the handler now (no-op unless running). */
@@ -238,19 +277,18 @@ export class TaskRun<Tx> {
     // A cancel is what the user asked for, not a fault: info, and not called a lost lease.
     if (reason === 'cancel-requested') this.logger.info({ reason }, 'cancel requested; aborting the handler');
     else this.logger.warn({ reason }, 'lease lost; aborting the handler');
-    if (!this.abort.signal.aborted) this.abort.abort(new TaskAbortedError(reason));
+    this.abortHandler(new TaskAbortedError(reason));
     this.deps.events.emit('leaseLost', { task: this.task, reason });
   }
 
   /** The lease is held: the keeper has not said it is gone and its estimate has not run out. */
   private readonly holdsLease = (): boolean => !this.leaseGone && this.deps.options.pacing.now() < this.lease.confirmedUntil;
 
-  /** Renews the lease from the claim until the attempt's end is reported (`leaseStop`). */
+  /** Renews the lease from the claim until the attempt's end is reported (the keeper is stopped then). */
   private watchLease(claimSentAt: number): void {
     const { store, options, events, renewer } = this.deps;
-    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs, ...(renewer ? { renewer } : {}) };
-    void keepLease(this.task, claimSentAt, deps, this.leaseStop.signal, this.lease).then((reason) => {
-      if (reason === null) return;
+    const deps = { store: store as Store<unknown>, pacing: options.pacing, events, leaseMs: options.leaseMs, renewEveryMs: options.renewEveryMs, renewer };
+    this.keeper = new LeaseKeeper(this.task, claimSentAt, deps, this.lease, (reason) => {
       this.leaseGone = true;
       this.lose(reason);
     });
@@ -259,10 +297,11 @@ export class TaskRun<Tx> {
   private watchTimeout(): void {
     const ms = this.deps.options.handlerTimeoutMs;
     if (ms === null) return;
-    void this.deps.options.pacing.sleep(ms, this.halt.signal).then(() => {
-      if (this.halt.signal.aborted || this.abort.signal.aborted) return;
+    this.cancelTimeout = startTimer(this.deps.options.pacing, ms, () => {
+      this.cancelTimeout = null;
+      if (this.halted || this.abortedWith !== null) return;
       this.logger.warn({ handlerTimeoutMs: ms }, 'handler timed out; aborting it');
-      this.abort.abort(new TaskAbortedError('timeout', `${ms} ms`));
+      this.abortHandler(new TaskAbortedError('timeout', `${ms} ms`));
     });
   }
 
@@ -270,7 +309,9 @@ export class TaskRun<Tx> {
     const { task, deps } = this;
     const run = this;
     return {
-      signal: this.abort.signal,
+      get signal() {
+        return run.signal;
+      },
       attempt: task.attempt,
       failures: task.failures,
       maxAttempts: resolveRetry(task, deps.options).maxAttempts,

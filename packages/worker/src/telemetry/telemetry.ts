@@ -14,6 +14,7 @@ import {
   type ObservableResult,
   context,
   type Counter,
+  isSpanContextValid,
   type Histogram,
   type Meter,
   metrics,
@@ -70,6 +71,17 @@ export const DUE_WAITING_MIN_INTERVAL_MS = 5_000;
 const MS_BUCKETS = [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000];
 /** Longest error text put on a span's status. */
 const MAX_STATUS_MESSAGE = 500;
+/** Most kinds whose metric attributes are kept made (a worker handles a bounded set; past this they are made per event). */
+const MAX_CACHED_KINDS = 1_000;
+
+/** The metric attributes of one kind, made once: every event of the kind records with the same objects. */
+interface KindAttributes {
+  /** kind and worker id */
+  readonly base: Attributes;
+  /** …and the handler's result, for `postpone.handler.duration` */
+  readonly ok: Attributes;
+  readonly error: Attributes;
+}
 
 /** The worker events the counters follow (a subset of the worker's `WorkerEvents`, same shapes). */
 export interface TelemetryEvents {
@@ -109,6 +121,7 @@ export class WorkerTelemetry {
   private readonly unclaimedDue: Observable;
   private watchingUnclaimed = false;
   private readonly base: Attributes;
+  private readonly byKind = new Map<string, KindAttributes>();
   private readonly offEvents: (() => void)[] = [];
   private watching = false;
   private cached: { readonly at: number; readonly stats: StoreStats | null } | null = null;
@@ -178,11 +191,25 @@ export class WorkerTelemetry {
       },
       ROOT_CONTEXT,
     );
-    return new AttemptTelemetry(span, this.handlerDuration, { [ATTRIBUTES.kind]: task.kind, ...this.base });
+    return new AttemptTelemetry(span, this.handlerDuration, this.kindAttributes(task.kind));
+  }
+
+  /** The metric attributes of `kind` (cached for up to {@link MAX_CACHED_KINDS} kinds). */
+  private kindAttributes(kind: string): KindAttributes {
+    const cached = this.byKind.get(kind);
+    if (cached !== undefined) return cached;
+    const base = Object.freeze({ [ATTRIBUTES.kind]: kind, ...this.base });
+    const made = {
+      base,
+      ok: Object.freeze({ ...base, [ATTRIBUTES.handlerResult]: 'ok' }),
+      error: Object.freeze({ ...base, [ATTRIBUTES.handlerResult]: 'error' }),
+    };
+    if (this.byKind.size < MAX_CACHED_KINDS) this.byKind.set(kind, made);
+    return made;
   }
 
   private subscribe(events: TelemetryEventSource): void {
-    const of = (task: ClaimedTask): Attributes => ({ [ATTRIBUTES.kind]: task.kind, ...this.base });
+    const of = (task: ClaimedTask): Attributes => this.kindAttributes(task.kind).base;
     this.offEvents.push(
       events.on('claimed', ({ task }) => {
         this.counters.claimed.add(1, of(task));
@@ -240,21 +267,29 @@ export class AttemptTelemetry {
   private outcome: AttemptOutcome = 'UNKNOWN';
   private error: string | null = null;
   private ended = false;
+  /**
+   * Whether the span is worth putting in the handler's context: recording, or carrying a valid
+   * context to propagate. Without an SDK the API's span is neither (an invalid, non-recording span),
+   * and the handler runs without the context switch.
+   */
+  private readonly active: boolean;
 
   constructor(
     private readonly span: Span,
     private readonly handlerDuration: Histogram,
-    private readonly attributes: Attributes,
-  ) {}
+    private readonly attributes: KindAttributes,
+  ) {
+    this.active = span.isRecording() || isSpanContextValid(span.spanContext());
+  }
 
   /** Runs `fn` (the handler) with the attempt span active, so its own spans and schedules nest under it. */
   run<T>(fn: () => T): T {
-    return context.with(trace.setSpan(context.active(), this.span), fn);
+    return this.active ? context.with(trace.setSpan(context.active(), this.span), fn) : fn();
   }
 
   /** The handler settled (`ok`: returned) after `durationMs` on the monotonic clock. */
   handlerSettled(durationMs: number, ok: boolean): void {
-    this.handlerDuration.record(Math.max(0, durationMs), { ...this.attributes, [ATTRIBUTES.handlerResult]: ok ? 'ok' : 'error' });
+    this.handlerDuration.record(Math.max(0, durationMs), ok ? this.attributes.ok : this.attributes.error);
   }
 
   /** What the store answered to the attempt's end; `error` when the attempt failed (the span's status becomes ERROR). */
