@@ -114,3 +114,51 @@ describe('handlerTimeoutMs: null', () => {
     );
   });
 });
+
+describe('the handler signal is made when the handler reads it (issue 24: no AbortController per attempt)', () => {
+  it('a handler that reads ctx.signal only after the timeout sees it aborted with the timeout reason; one that reads it before sees the same', async () => {
+    const store = createMemoryStore();
+    const pacing = new ManualPacing();
+    const late = await store.schedule({ kind: 'late', maxAttempts: 1 });
+    const early = await store.schedule({ kind: 'early', maxAttempts: 1 });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const seen: Record<string, { aborted: boolean; reason: unknown; same: boolean }> = {};
+    const w = createWorker<any>({
+      store,
+      pacing,
+      handlerTimeoutMs: 1_000,
+      abandonGraceMs: 60_000,
+      handlers: {
+        // Never touches ctx before the timeout has aborted it.
+        late: async (_task, ctx) => {
+          await released;
+          seen.late = { aborted: ctx.signal.aborted, reason: ctx.signal.reason, same: ctx.signal === ctx.signal };
+        },
+        early: async (_task, ctx) => {
+          const signal = ctx.signal;
+          await released;
+          seen.early = { aborted: signal.aborted, reason: signal.reason, same: signal === ctx.signal };
+        },
+      },
+    });
+    const failed: WorkerEvents['failed'][] = [];
+    w.on('failed', (e) => failed.push(e));
+    expect((await w.runOnce()).map((t) => t.id).sort()).toEqual([late.id, early.id].sort());
+    await until(() => pacing.pendingCount > 0, 'the attempt timers');
+    pacing.advance(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await until(() => failed.length === 2, 'both attempts failed by the timeout');
+    for (const kind of ['late', 'early']) {
+      expect(seen[kind]).toMatchObject({ aborted: true, same: true, reason: { code: 'TASK_ABORTED', reason: 'timeout' } });
+    }
+    expect(failed.map((e) => e.error).sort()).toEqual([
+      'TaskAbortedError [TASK_ABORTED]: the handler ran past handlerTimeoutMs (1000 ms)',
+      'TaskAbortedError [TASK_ABORTED]: the handler ran past handlerTimeoutMs (1000 ms)',
+    ]);
+    await w.stop({ timeoutMs: 0 });
+  });
+});
