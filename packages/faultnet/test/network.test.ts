@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '@postpone/embedded';
+import { LISTEN_HEARTBEAT_MS } from '@postpone/postgres/pg';
 import { ensureFaultTools } from '@postpone/testkit';
 import pg from 'pg';
 import { beforeAll, describe, it } from 'vitest';
@@ -74,6 +75,12 @@ describe('evidence: half-open connections', () => {
               await sleep(Math.max(0, startedAt + 4_000 - performance.now()));
               listenFaultAt = performance.now();
               blackholed.push(blackholeOpen(listenProxy));
+              // The listener sends its heartbeat after a period in which it heard nothing, so it notices
+              // within 2 × LISTEN_HEARTBEAT_MS of the last notice it heard: the run lasts at least that long
+              // (the tasks alone may all end first), and ends as soon as a reconnect is seen.
+              const reconnected = () => _run.children.some((c) => c.eventsOf('wheelRebuilt').some((e) => e.reason === 'reconnect'));
+              const until = listenFaultAt + 2 * LISTEN_HEARTBEAT_MS + 5_000;
+              for (let i = 0; i < 1_000 && !reconnected() && performance.now() < until; i++) await sleep(50);
             }
           },
         );

@@ -2,10 +2,15 @@
  * A half-open LISTEN connection (the proxy swallows bytes both ways, no FIN, no RST) is noticed by
  * the pg listener's heartbeat within 2 × LISTEN_HEARTBEAT_MS, dropped, and LISTEN starts again
  * (`onReconnect`), after which notices arrive again (issue 12, half_open_connections).
+ *
+ * The heartbeat is sent only after a period in which the connection heard nothing: notices arriving
+ * more often than LISTEN_HEARTBEAT_MS keep it from being sent at all, and silence brings it back
+ * (issue 24: an idle hybrid worker's statements).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TcpProxy } from '@postpone/testkit';
 import { createPgStore, LISTEN_HEARTBEAT_MS } from '../src/drivers/pg.js';
+import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { Admin, makeKit, waitFor } from './support/kits.js';
 
 const admin = Admin.create('listenbeat');
@@ -42,3 +47,38 @@ it('pg: a half-open LISTEN connection is dropped by the heartbeat and LISTEN sta
     await kit.close();
   }
 }, 40_000);
+
+it.each(['pg', 'postgres'] as const)('%s: a listening connection that hears notices sends no heartbeat; silence brings it back', async (driver) => {
+  const kit = makeKit(driver);
+  const proxy = await TcpProxy.forUrl(kit.url);
+  const options = { schema: admin.schema, listenConnectionString: proxy.rewrite(kit.url) };
+  const store = driver === 'pg' ? createPgStore({ ...options, connectionString: kit.url }) : createPostgresJsStore({ ...options, connectionString: kit.url });
+  try {
+    const seen: string[] = [];
+    const unlisten = await store.listen((n) => seen.push(n.id));
+    // The connection's own start (read-only probe, LISTEN) is done once a notice comes through.
+    const first = await store.schedule({ kind: 'beat', delayMs: 20_000 });
+    await waitFor(() => seen.includes(first.id), 'first notice');
+    const turnsAtStart = proxy.turns;
+    // Talking: a notice every 500 ms for 1.5 periods. The old heartbeat (every period) would have sent one.
+    const talkUntil = performance.now() + 1.5 * LISTEN_HEARTBEAT_MS;
+    let notices = 0;
+    for (let i = 0; i < 40 && performance.now() < talkUntil; i++) {
+      const task = await store.schedule({ kind: 'beat', delayMs: 20_000 });
+      await waitFor(() => seen.includes(task.id), 'notice while talking');
+      notices += 1;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(notices).toBeGreaterThanOrEqual(5);
+    expect(proxy.turns - turnsAtStart).toBe(0);
+    // Silence: the heartbeat comes back within a period of the last notice (and its answer keeps the connection).
+    await waitFor(() => proxy.turns > turnsAtStart, 'a heartbeat after a silent period', 2 * LISTEN_HEARTBEAT_MS + 5_000);
+    const last = await store.schedule({ kind: 'beat', delayMs: 20_000 });
+    await waitFor(() => seen.includes(last.id), 'notice after the heartbeat');
+    await unlisten();
+  } finally {
+    await store.close();
+    await proxy.close();
+    await kit.close();
+  }
+}, 60_000);

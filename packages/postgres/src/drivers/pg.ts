@@ -14,6 +14,7 @@ import { connectionEvents, PostgresStore, type PostgresStoreOptions, validateDri
 import { type Driver, type DriverEvents, type Param, type QueryFn, type Row, listenerSet } from '../store/driver.js';
 import { isCachedPlanChanged, isConnectionLoss, isReadOnlyNode } from '../store/errors.js';
 import { type OpenListenConnection, READ_ONLY_PROBE, type SharedListener, sharedListenerFor } from './shared-listener.js';
+import { ListenHeartbeat } from './listen-heartbeat.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the pool client running the transaction. */
@@ -43,9 +44,12 @@ export interface PgStoreOptions extends PostgresStoreOptions {
 const DEFAULT_POOL_MAX = 10;
 
 /**
- * A listening connection sends `select 1` this often; when no reply comes within the same time
- * (a half-open connection: no FIN, no RST), the connection is dropped and LISTEN starts again, so
- * a lost LISTEN connection is noticed within 2 × this. The same bound caps UNLISTEN on stop.
+ * A listening connection that heard no notification for this long sends its heartbeat (the
+ * read-only probe); when no reply comes within the same time (a half-open connection: no FIN, no
+ * RST), or the server is read-only, the connection is dropped and LISTEN starts again, so a lost
+ * LISTEN connection is noticed within 2 × this. A period in which a notification arrived needs no
+ * heartbeat: the server spoke, and a standby sends none (PostgreSQL refuses NOTIFY during recovery).
+ * The same bound caps UNLISTEN on stop.
  */
 export const LISTEN_HEARTBEAT_MS = 5_000;
 
@@ -220,7 +224,7 @@ function destroySocket(client: pg.PoolClient): void {
 /**
  * The driver's one listening connection (see `sharedListener`): a pool client held for the
  * purpose. It counts as lost on 'error' or 'end', on a failed LISTEN, or when the heartbeat
- * (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within the same time; a lost client
+ * (the read-only probe, each {@link LISTEN_HEARTBEAT_MS} in which no notification arrived) gets no reply within the same time; a lost client
  * is released with the error, so the pool discards it. `close` sends `unlisten *` (bounded by the
  * same time) and hands the client back to the pool.
  * @throws the pool's connect error
@@ -236,10 +240,13 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
     };
     const client = await checkout(pool, relay);
     let done = false;
-    let heartbeat: NodeJS.Timeout | undefined;
-    const onNotification = (message: pg.Notification) => onNotify(message.channel, message.payload ?? '');
+    let heartbeat: ListenHeartbeat | undefined;
+    const onNotification = (message: pg.Notification) => {
+      heartbeat?.heard();
+      onNotify(message.channel, message.payload ?? '');
+    };
     const detach = () => {
-      clearInterval(heartbeat);
+      heartbeat?.stop();
       client.off('notification', onNotification);
       client.off('error', relay);
       client.off('end', onEnd);
@@ -261,20 +268,15 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
       lose(early);
       throw early;
     }
-    let beating = false;
-    heartbeat = setInterval(() => {
-      if (beating || done) return;
-      beating = true;
+    heartbeat = new ListenHeartbeat(LISTEN_HEARTBEAT_MS, () =>
       within(client.query<{ ro: string }>(READ_ONLY_PROBE), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
         (result) => {
-          beating = false;
           // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
           if (result.rows[0]?.ro === 'on') lose(new Error('the listening connection is on a read-only server'));
         },
         (error: unknown) => lose(error instanceof Error ? error : new Error(String(error))),
-      );
-    }, LISTEN_HEARTBEAT_MS);
-    heartbeat.unref();
+      ),
+    );
     const send = async (statement: string) => {
       if (done) throw new Error('the listening connection was lost');
       try {

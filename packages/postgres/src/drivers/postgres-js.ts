@@ -14,6 +14,7 @@ import { type Driver, type Param, type QueryFn, type Row, listenerSet } from '..
 import { isCachedPlanChanged, isConnectionLoss, isReadOnlyNode } from '../store/errors.js';
 import { PostgresStore, type PostgresStoreOptions, validateDriverOptions } from '../store/store.js';
 import { type OpenListenConnection, READ_ONLY_PROBE, sharedListenerFor } from './shared-listener.js';
+import { ListenHeartbeat } from './listen-heartbeat.js';
 import { DEFAULT_REPLY_TIMEOUT_MS, guardReplies } from './socket.js';
 
 /** The native transaction handle of this adapter: the `sql` of `sql.begin`. */
@@ -81,7 +82,7 @@ export interface PostgresJsStoreOptions extends PostgresStoreOptions {
   readonly connectionOptions?: postgres.Options<{}>;
 }
 
-/** How often the LISTEN connection is asked `select 1`, and how long it may take to answer, in ms (as `pg`'s listener). */
+/** How long the LISTEN connection may hear nothing before its heartbeat is sent, and how long that may take to answer, in ms (as `pg`'s listener). */
 export const LISTEN_HEARTBEAT_MS = 5_000;
 
 /** How long a transaction whose connection was lost waits for postgres.js to report the close. */
@@ -106,7 +107,7 @@ async function settledWithin(settled: Promise<void>, ms: number): Promise<boolea
  * (max 1, the settings of `base`), as `sql.listen` opens, but one the store controls: postgres.js
  * 3.4.9 keeps a failed channel of `sql.listen`, and later calls on it await the old failure. It
  * counts as lost when postgres.js reports the connection closed after a LISTEN, when a statement
- * fails, or when the heartbeat (`select 1` every {@link LISTEN_HEARTBEAT_MS}) gets no reply within
+ * fails, or when the heartbeat (the read-only probe, each {@link LISTEN_HEARTBEAT_MS} in which no notification arrived) gets no reply within
  * the same time (half-open: detected within two heartbeats); a lost instance is ended and never
  * reused. `close` ends the instance, bounded to 2 s (porsager/postgres#1097).
  */
@@ -115,7 +116,7 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
     let done = false;
     let listening = false;
     const end = async () => {
-      clearInterval(heartbeat);
+      heartbeat.stop();
       // end() never settles while a query waits on a dead connection (porsager/postgres#1097), and the
       // heartbeat may be such a query on a half-open connection: bound the wait.
       let bound: NodeJS.Timeout | undefined;
@@ -141,38 +142,44 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
       idle_timeout: null,
       max_lifetime: null,
       fetch_types: false,
-      onnotify: (channel: string, payload: string) => onNotify(channel, payload),
+      onnotify: (channel: string, payload: string) => {
+        heartbeat.heard();
+        onNotify(channel, payload);
+      },
       onclose: () => {
         if (listening) lose();
       },
       // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
     } as unknown as postgres.Options<{}>) as AnySql;
-    // A LISTEN connection is idle between notifications, so a half-open one (no FIN, no RST) would go
-    // unnoticed: a heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS counts it as lost.
-    let beating = false;
-    const heartbeat = setInterval(() => {
-      if (done || !listening || beating) return;
-      beating = true;
-      let answered = false;
-      const deadline = setTimeout(() => {
-        if (!answered) lose();
-      }, LISTEN_HEARTBEAT_MS);
-      instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE).then(
-        (rows) => {
-          answered = true;
-          clearTimeout(deadline);
-          beating = false;
-          // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
-          if (rows[0]?.ro === 'on') lose();
-        },
-        () => {
-          answered = true;
-          clearTimeout(deadline);
-          lose();
-        },
-      );
-    }, LISTEN_HEARTBEAT_MS);
-    heartbeat.unref();
+    // A heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS counts the connection as lost.
+    const heartbeat = new ListenHeartbeat(
+      LISTEN_HEARTBEAT_MS,
+      () =>
+        new Promise<void>((resolve) => {
+          let answered = false;
+          const deadline = setTimeout(() => {
+            if (answered) return;
+            lose();
+            resolve();
+          }, LISTEN_HEARTBEAT_MS);
+          instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE).then(
+            (rows) => {
+              answered = true;
+              clearTimeout(deadline);
+              // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
+              if (rows[0]?.ro === 'on') lose();
+              resolve();
+            },
+            () => {
+              answered = true;
+              clearTimeout(deadline);
+              lose();
+              resolve();
+            },
+          );
+        }),
+      () => listening && !done,
+    );
     const send = async (statement: string) => {
       if (done) throw new Error('the listening connection was lost');
       try {
