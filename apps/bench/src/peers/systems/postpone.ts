@@ -4,6 +4,8 @@
  * completes through the store's fenced complete — the move to history in one statement, no effect
  * row since migration 13 (docs/contract.md#promise-3, #promise-4) — so the bench measures the product with its guarantees on.
  */
+import { appendFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { statements } from '@postpone/postgres';
 import { createPgStore } from '@postpone/postgres/pg';
 import { createWorker, HYBRID_DEFAULTS, WORKER_DEFAULTS, type WorkerOptions } from '@postpone/worker';
@@ -86,6 +88,16 @@ export const postponeAdmin: SystemAdmin = {
   },
 };
 
+/**
+ * The lateness probe (`POSTPONE_BENCH_LATENESS_PROBE=file`): every Postpone worker process appends
+ * one JSON line per task that carries a due time — `due` (ms, the bench's wall clock), `claimedAt`
+ * (the database's now while the claim ran), `start` (the handler's `Date.now()`) — and one line at
+ * stop with its event-loop delay (p50, p99, max in ms, `monitorEventLoopDelay` at 1 ms resolution).
+ * The embedded server shares the machine's clock, so `claimedAt − due` is the wait before the claim
+ * ran (timer, gathering, pool, server queue) and `start − claimedAt` the claim's run and the way back.
+ */
+const LATENESS_PROBE = process.env.POSTPONE_BENCH_LATENESS_PROBE;
+
 /** Creates the store and opens one connection in `prepare`; creates and starts the worker on `start`. */
 export async function preparePostponeWorker(config: ChildConfig): Promise<PreparedWorker> {
   const settings = SETTINGS[config.setting];
@@ -94,6 +106,8 @@ export async function preparePostponeWorker(config: ChildConfig): Promise<Prepar
   await store.now();
   return {
     async start(onRan) {
+      const loopDelay = LATENESS_PROBE === undefined ? undefined : monitorEventLoopDelay({ resolution: 1 });
+      loopDelay?.enable();
       const worker = createWorker({
         store,
         id: config.workerId,
@@ -103,13 +117,23 @@ export async function preparePostponeWorker(config: ChildConfig): Promise<Prepar
         ...(benchKeepsDone() ? {} : { keepDone: false }),
         handlers: {
           [BENCH_TASK]: async (task) => {
-            onRan(latenessOf(task.payload));
+            const lateness = latenessOf(task.payload);
+            onRan(lateness);
+            if (LATENESS_PROBE !== undefined && lateness !== undefined) {
+              const due = (task.payload as { dueMs: number }).dueMs;
+              appendFileSync(LATENESS_PROBE, `${JSON.stringify({ setting: config.setting, w: config.workerId, due, claimedAt: task.claimedAt.getTime(), start: due + lateness })}\n`);
+            }
           },
         },
       });
       worker.start();
       return {
         async stop() {
+          if (loopDelay !== undefined && LATENESS_PROBE !== undefined) {
+            loopDelay.disable();
+            const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+            appendFileSync(LATENESS_PROBE, `${JSON.stringify({ setting: config.setting, w: config.workerId, loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } })}\n`);
+          }
           try {
             await worker.stop({ timeoutMs: 5_000 });
           } finally {
