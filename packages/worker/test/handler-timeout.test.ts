@@ -135,7 +135,9 @@ describe('the handler signal is made when the handler reads it (issue 24: no Abo
         // Never touches ctx before the timeout has aborted it.
         late: async (_task, ctx) => {
           await released;
-          seen.late = { aborted: ctx.signal.aborted, reason: ctx.signal.reason, same: ctx.signal === ctx.signal };
+          const first = ctx.signal;
+          const again = ctx.signal;
+          seen.late = { aborted: first.aborted, reason: first.reason, same: first === again };
         },
         early: async (_task, ctx) => {
           const signal = ctx.signal;
