@@ -3,14 +3,16 @@
  * the pg listener's heartbeat within 2 × LISTEN_HEARTBEAT_MS, dropped, and LISTEN starts again
  * (`onReconnect`), after which notices arrive again (issue 12, half_open_connections).
  *
- * The heartbeat is sent only after a period in which the connection heard nothing: notices arriving
- * more often than LISTEN_HEARTBEAT_MS keep it from being sent at all, and silence brings it back
- * (issue 24: an idle hybrid worker's statements).
+ * The heartbeat is sent after a period in which the connection heard nothing, and at least every
+ * MAX_PERIODS_WITHOUT_PROBE periods: notices arriving more often than LISTEN_HEARTBEAT_MS hold it
+ * back that long (issue 24: an idle hybrid worker's statements), never longer (a notice proves the
+ * connection alive, not its server writable), and silence brings it back.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TcpProxy } from '@postpone/testkit';
 import { createPgStore, LISTEN_HEARTBEAT_MS } from '../src/drivers/pg.js';
 import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
+import { MAX_PERIODS_WITHOUT_PROBE } from '../src/drivers/listen-heartbeat.js';
 import { Admin, makeKit, waitFor } from './support/kits.js';
 
 const admin = Admin.create('listenbeat');
@@ -48,7 +50,7 @@ it('pg: a half-open LISTEN connection is dropped by the heartbeat and LISTEN sta
   }
 }, 40_000);
 
-it.each(['pg', 'postgres'] as const)('%s: a listening connection that hears notices sends no heartbeat; silence brings it back', async (driver) => {
+it.each(['pg', 'postgres'] as const)('%s: a listening connection that hears notices sends the heartbeat only every MAX_PERIODS_WITHOUT_PROBE periods; silence brings it back sooner', async (driver) => {
   const kit = makeKit(driver);
   const proxy = await TcpProxy.forUrl(kit.url);
   const options = { schema: admin.schema, listenConnectionString: proxy.rewrite(kit.url) };
@@ -60,19 +62,27 @@ it.each(['pg', 'postgres'] as const)('%s: a listening connection that hears noti
     const first = await store.schedule({ kind: 'beat', delayMs: 20_000 });
     await waitFor(() => seen.includes(first.id), 'first notice');
     const turnsAtStart = proxy.turns;
-    // Talking: a notice every 500 ms for 1.5 periods. The old heartbeat (every period) would have sent one.
-    const talkUntil = performance.now() + 1.5 * LISTEN_HEARTBEAT_MS;
+    const talkingSince = performance.now();
+    // Talking: a notice every 500 ms. The old heartbeat (every period) would have sent one within
+    // 1.5 periods; now none is sent then, and one is sent by MAX_PERIODS_WITHOUT_PROBE periods even
+    // while notices keep arriving (a notice does not prove the server writable: a fenced old primary
+    // still delivers a pg_notify that wrote nothing).
     let notices = 0;
-    for (let i = 0; i < 40 && performance.now() < talkUntil; i++) {
+    let turnsAtOneAndAHalf: number | undefined;
+    const talkUntil = talkingSince + (MAX_PERIODS_WITHOUT_PROBE + 1) * LISTEN_HEARTBEAT_MS;
+    for (let i = 0; i < 80 && performance.now() < talkUntil && proxy.turns === turnsAtStart; i++) {
       const task = await store.schedule({ kind: 'beat', delayMs: 20_000 });
       await waitFor(() => seen.includes(task.id), 'notice while talking');
       notices += 1;
       await new Promise((resolve) => setTimeout(resolve, 500));
+      if (turnsAtOneAndAHalf === undefined && performance.now() - talkingSince >= 1.5 * LISTEN_HEARTBEAT_MS) turnsAtOneAndAHalf = proxy.turns;
     }
     expect(notices).toBeGreaterThanOrEqual(5);
-    expect(proxy.turns - turnsAtStart).toBe(0);
+    expect(turnsAtOneAndAHalf).toBe(turnsAtStart);
+    expect(proxy.turns - turnsAtStart).toBe(1);
+    const turnsAfterForced = proxy.turns;
     // Silence: the heartbeat comes back within a period of the last notice (and its answer keeps the connection).
-    await waitFor(() => proxy.turns > turnsAtStart, 'a heartbeat after a silent period', 2 * LISTEN_HEARTBEAT_MS + 5_000);
+    await waitFor(() => proxy.turns > turnsAfterForced, 'a heartbeat after a silent period', 2 * LISTEN_HEARTBEAT_MS + 5_000);
     const last = await store.schedule({ kind: 'beat', delayMs: 20_000 });
     await waitFor(() => seen.includes(last.id), 'notice after the heartbeat');
     await unlisten();
@@ -81,4 +91,4 @@ it.each(['pg', 'postgres'] as const)('%s: a listening connection that hears noti
     await proxy.close();
     await kit.close();
   }
-}, 60_000);
+}, 90_000);

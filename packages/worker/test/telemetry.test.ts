@@ -188,6 +188,18 @@ describe.each(STORE_HARNESSES)('metrics and traces (%s store)', (name, makeHarne
     expect(span?.attributes['postpone.attempt.outcome']).toBe('REJECTED_STALE');
   });
 
+  it('spans an attempt handed back at shutdown with the outcome RELEASED', async () => {
+    h = await t.open(makeHarness);
+    const workerId = `otel-${name}-handback`;
+    const { id } = await h.store.schedule({ kind: 'hang' });
+    const worker = createWorker({ store: h.store, id: workerId, handlers: { hang: () => new Promise(() => {}) } });
+    t.track(worker);
+    expect((await worker.runOnce()).map((t) => t.id)).toEqual([id]);
+    expect(await worker.stop({ timeoutMs: 0 })).toEqual({ handedBack: 1, handBackFailed: 0 });
+    await until(() => attemptSpans(workerId).length === 1, 'the attempt span to end');
+    expect(attemptSpans(workerId)[0]?.attributes['postpone.attempt.outcome']).toBe('RELEASED');
+  });
+
   it('observes due-and-waiting tasks by kind from one stats() read per 5 s at most', async () => {
     h = await t.open(makeHarness);
     const kind = `waiting-${name}`;

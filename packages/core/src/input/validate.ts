@@ -300,7 +300,7 @@ export function validateJson(
   maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
   code: 'INVALID_PAYLOAD' | 'INVALID_RESULT' | 'INVALID_PROGRESS' = 'INVALID_PAYLOAD',
 ): { value: Json; text: string } {
-  if (value === null) return { value: null, text: 'null' }; // the common result of a handler: no walk, no stringify
+  if (value === null && maxBytes >= 4) return { value: null, text: 'null' }; // the common result of a handler: no walk, no stringify
   const normalized = toJson(value, field, code, new Set());
   const text = JSON.stringify(normalized);
   const bytes = Buffer.byteLength(text, 'utf8');

@@ -1,17 +1,24 @@
 /**
  * Paces the heartbeat of a listening connection (both drivers): a LISTEN connection is idle between
  * notifications, so a half-open one (no FIN, no RST) would go unnoticed, and after a failover one may
- * sit on a server turned read-only. The heartbeat (the read-only probe) answers both; a notification
- * answers them as well: the server spoke, and a standby sends none (PostgreSQL refuses NOTIFY during
- * recovery). So the probe is sent only once the connection has heard nothing — no notification, no
- * probe answer — for a whole period: an idle worker beside busy peers, which hears their notices,
- * sends none (issue 24, idle statements), and a lost connection is still noticed within 2 periods of
- * the last thing it heard (one period of silence, then one for the probe's answer).
+ * sit on a server turned read-only. The heartbeat (the read-only probe) answers both.
+ *
+ * A notification proves the connection alive, not the server writable: a server fenced with
+ * `default_transaction_read_only` still delivers a `pg_notify` that wrote nothing (a worker's
+ * presence notice from a session still there). So the probe is sent once the connection has heard
+ * nothing — no notification, no probe answer — for a period, and in any case at least every
+ * {@link MAX_PERIODS_WITHOUT_PROBE} periods: a lost connection is still noticed within 2 periods of
+ * the last thing it heard (one of silence, one for the probe's answer), a connection on a read-only
+ * server within that many periods plus one; a worker hearing its peers' notices sends a third as
+ * many probes (issue 24, idle statements).
  */
-import { performance } from 'node:perf_hooks';
+
+/** Longest time between two read-only probes of a connection that keeps hearing notifications, in periods. */
+export const MAX_PERIODS_WITHOUT_PROBE = 3;
 
 export class ListenHeartbeat {
   private lastHeardAt = performance.now();
+  private lastProbedAt = performance.now();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -49,9 +56,12 @@ export class ListenHeartbeat {
 
   private readonly tick = (): void => {
     if (this.stopped) return;
-    const quietMs = performance.now() - this.lastHeardAt;
-    if (quietMs < this.periodMs) {
-      this.arm(this.periodMs - quietMs);
+    const now = performance.now();
+    const quietMs = now - this.lastHeardAt;
+    const unprobedMs = now - this.lastProbedAt;
+    const maxUnprobedMs = MAX_PERIODS_WITHOUT_PROBE * this.periodMs;
+    if (quietMs < this.periodMs && unprobedMs < maxUnprobedMs) {
+      this.arm(Math.min(this.periodMs - quietMs, maxUnprobedMs - unprobedMs));
       return;
     }
     if (!this.ready()) {
@@ -60,6 +70,7 @@ export class ListenHeartbeat {
     }
     void this.beat().then(() => {
       this.heard();
+      this.lastProbedAt = this.lastHeardAt;
       this.arm(this.periodMs);
     });
   };

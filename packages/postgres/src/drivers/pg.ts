@@ -45,11 +45,11 @@ const DEFAULT_POOL_MAX = 10;
 
 /**
  * A listening connection that heard no notification for this long sends its heartbeat (the
- * read-only probe); when no reply comes within the same time (a half-open connection: no FIN, no
+ * read-only probe), and one that keeps hearing them sends it at least every 3 × this
+ * (`ListenHeartbeat`); when no reply comes within the same time (a half-open connection: no FIN, no
  * RST), or the server is read-only, the connection is dropped and LISTEN starts again, so a lost
- * LISTEN connection is noticed within 2 × this. A period in which a notification arrived needs no
- * heartbeat: the server spoke, and a standby sends none (PostgreSQL refuses NOTIFY during recovery).
- * The same bound caps UNLISTEN on stop.
+ * LISTEN connection is noticed within 2 × this of the last thing it heard. The same bound caps
+ * UNLISTEN on stop.
  */
 export const LISTEN_HEARTBEAT_MS = 5_000;
 
@@ -224,7 +224,7 @@ function destroySocket(client: pg.PoolClient): void {
 /**
  * The driver's one listening connection (see `sharedListener`): a pool client held for the
  * purpose. It counts as lost on 'error' or 'end', on a failed LISTEN, or when the heartbeat
- * (the read-only probe, each {@link LISTEN_HEARTBEAT_MS} in which no notification arrived) gets no reply within the same time; a lost client
+ * (the read-only probe, after {@link LISTEN_HEARTBEAT_MS} in which no notification arrived, and at least every 3 × that) gets no reply within the same time; a lost client
  * is released with the error, so the pool discards it. `close` sends `unlisten *` (bounded by the
  * same time) and hands the client back to the pool.
  * @throws the pool's connect error

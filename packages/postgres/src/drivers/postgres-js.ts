@@ -82,7 +82,7 @@ export interface PostgresJsStoreOptions extends PostgresStoreOptions {
   readonly connectionOptions?: postgres.Options<{}>;
 }
 
-/** How long the LISTEN connection may hear nothing before its heartbeat is sent, and how long that may take to answer, in ms (as `pg`'s listener). */
+/** How long the LISTEN connection may hear nothing before its heartbeat is sent (at least every 3 × this in any case), and how long that may take to answer, in ms (as `pg`'s listener). */
 export const LISTEN_HEARTBEAT_MS = 5_000;
 
 /** How long a transaction whose connection was lost waits for postgres.js to report the close. */
@@ -107,7 +107,7 @@ async function settledWithin(settled: Promise<void>, ms: number): Promise<boolea
  * (max 1, the settings of `base`), as `sql.listen` opens, but one the store controls: postgres.js
  * 3.4.9 keeps a failed channel of `sql.listen`, and later calls on it await the old failure. It
  * counts as lost when postgres.js reports the connection closed after a LISTEN, when a statement
- * fails, or when the heartbeat (the read-only probe, each {@link LISTEN_HEARTBEAT_MS} in which no notification arrived) gets no reply within
+ * fails, or when the heartbeat (the read-only probe, after {@link LISTEN_HEARTBEAT_MS} in which no notification arrived, and at least every 3 × that) gets no reply within
  * the same time (half-open: detected within two heartbeats); a lost instance is ended and never
  * reused. `close` ends the instance, bounded to 2 s (porsager/postgres#1097).
  */

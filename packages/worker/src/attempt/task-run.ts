@@ -108,11 +108,12 @@ export class TaskRun<Tx> {
       .catch((error: unknown) => this.logger.error({ error: describeThrown(error) }, 'task run failed unexpectedly'))
       .finally(() => {
         this.freeSlot();
+        // A hand-back ends the span itself, once the release answered (its outcome is RELEASED).
         if (this.currentPhase !== 'handedBack') {
           this.currentPhase = 'finished';
           this.keeper?.stop();
+          this.telemetry.end();
         }
-        this.telemetry.end();
       });
   }
 
@@ -141,10 +142,14 @@ export class TaskRun<Tx> {
     this.freeSlot();
     this.haltNow();
     this.abortHandler(new TaskAbortedError('shutdown'));
-    await this.progressWriter?.flush();
-    const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.keeper?.stop());
-    this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
-    return outcome !== null;
+    try {
+      await this.progressWriter?.flush();
+      const outcome = await this.deps.reporter.release(this.task, this.holdsLease).finally(() => this.keeper?.stop());
+      this.telemetry.finished(outcome === null ? 'UNKNOWN' : outcome === 'SCHEDULED' ? 'RELEASED' : outcome);
+      return outcome !== null;
+    } finally {
+      this.telemetry.end();
+    }
   }
 
   private async execute(claimSentAt: number): Promise<void> {
