@@ -24,14 +24,17 @@ export class ListenHeartbeat {
 
   /**
    * Starts the pacing; the first probe is due one period from now.
-   * @param periodMs silence that makes a probe due, in ms (the drivers' `LISTEN_HEARTBEAT_MS`)
-   * @param beat sends the probe; resolves once it was answered and the connection kept (the caller
-   *   bounds the wait and ends the connection otherwise, then calls {@link stop}); must not reject
+   * @param periodMs silence that makes a probe due, and how long its answer may take, in ms (the
+   *   drivers' `LISTEN_HEARTBEAT_MS`)
+   * @param readOnly sends the probe on the listening connection; resolves whether its server is read-only
+   * @param lost called once, with why, when the probe failed, got no answer within `periodMs`, or found
+   *   the server read-only; the caller drops the connection (and calls {@link stop})
    * @param ready false while the connection cannot be probed yet (not yet listening): the tick waits a period
    */
   constructor(
     private readonly periodMs: number,
-    private readonly beat: () => Promise<void>,
+    private readonly readOnly: () => Promise<boolean>,
+    private readonly lost: (error: Error) => void,
     private readonly ready: () => boolean = () => true,
   ) {
     this.arm(periodMs);
@@ -68,10 +71,34 @@ export class ListenHeartbeat {
       this.arm(this.periodMs);
       return;
     }
-    void this.beat().then(() => {
+    void this.probe().then((error) => {
+      if (error !== null) {
+        this.stop();
+        this.lost(error);
+        return;
+      }
       this.heard();
       this.lastProbedAt = this.lastHeardAt;
       this.arm(this.periodMs);
     });
   };
+
+  /** One probe, bounded by a period: null when answered by a writable server, else why not. */
+  private async probe(): Promise<Error | null> {
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise<Error>((resolve) => {
+      bound = setTimeout(() => resolve(new Error(`listen heartbeat: no reply within ${this.periodMs} ms`)), this.periodMs);
+      bound.unref();
+    });
+    const answer = this.readOnly().then(
+      // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
+      (readOnly) => (readOnly ? new Error('the listening connection is on a read-only server') : null),
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
+    try {
+      return await Promise.race([answer, late]);
+    } finally {
+      clearTimeout(bound);
+    }
+  }
 }

@@ -268,14 +268,10 @@ function openPgListenConnection(pool: pg.Pool): OpenListenConnection {
       lose(early);
       throw early;
     }
-    heartbeat = new ListenHeartbeat(LISTEN_HEARTBEAT_MS, () =>
-      within(client.query<{ ro: string }>(READ_ONLY_PROBE), LISTEN_HEARTBEAT_MS, 'listen heartbeat').then(
-        (result) => {
-          // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
-          if (result.rows[0]?.ro === 'on') lose(new Error('the listening connection is on a read-only server'));
-        },
-        (error: unknown) => lose(error instanceof Error ? error : new Error(String(error))),
-      ),
+    heartbeat = new ListenHeartbeat(
+      LISTEN_HEARTBEAT_MS,
+      async () => (await client.query<{ ro: string }>(READ_ONLY_PROBE)).rows[0]?.ro === 'on',
+      lose,
     );
     const send = async (statement: string) => {
       if (done) throw new Error('the listening connection was lost');

@@ -151,33 +151,10 @@ function openPostgresJsListenConnection(base: AnySql): OpenListenConnection {
       },
       // biome-ignore lint/complexity/noBannedTypes: postgres.js's own default type parameter
     } as unknown as postgres.Options<{}>) as AnySql;
-    // A heartbeat query that gets no answer within LISTEN_HEARTBEAT_MS counts the connection as lost.
     const heartbeat = new ListenHeartbeat(
       LISTEN_HEARTBEAT_MS,
-      () =>
-        new Promise<void>((resolve) => {
-          let answered = false;
-          const deadline = setTimeout(() => {
-            if (answered) return;
-            lose();
-            resolve();
-          }, LISTEN_HEARTBEAT_MS);
-          instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE).then(
-            (rows) => {
-              answered = true;
-              clearTimeout(deadline);
-              // A server that turned read-only (the old primary after a failover) hears no writer: leave it.
-              if (rows[0]?.ro === 'on') lose();
-              resolve();
-            },
-            () => {
-              answered = true;
-              clearTimeout(deadline);
-              lose();
-              resolve();
-            },
-          );
-        }),
+      async () => (await instance.unsafe<{ ro: string }[]>(READ_ONLY_PROBE))[0]?.ro === 'on',
+      () => lose(),
       () => listening && !done,
     );
     const send = async (statement: string) => {
