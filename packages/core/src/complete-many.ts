@@ -11,8 +11,8 @@ import { DEFAULT_MAX_PAYLOAD_BYTES, parseTaskId, validateAttempt, validateJson }
 /** Largest `completeMany` batch. */
 export const MAX_COMPLETE_MANY = 10_000;
 
-/** One complete of a batch: the fields of `CompleteParams` without `work` (same-transaction writes need `complete`). */
-export interface CompleteManyItem {
+/** One complete of a batch: the fields of `CompleteParams`. `Tx` is the store's transaction handle, as for `complete`. */
+export interface CompleteManyItem<Tx = unknown> {
   readonly id: TaskId;
   /** The fencing token received at claim. */
   readonly attempt: number;
@@ -25,10 +25,18 @@ export interface CompleteManyItem {
    * row alone, no history row (docs/contract.md#done-not-kept).
    */
   readonly keep?: boolean;
+  /**
+   * The handler's own writes, as `CompleteParams.work`: run in the batch's transaction after the
+   * fenced moves, only when this item's move hit (not for a stale, cancelled or DONE-again item), and
+   * committed with its DONE or not at all. A batch with any `work` is one transaction per store node
+   * (one for a single PostgreSQL server): when a `work` throws, that transaction rolls back whole
+   * (its items stay CLAIMED, no writes of any of their works) and `completeMany` rethrows the error.
+   */
+  readonly work?: (tx: Tx) => Promise<void>;
 }
 
 /** A validated item, ready for a store. */
-export interface NormalizedCompleteItem {
+export interface NormalizedCompleteItem<Tx = unknown> {
   readonly id: TaskId;
   readonly attempt: number;
   readonly owner: string;
@@ -37,29 +45,32 @@ export interface NormalizedCompleteItem {
   readonly resultText: string;
   /** False: DONE is not kept (no history row). */
   readonly keep: boolean;
+  /** The item's same-transaction writes, if any. */
+  readonly work: ((tx: Tx) => Promise<void>) | undefined;
 }
 
-const ITEM_FIELDS: ReadonlySet<string> = new Set(['id', 'attempt', 'owner', 'result', 'keep']);
+const ITEM_FIELDS: ReadonlySet<string> = new Set(['id', 'attempt', 'owner', 'result', 'keep', 'work']);
 
 /**
  * Validates a completeMany batch, every item before any is written (all or nothing): an array of
- * 0..{@link MAX_COMPLETE_MANY} objects with only `id`, `attempt`, `owner`, `result`, `keep`, no id twice.
+ * 0..{@link MAX_COMPLETE_MANY} objects with only `id`, `attempt`, `owner`, `result`, `keep`, `work` (a
+ * function), no id twice.
  * @throws ValidationError naming the first bad field as `items[i].field` (INVALID_TASK_ID, INVALID_OPTION,
  *   INVALID_RESULT); `items` INVALID_OPTION for a non-array or more than 10 000 items
  */
-export function validateCompleteMany(items: unknown, maxResultBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): NormalizedCompleteItem[] {
+export function validateCompleteMany<Tx = unknown>(items: unknown, maxResultBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): NormalizedCompleteItem<Tx>[] {
   if (!Array.isArray(items)) throw new ValidationError('INVALID_OPTION', 'items', 'must be an array');
   if (items.length > MAX_COMPLETE_MANY) {
     throw new ValidationError('INVALID_OPTION', 'items', `has ${items.length} items, the limit is ${MAX_COMPLETE_MANY}`);
   }
   const seen = new Map<TaskId, number>();
-  return items.map((item: unknown, idx): NormalizedCompleteItem => {
+  return items.map((item: unknown, idx): NormalizedCompleteItem<Tx> => {
     const f = (name: string): string => `items[${idx}].${name}`;
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new ValidationError('INVALID_OPTION', `items[${idx}]`, 'must be an object');
     const i = item as Record<string, unknown>;
     for (const key of Object.keys(i)) {
       if (!ITEM_FIELDS.has(key)) {
-        throw new ValidationError('INVALID_OPTION', f(key), `is not a completeMany field (expected one of ${[...ITEM_FIELDS].join(', ')}; use complete for work)`);
+        throw new ValidationError('INVALID_OPTION', f(key), `is not a completeMany field (expected one of ${[...ITEM_FIELDS].join(', ')})`);
       }
     }
     const id = parseTaskId(i.id, f('id'));
@@ -70,6 +81,7 @@ export function validateCompleteMany(items: unknown, maxResultBytes: number = DE
     const owner = validateOwner(i.owner, f('owner'));
     const { value, text } = validateJson(i.result === undefined ? null : i.result, f('result'), maxResultBytes, 'INVALID_RESULT');
     const keep = validateKeep(i.keep, f('keep'));
-    return { id, attempt, owner, result: value, resultText: text, keep };
+    if (i.work !== undefined && typeof i.work !== 'function') throw new ValidationError('INVALID_OPTION', f('work'), 'must be a function (tx) => Promise');
+    return { id, attempt, owner, result: value, resultText: text, keep, work: i.work as ((tx: Tx) => Promise<void>) | undefined };
   });
 }

@@ -274,15 +274,20 @@ export interface Store<Tx = unknown> {
   complete(params: CompleteParams<Tx>): Promise<CompleteOutcome>;
 
   /**
-   * Completes many attempts at once, each exactly as {@link complete} without `work`: DONE only when
+   * Completes many attempts at once, each exactly as {@link complete}: DONE only when
    * its fenced move hits; CANCELLED_BEFORE_COMMIT when cancel was requested;
    * DONE again for an attempt already DONE; REJECTED_STALE otherwise (unknown id included), except
    * for an item with `keep: false` whose task is in neither the live table nor history: NOT_FOUND.
-   * Every item is validated first (`validateCompleteMany`); an empty batch returns [] without I/O.
+   * Items with `work` (group commit of same-transaction writes): the batch is one transaction per
+   * store node; each hit item's `work(tx)` runs in it after the fenced moves, in input order, and
+   * commits with the DONEs. Every item is validated first (`validateCompleteMany`); an empty batch
+   * returns [] without I/O.
    * @returns one outcome per item, in input order
-   * @throws ValidationError naming `items[i].field` (nothing changed), StoreClosedError, ConnectionLostError, StoreError
+   * @throws ValidationError naming `items[i].field` (nothing changed), StoreClosedError, ConnectionLostError, StoreError;
+   *   whatever a `work` threw, unchanged, after the rollback of its transaction (its items stay
+   *   CLAIMED; complete each alone to isolate it), as {@link complete} rethrows it
    */
-  completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]>;
+  completeMany(items: readonly CompleteManyItem<Tx>[]): Promise<CompleteOutcome[]>;
 
   /**
    * Reports a failed attempt, fenced; it counts one failure (`Task.failures`): SCHEDULED after

@@ -440,22 +440,35 @@ export class MemoryStore implements Store<MemoryTx>, CronStore, RateLimitStore, 
   /**
    * Every item through `transition('complete')` in ONE write set, holding the row locks of all the
    * items (taken in id order, like the PostgreSQL store): DONE items are kept with their completion, or with
-   * `keep: false` are deleted (no history); all commit together. @returns outcomes in input order
+   * `keep: false` are deleted (no history); then each of those items' `work` runs on the write set,
+   * in input order; all commit together. A work that throws rolls the whole write set back and is
+   * rethrown. @returns outcomes in input order
    */
-  async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+  async completeMany(items: readonly CompleteManyItem<MemoryTx>[]): Promise<CompleteOutcome[]> {
     this.#assertOpen();
-    const valid = validateCompleteMany(items, this.#maxPayloadBytes);
+    const valid = validateCompleteMany<MemoryTx>(items, this.#maxPayloadBytes);
     if (valid.length === 0) return [];
     const ids = valid.map((i) => i.id).sort(compareIds);
-    return this.#locks.runAll(ids, () => {
+    return this.#locks.runAll(ids, async () => {
       this.#assertOpen();
       const nowMs = this.#clock.now();
       const ws = this.#db.begin();
-      const outcomes = valid.map(({ id, attempt, owner, result, keep }) => {
+      const works: ((tx: MemoryTx) => Promise<void>)[] = [];
+      const outcomes = valid.map(({ id, attempt, owner, result, keep, work }) => {
         const outcome = resultOf(this.#stage(ws, id, { type: 'complete', attempt, result, keep }, nowMs), 'complete');
         if (outcome.keepDone) ws.recordCompletion({ taskId: id, attempt, worker: owner, finishedAt: new Date(nowMs) });
+        if ((outcome.keepDone || outcome.drop === true) && work !== undefined) works.push(work);
         return outcome.outcome;
       });
+      if (works.length > 0) {
+        const tx = new MemoryTx(ws);
+        try {
+          for (const work of works) await work(tx);
+        } catch (error) {
+          this.#db.rollback(ws);
+          throw error;
+        }
+      }
       this.#db.commit(ws);
       return outcomes;
     });

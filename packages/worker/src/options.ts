@@ -189,11 +189,14 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
   readonly abandonGraceMs?: number;
   /**
    * Most completions sent in one `store.completeMany`, 1..10 000 (default 50). A handler that settles
-   * without `onCompleteTx` writes has its fenced complete queued; the queue is sent when it holds this
-   * many, or `completeBatchDelayMs` after its first entry. Each task keeps its own outcome, events and
-   * history row; its slot frees when the batch is acknowledged. A handler with `onCompleteTx` writes is
-   * always completed alone with `store.complete` (its writes need their own transaction). 1 turns
-   * batching off: every completion uses `store.complete`, as before.
+   * has its fenced complete queued; the queue is sent when it holds this many, or
+   * `completeBatchDelayMs` after its first entry. Each task keeps its own outcome, events and history
+   * row; its slot frees when the batch is acknowledged. `onCompleteTx` writes share the batch (group
+   * commit): they run in the batch's one transaction, each task's only when its fenced move hit, and
+   * commit with the DONEs. If the batch fails (a write threw, a deadlock between writes of two tasks,
+   * a lost connection), nothing of it committed and each task is completed alone with
+   * `store.complete`: a write that throws there fails its own attempt only. 1 turns batching off: every
+   * completion uses `store.complete`, its writes in a transaction of their own.
    */
   readonly completeBatchSize?: number;
   /**

@@ -1,7 +1,8 @@
 /**
- * Completion batching: handlers without same-transaction writes are completed together with one
- * `store.completeMany`; each task still gets its own fenced outcome, events and completion; a task
- * with `onCompleteTx` writes keeps its own `store.complete`. Real stores behind a counting proxy.
+ * Completion batching: handlers are completed together with one `store.completeMany`; each task
+ * still gets its own fenced outcome, events and completion; `onCompleteTx` writes share the batch's
+ * transaction (group commit), and a batch whose write throws is completed item by item. Real stores
+ * behind a counting proxy.
  */
 import { createMemoryStore } from '@postpone/memory';
 import { CancelOutcome, type ClaimedTask, type CompleteOutcome, overrideStore, type Store, TaskState } from '@postpone/core';
@@ -110,13 +111,13 @@ describe.each([
     for (const id of [a, b]) expect(await h.store.getCompletion(id)).toMatchObject({ attempt: 1, worker: worker.id });
   });
 
-  it('a handler with onCompleteTx writes keeps its own complete (same transaction); the others share a completeMany', async () => {
+  it('handlers with onCompleteTx writes share the completeMany (group commit): each writes once, committed with its DONE', async () => {
     h = await makeHarness();
     const harness = h;
     const counted = countCompletes(harness.store);
     worker = createWorker({
       store: counted.store,
-      concurrency: 4,
+      concurrency: 5,
       pacing: new ManualPacing(),
       handlers: {
         plain: async () => 'plain',
@@ -127,15 +128,54 @@ describe.each([
       },
     });
     const plain = await scheduleN(harness.store, 'plain', 3);
-    const [booked] = (await scheduleN(harness.store, 'booked', 1)) as [string];
+    const booked = await scheduleN(harness.store, 'booked', 2);
     await worker.runOnce();
     await worker.idle();
-    expect(counted.calls).toEqual({ complete: 1, completeMany: 1, batchSizes: [3] });
-    expect(await harness.bookings()).toEqual([{ taskId: booked, attempt: 1 }]);
-    for (const id of [...plain, booked]) {
+    expect(counted.calls).toEqual({ complete: 0, completeMany: 1, batchSizes: [5] });
+    expect((await harness.bookings()).sort((a, b) => a.taskId.localeCompare(b.taskId))).toEqual(booked.map((taskId) => ({ taskId, attempt: 1 })).sort((a, b) => a.taskId.localeCompare(b.taskId)));
+    for (const id of [...plain, ...booked]) {
       expect((await harness.store.getTask(id))?.state).toBe(TaskState.DONE);
       expect(await harness.store.getCompletion(id)).toMatchObject({ attempt: 1 });
     }
+  });
+
+  it('a write that throws in a shared batch: nothing of the batch commits, each task is completed alone; only the throwing one fails', async () => {
+    h = await makeHarness();
+    const harness = h;
+    const counted = countCompletes(harness.store);
+    const failed: string[] = [];
+    worker = createWorker({
+      store: counted.store,
+      concurrency: 4,
+      pacing: new ManualPacing(),
+      handlers: {
+        plain: async () => 'plain',
+        booked: async (task, ctx) => {
+          ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
+          return 'booked';
+        },
+        refused: async (task, ctx) => {
+          ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
+          ctx.onCompleteTx(async () => {
+            throw new Error('write refused');
+          });
+          return 'refused';
+        },
+      },
+    });
+    worker.on('failed', ({ task, error }) => failed.push(`${task.kind}:${error}`));
+    const [plain] = (await scheduleN(harness.store, 'plain', 1)) as [string];
+    const booked = await scheduleN(harness.store, 'booked', 2);
+    const refused = (await harness.store.schedule({ kind: 'refused', payload: {}, maxAttempts: 1 })).id;
+    await worker.runOnce();
+    await worker.idle();
+    // One batch of 4 that rolled back, then 4 completes alone.
+    expect(counted.calls).toEqual({ complete: 4, completeMany: 1, batchSizes: [4] });
+    expect(failed).toEqual(['refused:Error: write refused']);
+    expect(await harness.store.getTask(refused)).toMatchObject({ state: TaskState.DEAD, lastError: 'Error: write refused' });
+    expect(await harness.store.getCompletion(refused)).toBeNull();
+    expect((await harness.bookings()).map((b) => b.taskId).sort()).toEqual([...booked].sort());
+    for (const id of [plain, ...booked]) expect(await harness.store.getCompletion(id)).toMatchObject({ attempt: 1, worker: worker.id });
   });
 
   it('completeBatchSize 1 turns batching off: every completion is its own complete', async () => {

@@ -456,7 +456,13 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     return this.byParams(params).complete(params);
   }
 
-  completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+  /**
+   * Each shard group's items through its own store's completeMany, concurrently. Items with `work`:
+   * each group's batch is its own transaction on its node, so a `work` that throws rolls back its
+   * group's items only (those of other groups may have committed); completing each item alone again
+   * is safe (DONE again, its work not run twice).
+   */
+  completeMany(items: readonly CompleteManyItem<Tx>[]): Promise<CompleteOutcome[]> {
     // Every item validated first (as extendMany).
     validateCompleteMany(items, Math.min(...this.stores.map((s) => s.maxPayloadBytes)));
     if (items.length === 0) return this.stores[0]!.completeMany(items);

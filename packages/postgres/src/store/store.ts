@@ -25,6 +25,7 @@ import {
   type MigrateResult,
   type Clock,
   type CompleteManyItem,
+  type NormalizedCompleteItem,
   type CompleteOutcome,
   type CompleteParams,
   DEFAULT_MAX_PAYLOAD_BYTES,
@@ -1366,43 +1367,102 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
    * item whose attempt is current (each history row keeping its `owner`), committing together; row locks taken in id
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
-   * again for a committed attempt, else `REJECTED_STALE`).
+   * again for a committed attempt, else `REJECTED_STALE`). A batch with any `work` is ONE transaction:
+   * the same statements, the misses resolved, then each hit item's `work(tx)` in input order
+   * (group commit of same-transaction writes: one commit for the batch instead of one per task).
    * @returns outcomes in input order; [] for an empty batch (nothing sent)
-   * @throws ValidationError naming `items[i].field` before anything is sent
+   * @throws ValidationError naming `items[i].field` before anything is sent; whatever a `work` threw,
+   *   unchanged, after the rollback (every item stays CLAIMED), unless it is a failure of the connection
+   *   or the driver, translated as in {@link complete}
    */
-  async completeMany(items: readonly CompleteManyItem[]): Promise<CompleteOutcome[]> {
+  async completeMany(items: readonly CompleteManyItem<Tx>[]): Promise<CompleteOutcome[]> {
     this.assertOpen();
-    const valid = validateCompleteMany(items, this.maxPayloadBytes);
+    const valid = validateCompleteMany<Tx>(items, this.maxPayloadBytes);
     if (valid.length === 0) return [];
-    const kept = valid.filter((i) => i.keep);
+    const keptIndex = valid.flatMap((item, idx) => (item.keep ? [idx] : []));
     const keptJson = (): string =>
-      `[${kept.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`).join(',')}]`;
+      `[${keptIndex
+        .map((idx) => {
+          const i = valid[idx] as (typeof valid)[number];
+          return `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"owner":${JSON.stringify(i.owner)},"result":${i.resultText}}`;
+        })
+        .join(',')}]`;
     // DONE not kept (docs/contract.md#done-not-kept): the items with keep false are deleted by
     // `taskCompleteManyDrop`, which locks every item's row in id order; a mixed batch then completes
     // the kept ones with `taskCompleteManyFenced` in the same transaction (their rows already locked).
     const dropJson = (): string => `[${valid.map((i) => `{"id":${JSON.stringify(i.id)},"attempt":${i.attempt},"keep":${i.keep}}`).join(',')}]`;
-    return await this.call(async () => {
-      const now = this.nowParam();
+    /** The fenced moves of the batch in one transaction (`query`): the drop first, then the kept. @returns the hit items' indexes */
+    const moveAll = async (query: QueryFn, now: string | null): Promise<Set<number>> => {
       const hit = new Set<number>();
-      if (kept.length === valid.length) {
-        // Every item kept (the default): one statement, as before; `ord` counts the kept items, here all.
-        for (const r of await this.driver.query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(Number(r.ord) - 1);
-      } else if (kept.length === 0) {
-        for (const r of await this.dropOnClock(now, (query) => query(this.sql.taskCompleteManyDrop, [dropJson()]))) hit.add(Number(r.ord) - 1);
-      } else {
-        const keptIndex = valid.flatMap((item, idx) => (item.keep ? [idx] : []));
-        await this.driver.transaction(async (query) => {
-          if (now !== null) await query(storeNowSet, [now]);
-          for (const r of await query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
-          for (const r of await query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(keptIndex[Number(r.ord) - 1] as number);
-        });
+      if (keptIndex.length < valid.length) {
+        if (now !== null) await query(storeNowSet, [now]);
+        for (const r of await query(this.sql.taskCompleteManyDrop, [dropJson()])) hit.add(Number(r.ord) - 1);
       }
+      if (keptIndex.length > 0) for (const r of await query(this.sql.taskCompleteManyFenced, [now, keptJson()])) hit.add(keptIndex[Number(r.ord) - 1] as number);
+      return hit;
+    };
+    const outcomesOf = async (query: QueryFn, now: string | null, hit: ReadonlySet<number>): Promise<CompleteOutcome[]> => {
       const outcomes: CompleteOutcome[] = [];
       for (const [idx, item] of valid.entries()) {
-        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, item.id, item.attempt, item.keep));
+        outcomes.push(hit.has(idx) ? 'DONE' : await this.missedCompleteOutcome(query, now, item.id, item.attempt, item.keep));
       }
       return outcomes;
+    };
+    if (valid.some((i) => i.work !== undefined)) return await this.completeManyWithWork(valid, moveAll, outcomesOf);
+    return await this.call(async () => {
+      const now = this.nowParam();
+      let hit: Set<number>;
+      if (keptIndex.length === valid.length) {
+        // Every item kept (the default): one statement, as before; `ord` counts the kept items, here all.
+        hit = new Set((await this.driver.query(this.sql.taskCompleteManyFenced, [now, keptJson()])).map((r) => Number(r.ord) - 1));
+      } else if (keptIndex.length === 0) {
+        hit = new Set((await this.dropOnClock(now, (query) => query(this.sql.taskCompleteManyDrop, [dropJson()]))).map((r) => Number(r.ord) - 1));
+      } else {
+        hit = await this.driver.transaction((query) => moveAll(query, now));
+      }
+      return await outcomesOf(this.driver.query, now, hit);
     });
+  }
+
+  /**
+   * {@link completeMany} of a batch with `work`: the fenced moves, the misses resolved and each hit
+   * item's `work(tx)` (input order) in ONE transaction, as {@link complete} runs one item's. A work's
+   * error rolls it all back and is rethrown unchanged; a NOTIFY queue that filled at commit (54000,
+   * the finish notice) is tried once more, as in complete.
+   */
+  private async completeManyWithWork(
+    valid: readonly NormalizedCompleteItem<Tx>[],
+    moveAll: (query: QueryFn, now: string | null) => Promise<Set<number>>,
+    outcomesOf: (query: QueryFn, now: string | null, hit: ReadonlySet<number>) => Promise<CompleteOutcome[]>,
+  ): Promise<CompleteOutcome[]> {
+    let workFailure: { error: unknown } | undefined;
+    const run = () =>
+      this.driver.transaction<CompleteOutcome[]>(async (query, tx) => {
+        const now = this.nowParam();
+        const hit = await moveAll(query, now);
+        const outcomes = await outcomesOf(query, now, hit);
+        for (const [idx, item] of valid.entries()) {
+          if (item.work === undefined || !hit.has(idx)) continue;
+          try {
+            await item.work(tx);
+          } catch (error) {
+            workFailure = { error };
+            throw error;
+          }
+        }
+        return outcomes;
+      });
+    try {
+      try {
+        return await run();
+      } catch (error) {
+        if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
+        return await run();
+      }
+    } catch (error) {
+      if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
+      throw await this.translate(error);
+    }
   }
 
   /**

@@ -47,8 +47,9 @@ export class AttemptReporter<Tx> {
   }
 
   /**
-   * Fenced complete with the handler's completion writes in the same transaction; without writes,
-   * queued to the completion batcher (one `completeMany` for many tasks) unless batching is off.
+   * Fenced complete with the handler's completion writes in the same transaction, queued to the
+   * completion batcher (one `completeMany` for many tasks, writes included: group commit) unless
+   * batching is off; a batch with writes that fails completes each task alone.
    * A write with no verdict (lost connection, statement or lock timeout, deadlock…) is tried again
    * while `holdsLease()`; it is never the handler's failure.
    * @param leaseUntil the lease's end as the lease keeper knows it (monotonic ms): bounds the batch wait
@@ -83,18 +84,23 @@ export class AttemptReporter<Tx> {
     // DONE not kept (option keepDone / keepDoneByKind): the flag goes only when false, so a store
     // that predates it gets the same call as before.
     const keep = keepsDone(this.options, task.kind);
+    // Alone: one `store.complete`, its writes in its own transaction, retried while no verdict.
+    const alone = (): Promise<CompleteOutcome> => {
+      failure.writeFailed = null;
+      return callStore(
+        deps,
+        'complete',
+        task,
+        () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work, ...(keep ? {} : { keep }) }),
+        (error) => failure.writeFailed === null || PostponeError.isInstance(error),
+      );
+    };
     let outcome: CompleteOutcome;
     try {
       outcome =
-        work === undefined && this.batcher !== null
-          ? await this.batcher.complete(task, result, leaseUntil, deps.holdsLease, keep)
-          : await callStore(
-              deps,
-              'complete',
-              task,
-              () => this.store.complete({ id: task.id, attempt: task.attempt, owner: this.options.id, result, work, ...(keep ? {} : { keep }) }),
-              (error) => failure.writeFailed === null || PostponeError.isInstance(error),
-            );
+        this.batcher === null
+          ? await alone()
+          : await this.batcher.complete(task, result, leaseUntil, deps.holdsLease, keep, work === undefined ? undefined : { work, alone });
     } catch (error) {
       // A write that failed because the store failed (connection lost, refused, driver error — the
       // store rethrows those as PostponeError) is not the handler's failure: the lease decides.

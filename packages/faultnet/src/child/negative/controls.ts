@@ -111,7 +111,7 @@ export function withUnfencedComplete<Tx>(store: Store<Tx>, controls: NegativeCon
   return overrideStore(store, {
     complete: (params: CompleteParams<Tx>) =>
       controls.unfencedComplete({ id: params.id, attempt: params.attempt, owner: params.owner, result: params.result }),
-    completeMany: async (items: readonly CompleteManyItem[]) => {
+    completeMany: async (items: readonly CompleteManyItem<Tx>[]) => {
       const outcomes: CompleteOutcome[] = [];
       for (const item of items) outcomes.push(await controls.unfencedComplete({ id: item.id, attempt: item.attempt, owner: item.owner, result: item.result }));
       return outcomes;
