@@ -2,7 +2,8 @@
  * Evidence `batch_deadlock_workers` (issue #26 item 5, README "Failure modes"): the batch lock order
  * with real worker processes and the fault net's verdict. Three worker processes claim keyed tasks
  * and run each for 400 ms (renewals batched: `extendMany`); two of them complete through the batched
- * `completeMany` (no same-transaction effect), one through `complete` with its local effect row.
+ * `completeMany` (no same-transaction effect), one with its local effect row written in the batch's
+ * transaction (`completeMany` with `work`, group commit).
  * Meanwhile this process schedules, on two connections at once, batches of 16 of 48 shared keys in
  * shuffled order (`keep` and `replace` alternately) and cancels by key prefix (`cancelMany`, batches of 8, every 150 ms), for 6 s. Verdict:
  * 0 deadlocks (`pg_stat_database.deadlocks`, read after every session that wrote has ended), 0

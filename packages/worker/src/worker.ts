@@ -117,6 +117,8 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
   private loopDone: Promise<void> | null = null;
   private wake = new AbortController();
   private sleepingFull = false;
+  /** True while the loop waits out a store failure's backoff (`retryInMs`). */
+  private retrySleeping = false;
   /**
    * Until when (pacing clock) rate limits hold back everything this worker may claim, as the last
    * claim's `onRateLimited` said (docs/contract.md#rate-limits): the loop sleeps until then instead of polling.
@@ -193,7 +195,7 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       pacing: this.options.pacing,
       logger: this.logger,
       report: (error, operation) => this.reportStoreError(error, operation),
-      succeeded: () => this.health.succeeded(),
+      succeeded: () => this.discoverySucceeded(),
       onCancelRequested: (id) => {
         for (const run of this.runs) if (run.task.id === id) run.cancelRequested();
         this.queue.remove(id);
@@ -491,11 +493,17 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
         if (claimed !== null && claimed.length === asked && this.wantsClaim()) continue;
       }
       if (this.retryInMs > 0) {
-        // The store is failing: back off (only stop interrupts this wait, not a freed slot).
+        // The store is failing: back off (only stop or discovery seeing the store answer again
+        // interrupts this wait, not a freed slot).
         const ms = this.retryInMs;
         this.retryInMs = 0;
         if (this.wake.signal.aborted) this.wake = new AbortController();
-        await pacing.sleep(ms, this.wake.signal);
+        this.retrySleeping = true;
+        try {
+          await pacing.sleep(ms, this.wake.signal);
+        } finally {
+          this.retrySleeping = false;
+        }
         continue;
       }
       this.sleepingFull = !this.wantsClaim();
@@ -503,6 +511,19 @@ export class Worker<Tx = unknown> implements WorkerEventSource {
       await this.discoverer.wait(Math.max(0, nextReclaimAt - pacing.now()), this.wake.signal, this.sleepingFull);
       this.sleepingFull = false;
     }
+  }
+
+  /**
+   * A store call of discovery succeeded (a listener reconnected and re-read what is due, a poll, a
+   * LISTEN). During an outage it ends the loop's backoff wait at once: the store answers again, so
+   * the loop claims now instead of up to `OUTAGE_RETRY_MAX_MS` × 1.25 later (the backlog of tasks
+   * that fell due during the outage waits for that). At most once per recovery: a claim that then
+   * fails again sets a new backoff, and the next wake needs another success of discovery.
+   */
+  private discoverySucceeded(): void {
+    const wasDown = this.health.unavailable;
+    this.health.succeeded();
+    if (wasDown && this.retrySleeping) this.wake.abort(WOKEN);
   }
 
   /** Runs a loop step; a store error is reported (and sets the backoff), never thrown. */

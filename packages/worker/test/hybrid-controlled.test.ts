@@ -3,7 +3,7 @@
  * in-memory store) and the worker's monotonic pacing (ManualPacing). The two start decades apart, so
  * a timer can only be right if it is placed by the store's time. Nothing here waits on real time.
  */
-import { overrideStore, type Store, type TaskId, TestClock } from '@postpone/core';
+import { ConnectionLostError, overrideStore, type Store, type TaskId, TestClock } from '@postpone/core';
 import { createMemoryStore, type MemoryStore } from '@postpone/memory';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type HybridOptions, ManualPacing, type Worker, type WorkerEvents } from '../src/index.js';
@@ -200,6 +200,50 @@ describe('hybrid discovery under controlled time', () => {
     r.advance(502);
     await until(() => r.claimed.length === 1, 'the claim');
     expect(r.claimed[0]?.task.id).toBe(id);
+  });
+
+  it('after an outage, claims as soon as the reconnected listener reads the store again, without waiting out the backoff', async () => {
+    let notify: ((notice: unknown) => void) | undefined;
+    let reconnect: (() => void) | undefined;
+    let down = false;
+    const r = rig({
+      wrap: (store) =>
+        overrideStore(store, {
+          listen: async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
+            notify = onNotice;
+            reconnect = options?.onReconnect;
+            return async () => {
+              notify = undefined;
+            };
+          },
+          claim: async (params) => {
+            if (down) throw new ConnectionLostError('connection terminated');
+            return store.claim(params);
+          },
+        }),
+    });
+    const unavailable: WorkerEvents['storeUnavailable'][] = [];
+    const recovered: WorkerEvents['storeRecovered'][] = [];
+    r.worker.on('storeUnavailable', (e) => unavailable.push(e));
+    r.worker.on('storeRecovered', (e) => recovered.push(e));
+    r.worker.on('error', () => {});
+    await started(r);
+    down = true;
+    const task = await r.memory.schedule({ kind: 'job', delayMs: 10 });
+    notify?.({ op: 'scheduled', id: task.id, dueAt: task.dueAt });
+    r.advance(12);
+    await until(() => unavailable.length === 1 && r.counted.calls.claim === 1, 'the failed claim');
+    // The loop now waits out its backoff (100-125 ms after the first failure, StoreHealth) and the
+    // discovery its claim retry pause (1 s). The database comes back; the listener reconnects.
+    down = false;
+    reconnect?.();
+    await until(() => r.worker.discovery.rebuilds.reconnect === 1, 'the rebuild after the reconnect');
+    expect(recovered).toHaveLength(1);
+    r.advance(3);
+    await until(() => r.claimed.length === 1, 'the claim after the recovery');
+    expect(r.claimed[0]?.task.id).toBe(task.id);
+    // 3 ms after the failed claim: well inside both pauses, which did not hold the claim back.
+    expect(r.counted.calls.claim).toBe(2);
   });
 
   it('places a notified task, removes a cancelled one, and rebuilds after the listener reconnected', async () => {

@@ -546,6 +546,9 @@ export class HybridDiscovery implements Discovery {
       this.wheel.abandonLoad();
       return;
     }
+    // The store answers again: a claim that failed need not wait out its retry pause (the backlog of
+    // an outage is claimed as soon as the database is back, not up to RETRY_MS later).
+    if (this.owedCause === 'retry') this.claimRetryAt = Number.NEGATIVE_INFINITY;
     this.deps.succeeded();
     const nowMs = answer.now.getTime();
     this.clock.sample(nowMs, sentAt, pacing.now());
