@@ -56,6 +56,33 @@ describe.each(DRIVERS)('transactions (%s)', (driver) => {
     expect(await status(2)).toBe('pending');
   });
 
+  it('a work that catches the error of its own statement leaves the transaction aborted: complete and completeMany reject, nothing is DONE', async () => {
+    const scheduled = await store.scheduleMany([{ kind: 'swallow' }, { kind: 'swallow' }, { kind: 'swallow' }]);
+    const claimed = await store.claim({ owner: 'w1', limit: 3, leaseMs: 60_000 });
+    expect(claimed).toHaveLength(3);
+    const swallowing = async (tx: unknown): Promise<void> => {
+      await kit.queryIn(tx, `insert into ${reservation} (id, status) values (9, 'pending')`);
+      // Caught: the transaction is now aborted, and its COMMIT would complete as ROLLBACK.
+      await kit.queryIn(tx, 'select 1 / 0').catch(() => undefined);
+    };
+    const [first, ...rest] = claimed as [(typeof claimed)[number], ...typeof claimed];
+    // pg: the probe after the work meets the aborted transaction (25P02); postgres.js: sql.begin
+    // itself rejects with the statement's error, caught or not (22012).
+    const sqlState = driver === 'pg' ? '25P02' : '22012';
+    const alone = await store.complete({ id: first.id, attempt: first.attempt, owner: 'w1', work: swallowing }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(alone).toMatchObject({ code: 'STORE_ERROR', sqlState });
+    const batch = await store.completeMany(rest.map((c, i) => ({ id: c.id, attempt: c.attempt, owner: 'w1', ...(i === 1 ? { work: swallowing } : {}) }))).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(batch).toMatchObject({ code: 'STORE_ERROR', sqlState });
+    for (const { id } of scheduled) expect((await store.getTask(id))?.state).toBe('CLAIMED');
+    expect(await status(9)).toBeUndefined();
+  });
+
   it('complete runs work(tx) in the DONE transaction: the handler’s UPDATE commits with DONE and the effect row', async () => {
     await admin.query(`insert into ${reservation} (id, status) values (7, 'pending')`);
     const { id } = await store.schedule({ kind: 'expire', payload: { reservationId: 7 } });

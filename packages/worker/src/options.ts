@@ -194,8 +194,9 @@ export interface WorkerOptions<Tx, M extends PayloadMap = PayloadMap> {
    * row; its slot frees when the batch is acknowledged. `onCompleteTx` writes share the batch (group
    * commit): they run in the batch's one transaction, each task's only when its fenced move hit, and
    * commit with the DONEs. If the batch fails (a write threw, a deadlock between writes of two tasks,
-   * a lost connection), nothing of it committed and each task is completed alone with
-   * `store.complete`: a write that throws there fails its own attempt only. 1 turns batching off: every
+   * a lost connection: nothing committed, or at COMMIT an unknown outcome), each task is completed
+   * alone with `store.complete`, which is safe (a committed task answers DONE again, its writes not
+   * run twice): a write that throws there fails its own attempt only. 1 turns batching off: every
    * completion uses `store.complete`, its writes in a transaction of their own.
    */
   readonly completeBatchSize?: number;

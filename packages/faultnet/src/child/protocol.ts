@@ -46,9 +46,9 @@ export interface HandlerPlan {
   /**
    * Write the task's local effect, one `<schema>.app_effect` row (primary key `task_id`; see
    * `app-effect.ts`), through `ctx.onCompleteTx` in the transaction that commits DONE (default true):
-   * the seed's effect table, now the handler's own (migration 13). `false` leaves the completion to
-   * the worker's batched `completeMany` (a handler without same-transaction writes). A list: only
-   * tasks of these kinds write it (the others complete through `completeMany`).
+   * the seed's effect table, now the handler's own (migration 13); the worker group-commits it in its
+   * batched `completeMany`. `false`: no same-transaction write. A list: only tasks of these kinds
+   * write it.
    */
   readonly effect?: boolean | readonly string[];
   /**

@@ -428,7 +428,9 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
     const distinct = [...new Set(groups)];
     if (distinct.length <= 1) return await run(this.stores[distinct[0] ?? 0]!, [...items]);
     const out: R[] = new Array(items.length);
-    await Promise.all(
+    // Every group settles before a failure is thrown: a caller that then retries item by item (a
+    // completeMany whose work threw) never races a group's transaction still running.
+    const settled = await Promise.allSettled(
       distinct.map(async (g) => {
         const idx = groups.flatMap((x, i) => (x === g ? [i] : []));
         const done = await run(
@@ -438,6 +440,8 @@ export class ShardedStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, K
         for (const [j, i] of idx.entries()) out[i] = done[j]!;
       }),
     );
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     return out;
   }
 

@@ -405,6 +405,16 @@ function traceContextOf(text: unknown): { traceContext?: TraceContext } {
  * connection failed, `StoreError` (with SQLSTATE) for other database errors, and `ValidationError`
  * for bad input before anything is sent.
  */
+/**
+ * Sent after the handler's `work` in a completing transaction: a work that caught the error of one of
+ * its own statements leaves the transaction aborted, and its COMMIT would then answer ROLLBACK without
+ * an error — DONE reported for tasks still CLAIMED. This statement fails with 25P02
+ * (in_failed_sql_transaction) instead, so complete and completeMany reject and nothing is reported
+ * done (PostgreSQL: a failed transaction ignores every command until its end, 25P02, and its COMMIT
+ * completes with the tag ROLLBACK).
+ */
+const WORK_LEFT_TX_ALIVE = 'select 1';
+
 export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, KeyLimitStore, KeyRateLimitStore, KeyBacklogStore, BatchStore {
   readonly name: string;
   readonly schema: string;
@@ -1341,6 +1351,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
             workFailure = { error };
             throw error;
           }
+          await query(WORK_LEFT_TX_ALIVE, []);
           return 'DONE';
         }
         return await this.missedCompleteOutcome(query, now, id, attempt, keep);
@@ -1450,6 +1461,7 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
             throw error;
           }
         }
+        await query(WORK_LEFT_TX_ALIVE, []);
         return outcomes;
       });
     try {

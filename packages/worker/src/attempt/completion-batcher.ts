@@ -4,9 +4,10 @@
  * outcome and history row. Completions with same-transaction writes (`ctx.onCompleteTx`) share the
  * batch too: their writes run in the batch's one transaction after the fenced moves and commit with
  * their DONEs (group commit: one commit for the batch instead of a four-round-trip transaction per
- * task). When such a batch fails for any reason — a write threw, the connection was lost — nothing of
- * it committed (or, on a sharded store, a retry is safe), and every item is completed alone by its
- * own path (`alone`), where a write's failure is its handler's own and a store error is retried.
+ * task). When such a batch fails for any reason — a write threw (nothing committed), the connection
+ * was lost (at COMMIT: outcome unknown) — every item is completed alone by its own path (`alone`),
+ * which is safe (a committed item answers DONE again, its writes not run twice), where a write's
+ * failure is its handler's own and a store error is retried.
  *
  * One batcher serves every slot of the worker process, so completions of all its running tasks share
  * batches. A batch is sent when it holds `completeBatchSize` items, when an item's lease would end

@@ -105,7 +105,7 @@ export class NegativeControls {
 /**
  * `store` with `complete` replaced by {@link NegativeControls.unfencedComplete} (the `work` hook is
  * not run), and `completeMany` by the same unfenced complete per item, in order (the worker batches
- * completions of handlers without same-transaction writes); every other method is the store's own.
+ * completions, same-transaction writes included; neither runs `work`); every other method is the store's own.
  */
 export function withUnfencedComplete<Tx>(store: Store<Tx>, controls: NegativeControls): Store<Tx> {
   return overrideStore(store, {
