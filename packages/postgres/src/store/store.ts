@@ -1379,8 +1379,9 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
    * order. Only the items it missed (rare) are then resolved one by one, each as {@link complete}
    * resolves a miss: cancel requested → CANCELLED (`CANCELLED_BEFORE_COMMIT`), else a read (DONE
    * again for a committed attempt, else `REJECTED_STALE`). A batch with any `work` is ONE transaction:
-   * the same statements, the misses resolved, then each hit item's `work(tx)` in input order
-   * (group commit of same-transaction writes: one commit for the batch instead of one per task).
+   * the same statements, then each hit item's `work(tx)` in input order (group commit of
+   * same-transaction writes: one commit for the batch instead of one per task); its misses are
+   * resolved after the commit, as without work.
    * @returns outcomes in input order; [] for an empty batch (nothing sent)
    * @throws ValidationError naming `items[i].field` before anything is sent; whatever a `work` threw,
    *   unchanged, after the rollback (every item stays CLAIMED), unless it is a failure of the connection
@@ -1436,8 +1437,8 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
   }
 
   /**
-   * {@link completeMany} of a batch with `work`: the fenced moves, the misses resolved and each hit
-   * item's `work(tx)` (input order) in ONE transaction, as {@link complete} runs one item's. A work's
+   * {@link completeMany} of a batch with `work`: the fenced moves and each hit item's `work(tx)`
+   * (input order) in ONE transaction, as {@link complete} runs one item's; then the misses. A work's
    * error rolls it all back and is rethrown unchanged; a NOTIFY queue that filled at commit (54000,
    * the finish notice) is tried once more, as in complete.
    */
@@ -1447,11 +1448,10 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     outcomesOf: (query: QueryFn, now: string | null, hit: ReadonlySet<number>) => Promise<CompleteOutcome[]>,
   ): Promise<CompleteOutcome[]> {
     let workFailure: { error: unknown } | undefined;
+    const now = this.nowParam();
     const run = () =>
-      this.driver.transaction<CompleteOutcome[]>(async (query, tx) => {
-        const now = this.nowParam();
+      this.driver.transaction<Set<number>>(async (query, tx) => {
         const hit = await moveAll(query, now);
-        const outcomes = await outcomesOf(query, now, hit);
         for (const [idx, item] of valid.entries()) {
           if (item.work === undefined || !hit.has(idx)) continue;
           try {
@@ -1462,15 +1462,20 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
           }
         }
         await query(WORK_LEFT_TX_ALIVE, []);
-        return outcomes;
+        return hit;
       });
     try {
+      let hit: Set<number>;
       try {
-        return await run();
+        hit = await run();
       } catch (error) {
         if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
-        return await run();
+        hit = await run();
       }
+      // The misses (rare) are resolved after the commit, in autocommit, as without work: inside the
+      // transaction each would lock its row while the batch still holds the rows it moved — out of id
+      // order, a deadlock with a batch locking in id order (a cancelMany; evidence batch_deadlock_workers).
+      return await outcomesOf(this.driver.query, now, hit);
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw await this.translate(error);
