@@ -62,6 +62,24 @@ function rig(options: { hybrid?: HybridOptions; concurrency?: number; handler?: 
  * Started, first load merged, the loop asleep. Nothing was due, so no claim was sent: the first load
  * listed everything, so a claim owed on start would only come back empty.
  */
+/** A hand-driven notification channel for `overrideStore(…, { listen })`: the test sends notices and reconnects. */
+function handDrivenChannel() {
+  let notify: ((notice: unknown) => void) | undefined;
+  let reconnect: (() => void) | undefined;
+  return {
+    listen: async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
+      notify = onNotice;
+      reconnect = options?.onReconnect;
+      return async () => {
+        notify = undefined;
+      };
+    },
+    notify: (notice: unknown) => notify?.(notice),
+    reconnect: () => reconnect?.(),
+    listening: () => notify !== undefined,
+  };
+}
+
 async function started(r: Rig, sleeps = 3): Promise<void> {
   r.worker.start();
   await until(() => r.worker.discovery.rebuilds.start === 1 && r.pacing.pendingCount === sleeps, 'the start load');
@@ -203,19 +221,12 @@ describe('hybrid discovery under controlled time', () => {
   });
 
   it('after an outage, claims as soon as the reconnected listener reads the store again, without waiting out the backoff', async () => {
-    let notify: ((notice: unknown) => void) | undefined;
-    let reconnect: (() => void) | undefined;
+    const channel = handDrivenChannel();
     let down = false;
     const r = rig({
       wrap: (store) =>
         overrideStore(store, {
-          listen: async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
-            notify = onNotice;
-            reconnect = options?.onReconnect;
-            return async () => {
-              notify = undefined;
-            };
-          },
+          listen: channel.listen,
           claim: async (params) => {
             if (down) throw new ConnectionLostError('connection terminated');
             return store.claim(params);
@@ -230,13 +241,13 @@ describe('hybrid discovery under controlled time', () => {
     await started(r);
     down = true;
     const task = await r.memory.schedule({ kind: 'job', delayMs: 10 });
-    notify?.({ op: 'scheduled', id: task.id, dueAt: task.dueAt });
+    channel.notify({ op: 'scheduled', id: task.id, dueAt: task.dueAt });
     r.advance(12);
     await until(() => unavailable.length === 1 && r.counted.calls.claim === 1, 'the failed claim');
     // The loop now waits out its backoff (100-125 ms after the first failure, StoreHealth) and the
     // discovery its claim retry pause (1 s). The database comes back; the listener reconnects.
     down = false;
-    reconnect?.();
+    channel.reconnect();
     await until(() => r.worker.discovery.rebuilds.reconnect === 1, 'the rebuild after the reconnect');
     expect(recovered).toHaveLength(1);
     r.advance(3);
@@ -247,33 +258,26 @@ describe('hybrid discovery under controlled time', () => {
   });
 
   it('places a notified task, removes a cancelled one, and rebuilds after the listener reconnected', async () => {
-    let notify: ((notice: unknown) => void) | undefined;
-    let reconnect: (() => void) | undefined;
+    const channel = handDrivenChannel();
     const r = rig({
       // The in-memory store plus a hand-driven notification channel.
       wrap: (store) =>
         overrideStore(store, {
-          listen: async (onNotice: (notice: unknown) => void, options?: { onReconnect?: () => void }) => {
-            notify = onNotice;
-            reconnect = options?.onReconnect;
-            return async () => {
-              notify = undefined;
-            };
-          },
+          listen: channel.listen,
         }),
     });
     await started(r);
     expect(r.worker.discovery.listening).toBe(true);
     const announce = async (delayMs: number): Promise<{ id: TaskId; dueAt: Date }> => {
       const task = await r.memory.schedule({ kind: 'job', delayMs });
-      notify?.({ op: 'scheduled', id: task.id, dueAt: task.dueAt });
+      channel.notify({ op: 'scheduled', id: task.id, dueAt: task.dueAt });
       return task;
     };
     const kept = await announce(200);
     const dropped = await announce(100);
     expect(r.worker.discovery).toMatchObject({ wheelSize: 2, notices: 2 });
     expect(await r.memory.cancel(dropped.id)).toBe('CANCELLED');
-    notify?.({ op: 'cancelled', id: dropped.id, dueAt: dropped.dueAt });
+    channel.notify({ op: 'cancelled', id: dropped.id, dueAt: dropped.dueAt });
     expect(r.worker.discovery.wheelSize).toBe(1);
     r.advance(150);
     expect(r.counted.calls.claim).toBe(0);
@@ -284,12 +288,12 @@ describe('hybrid discovery under controlled time', () => {
 
     // Lost while disconnected: no notice for this one; the reconnect's read finds it.
     const unseen = await r.memory.schedule({ kind: 'job', delayMs: 50 });
-    reconnect?.();
+    channel.reconnect();
     await until(() => r.worker.discovery.rebuilds.reconnect === 1 && r.worker.discovery.wheelSize === 1, 'the rebuild after the reconnect');
     r.advance(52);
     await until(() => r.claimed.length === 2, 'the unseen task claimed');
     expect(r.claimed[1]?.task.id).toBe(unseen.id);
     await r.worker.stop({ timeoutMs: 0 });
-    expect(notify).toBeUndefined();
+    expect(channel.listening()).toBe(false);
   });
 });
