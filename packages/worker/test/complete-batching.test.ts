@@ -36,6 +36,17 @@ function countCompletes<Tx>(store: Store<Tx>): { store: Store<Tx>; calls: Comple
 
 const N = 12;
 
+/** Handlers `plain` (no writes) and `booked` (a booking row through onCompleteTx, committed with its DONE). */
+function plainAndBooked(harness: Harness<any>) {
+  return {
+    plain: async () => 'plain',
+    booked: async (task: ClaimedTask, ctx: { onCompleteTx(write: (tx: any) => Promise<void>): void }) => {
+      ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
+      return 'booked';
+    },
+  };
+}
+
 describe.each([
   ['memory', memoryHarness],
   ['pg', pgHarness],
@@ -120,11 +131,7 @@ describe.each([
       concurrency: 5,
       pacing: new ManualPacing(),
       handlers: {
-        plain: async () => 'plain',
-        booked: async (task, ctx) => {
-          ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
-          return 'booked';
-        },
+        ...plainAndBooked(harness),
       },
     });
     const plain = await scheduleN(harness.store, 'plain', 3);
@@ -149,11 +156,7 @@ describe.each([
       concurrency: 4,
       pacing: new ManualPacing(),
       handlers: {
-        plain: async () => 'plain',
-        booked: async (task, ctx) => {
-          ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
-          return 'booked';
-        },
+        ...plainAndBooked(harness),
         refused: async (task, ctx) => {
           ctx.onCompleteTx((tx) => harness.writeBooking(tx, { taskId: task.id, attempt: task.attempt }));
           ctx.onCompleteTx(async () => {
