@@ -1338,38 +1338,14 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
         return done.length === 1 ? 'DONE' : await this.missedCompleteOutcome(this.driver.query, now, id, attempt, keep);
       });
     }
-    let workFailure: { error: unknown } | undefined;
-    const run = () =>
-      this.driver.transaction<CompleteOutcome>(async (query, tx) => {
-        const now = this.nowParam();
-        if (!keep && now !== null) await query(storeNowSet, [now]);
-        const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
-        if (done.length === 1) {
-          try {
-            await work(tx);
-          } catch (error) {
-            workFailure = { error };
-            throw error;
-          }
-          await query(WORK_LEFT_TX_ALIVE, []);
-          return 'DONE';
-        }
-        return await this.missedCompleteOutcome(query, now, id, attempt, keep);
-      });
-    try {
-      try {
-        return await run();
-      } catch (error) {
-        // The finish notice (migration 18, sent while a store has waitFor callers) met a NOTIFY queue
-        // that filled between the trigger's look at it and the commit: 54000 is raised at commit, so
-        // the transaction rolled back whole (`work` included); once more, the trigger now sends nothing.
-        if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
-        return await run();
-      }
-    } catch (error) {
-      if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
-      throw await this.translate(error);
-    }
+    return await this.transactionWithWork(async (query, runWork) => {
+      const now = this.nowParam();
+      if (!keep && now !== null) await query(storeNowSet, [now]);
+      const done = keep ? await query(s.taskCompleteFenced, [now, id, attempt, resultText, owner]) : await query(s.taskCompleteDrop, [id, attempt]);
+      if (done.length !== 1) return await this.missedCompleteOutcome(query, now, id, attempt, keep);
+      await runWork(work);
+      return 'DONE';
+    });
   }
 
   /**
@@ -1447,35 +1423,53 @@ export class PostgresStore<Tx> implements Store<Tx>, CronStore, RateLimitStore, 
     moveAll: (query: QueryFn, now: string | null) => Promise<Set<number>>,
     outcomesOf: (query: QueryFn, now: string | null, hit: ReadonlySet<number>) => Promise<CompleteOutcome[]>,
   ): Promise<CompleteOutcome[]> {
-    let workFailure: { error: unknown } | undefined;
     const now = this.nowParam();
+    const hit = await this.transactionWithWork(async (query, runWork) => {
+      const moved = await moveAll(query, now);
+      for (const [idx, item] of valid.entries()) if (item.work !== undefined && moved.has(idx)) await runWork(item.work);
+      return moved;
+    });
+    // The misses (rare) are resolved after the commit, in autocommit, as without work: inside the
+    // transaction each would lock its row while the batch still holds the rows it moved — out of id
+    // order, a deadlock with a batch locking in id order (a cancelMany; evidence batch_deadlock_workers).
+    return await this.call(() => outcomesOf(this.driver.query, now, hit));
+  }
+
+  /**
+   * One transaction of the store's statements (`body`) around the handler's writes, each run through
+   * `runWork` — the path shared by {@link complete} and {@link completeMany} with `work`:
+   * - after `body`, when any work ran, the probe {@link WORK_LEFT_TX_ALIVE} (a work that swallowed
+   *   its own statement's error must not let the COMMIT answer ROLLBACK silently);
+   * - a NOTIFY queue that filled at commit (54000, the finish notice; the transaction rolled back
+   *   whole, works included) is tried once more, as {@link call} does; not after a work's own failure;
+   * - a work's own error is rethrown unchanged, unless it is a failure of the connection or the driver
+   *   (`isDriverLevelError`); every other error is translated (`ConnectionLostError`, `StoreError`…).
+   * @returns what `body` returned, once committed
+   */
+  private async transactionWithWork<T>(body: (query: QueryFn, runWork: (work: (tx: Tx) => Promise<void>) => Promise<void>) => Promise<T>): Promise<T> {
+    let workFailure: { error: unknown } | undefined;
     const run = () =>
-      this.driver.transaction<Set<number>>(async (query, tx) => {
-        const hit = await moveAll(query, now);
-        for (const [idx, item] of valid.entries()) {
-          if (item.work === undefined || !hit.has(idx)) continue;
+      this.driver.transaction<T>(async (query, tx) => {
+        let worked = false;
+        const value = await body(query, async (work) => {
+          worked = true;
           try {
-            await item.work(tx);
+            await work(tx);
           } catch (error) {
             workFailure = { error };
             throw error;
           }
-        }
-        await query(WORK_LEFT_TX_ALIVE, []);
-        return hit;
+        });
+        if (worked) await query(WORK_LEFT_TX_ALIVE, []);
+        return value;
       });
     try {
-      let hit: Set<number>;
       try {
-        hit = await run();
+        return await run();
       } catch (error) {
         if (workFailure !== undefined || !isNotifyQueueFull(error)) throw error;
-        hit = await run();
+        return await run();
       }
-      // The misses (rare) are resolved after the commit, in autocommit, as without work: inside the
-      // transaction each would lock its row while the batch still holds the rows it moved — out of id
-      // order, a deadlock with a batch locking in id order (a cancelMany; evidence batch_deadlock_workers).
-      return await outcomesOf(this.driver.query, now, hit);
     } catch (error) {
       if (workFailure !== undefined && error === workFailure.error && !isDriverLevelError(error)) throw error;
       throw await this.translate(error);
