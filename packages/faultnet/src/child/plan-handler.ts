@@ -124,8 +124,10 @@ export function planHandler(plan: HandlerPlan, name: string, channel: ParentChan
     if (plan.failAttempts !== undefined && attempt <= plan.failAttempts) throw new Error(`injected failure on attempt ${attempt}`);
     // The handler's local effect, in the transaction that commits DONE (the seed's effect row, now the application's).
     const writesEffect = Array.isArray(plan.effect) ? plan.effect.includes(task.kind) : plan.effect !== false;
-    if (writesEffect && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
-    if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
+    // Both rows in one statement when both are written: the checker's instrument costs no round trip of its own.
+    if (writesEffect && plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertBothEffects(tx, id, attempt, name));
+    else if (writesEffect && resources) ctx.onCompleteTx((tx) => resources.insertAppEffect(tx, id, attempt, name));
+    else if (plan.historyEffect && resources) ctx.onCompleteTx((tx) => resources.insertHistoryEffect(tx, id, attempt, name));
     return plan.echoWithProgress ? { by: name, attempt, echo: JSON.stringify(task.payload) } : { by: name, attempt };
   }
 }

@@ -22,6 +22,12 @@ export interface ChildResources {
   insertHistoryEffect(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
   /** Inserts the task's `app_effect` row (primary key `task_id`) inside the store's transaction handle `tx`. */
   insertAppEffect(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
+  /**
+   * Both rows above in one statement (a data-modifying `with`, PostgreSQL 17 §7.8.4): what the two
+   * inserts do, in one round trip. Fails as a whole when either insert fails (a second `app_effect`
+   * row of a task: 23505).
+   */
+  insertBothEffects(tx: unknown, id: string, attempt: number, worker: string): Promise<void>;
   /** Takes one connection from the store's own pool; resolves with its release. */
   takeConnection(): Promise<() => void>;
   close(): Promise<void>;
@@ -106,21 +112,19 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
   pool.on('error', () => {});
   const historyEffect = `insert into ${pg.escapeIdentifier(config.schema)}.history_effect (task_id, attempt, worker) values ($1::bigint, $2, $3)`;
   const appEffect = appEffectInsert(config.schema);
+  const bothEffects = `with history as (${historyEffect}) ${appEffect}`;
   const closers: (() => Promise<void>)[] = [];
   const reach = c.waitForDatabase ? untilReachable : async (probe: () => Promise<unknown>) => void (await probe());
   let store: Store<unknown>;
-  let insertHistoryEffect: ChildResources['insertHistoryEffect'];
-  let insertAppEffect: ChildResources['insertAppEffect'];
+  // One parameterised statement inside the store's transaction handle, by driver.
+  let execute: (tx: unknown, text: string, params: readonly unknown[]) => Promise<void>;
   let takeConnection: ChildResources['takeConnection'];
   if ((c.driver ?? 'pg') === 'pg') {
     const pgStore = createPgStore({ pool, schema: config.schema, ...storeOptions(c) });
     store = pgStore as Store<unknown>;
     closers.push(() => pgStore.close());
-    insertHistoryEffect = async (tx, id, attempt, worker) => {
-      await (tx as pg.PoolClient).query(historyEffect, [id, attempt, worker]);
-    };
-    insertAppEffect = async (tx, id, attempt, worker) => {
-      await (tx as pg.PoolClient).query(appEffect, [id, attempt, worker]);
+    execute = async (tx, text, params) => {
+      await (tx as pg.PoolClient).query(text, params as unknown[]);
     };
     takeConnection = () =>
       new Promise((resolve, reject) => {
@@ -147,11 +151,8 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
       await jsStore.close();
       await sql.end({ timeout: 2 });
     });
-    insertHistoryEffect = async (tx, id, attempt, worker) => {
-      await (tx as postgres.TransactionSql).unsafe(historyEffect, [id, attempt, worker]);
-    };
-    insertAppEffect = async (tx, id, attempt, worker) => {
-      await (tx as postgres.TransactionSql).unsafe(appEffect, [id, attempt, worker]);
+    execute = async (tx, text, params) => {
+      await (tx as postgres.TransactionSql).unsafe(text, params as postgres.ParameterOrJSON<never>[]);
     };
     takeConnection = async () => {
       const reserved = await sql.reserve();
@@ -165,8 +166,9 @@ export async function openResources(config: ChildConfig): Promise<ChildResources
     schema: config.schema,
     pool,
     store,
-    insertHistoryEffect,
-    insertAppEffect,
+    insertHistoryEffect: (tx, id, attempt, worker) => execute(tx, historyEffect, [id, attempt, worker]),
+    insertAppEffect: (tx, id, attempt, worker) => execute(tx, appEffect, [id, attempt, worker]),
+    insertBothEffects: (tx, id, attempt, worker) => execute(tx, bothEffects, [id, attempt, worker]),
     takeConnection,
     async close() {
       for (const close of closers) await close().catch(() => {});
