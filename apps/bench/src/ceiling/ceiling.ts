@@ -87,7 +87,7 @@ async function measure(ctx: RunContext, url: string, database: string, params: C
     if (state.completed !== params.tasks) throw new Error(`ceiling completed ${state.completed} of ${params.tasks} tasks`);
     return {
       batch,
-      ...rateFigures({ processes: params.processes, tasks: params.tasks, completed: state.completed, seconds, statements: state.statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes }),
+      ...rateFigures({ processes: params.processes, tasks: params.tasks, completed: state.completed, seconds, statements: state.statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes, serverCpuMs: after.serverCpuMs - before.serverCpuMs }),
       cpuMsPerTask: state.cpuMs / state.completed,
     };
   } finally {

@@ -36,10 +36,16 @@ export interface RateFigures {
    * autovacuum included). Absent in results saved before it was measured.
    */
   readonly walBytesPerTask?: number;
+  /**
+   * CPU time of every process of the PostgreSQL server per completed task while the clock ran, ms
+   * (`/proc`; the bench's own reads, autovacuum and background writes included). Absent in results
+   * saved before it was measured; NaN when the server is not on this host.
+   */
+  readonly serverCpuMsPerTask?: number;
 }
 
 /** {@link RateFigures} from the totals of a run: `statements` sent and `serverMs` executed while the clock ran. */
-export function rateFigures(m: { processes: number; tasks: number; completed: number; seconds: number; statements: number; serverMs: number; walBytes?: number }): RateFigures {
+export function rateFigures(m: { processes: number; tasks: number; completed: number; seconds: number; statements: number; serverMs: number; walBytes?: number; serverCpuMs?: number }): RateFigures {
   const perTask = (total: number) => (m.completed > 0 ? total / m.completed : Number.NaN);
   const { processes, tasks, completed, seconds } = m;
   return {
@@ -51,6 +57,7 @@ export function rateFigures(m: { processes: number; tasks: number; completed: nu
     statementsPerTask: perTask(m.statements),
     serverMsPerTask: perTask(m.serverMs),
     ...(m.walBytes === undefined ? {} : { walBytesPerTask: perTask(m.walBytes) }),
+    ...(m.serverCpuMs === undefined ? {} : { serverCpuMsPerTask: perTask(m.serverCpuMs) }),
   };
 }
 
@@ -125,7 +132,7 @@ export async function runThroughput(
       const seconds = (t1 - t0) / 1000;
       measured = {
         label: contenderLabel(contender),
-        ...rateFigures({ processes: params.processes, tasks: params.tasks, completed, seconds, statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes }),
+        ...rateFigures({ processes: params.processes, tasks: params.tasks, completed, seconds, statements, serverMs: after.execMs - before.execMs, walBytes: after.walBytes - before.walBytes, serverCpuMs: after.serverCpuMs - before.serverCpuMs }),
         capped: left > 0,
       };
     } finally {

@@ -236,14 +236,15 @@ function profile(r: BenchResults): string {
   const out = [
     `### Profile: where the time goes (${section.processes} processes)
 
-Per completed task, for every contender on the workers' Node.js: statements sent, server execution time (\`pg_stat_statements\`), WAL the whole server wrote while the clock ran (\`pg_current_wal_lsn()\` before and after), CPU time of the worker processes (from "go" to their stop), and round trips — request/response turns counted by the proxy of the network section (same contender, same run; "—" when it was not run). Then the statements of Postpone and of the best peer by server time, from the median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
+Per completed task, for every contender on the workers' Node.js: statements sent, server execution time (\`pg_stat_statements\`), CPU time of every PostgreSQL process (\`/proc\`: backends, autovacuum, background writers; execution is part of it, and so are parse, plan, protocol, socket and commit work), WAL the whole server wrote while the clock ran (\`pg_current_wal_lsn()\` before and after), CPU time of the worker processes (from "go" to their stop), and round trips — request/response turns counted by the proxy of the network section (same contender, same run; "—" when it was not run). Then the statements of Postpone and of the best peer by server time, from the median round (the bench's own progress reads show up as the \`count(*)\` rows).`,
     table(
-      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'WAL B/task', 'worker CPU ms/task', 'round trips/task'],
+      ['contender', 'tasks/s', 'statements/task', 'server ms/task', 'server CPU ms/task', 'WAL B/task', 'worker CPU ms/task', 'round trips/task'],
       onWorkerNode(rows).map((p) => [
         p.label,
         num(p.tasksPerSecond.median),
         num(p.statementsPerTask, 3),
         num(p.serverMsPerTask, 3),
+        Number.isFinite(p.serverCpuMsPerTask) ? num(p.serverCpuMsPerTask, 3) : '—',
         Number.isFinite(p.walBytesPerTask) ? num(p.walBytesPerTask) : '—',
         num(p.workerCpuMsPerTask, 3),
         Number.isFinite(trips(p.label)) ? num(trips(p.label), 3) : '—',

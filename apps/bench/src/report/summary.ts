@@ -27,6 +27,8 @@ export interface ThroughputRow extends ContenderColumns {
   readonly workerCpuMsPerTask: number;
   /** WAL the whole server wrote per task while the clock ran, bytes (NaN in results saved before it was measured). */
   readonly walBytesPerTask: number;
+  /** CPU of every PostgreSQL server process per task while the clock ran, ms (`/proc`; NaN in results saved before it was measured). */
+  readonly serverCpuMsPerTask: number;
   /** Request/response turns per task (only measured through the network section's proxy; NaN otherwise). */
   readonly roundTripsPerTask: number;
   /** The statement profile of the round closest to the median rate. */
@@ -65,6 +67,7 @@ export function throughputRows(contenders: readonly RoundsOf<ThroughputResult>[]
     serverMsPerTask: summarizeRounds(c.rounds.map((r) => r.serverMsPerTask)).median,
     workerCpuMsPerTask: summarizeRounds(c.rounds.map((r) => r.workerCpuMsPerTask)).median,
     walBytesPerTask: summarizeRounds(c.rounds.map((r) => r.walBytesPerTask ?? Number.NaN)).median,
+    serverCpuMsPerTask: summarizeRounds(c.rounds.map((r) => r.serverCpuMsPerTask ?? Number.NaN)).median,
     roundTripsPerTask: summarizeRounds(c.rounds.map((r) => r.roundTripsPerTask ?? Number.NaN)).median,
     topStatements: medianRound(c.rounds, (r) => r.tasksPerSecond)?.topStatements ?? [],
     capped: c.rounds.some((r) => r.capped),

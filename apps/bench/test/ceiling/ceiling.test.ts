@@ -32,6 +32,8 @@ describe('runSqlCeiling', () => {
       expect(statements).toBeGreaterThanOrEqual(2 * Math.ceil(tasks / p.batch) + processes);
       expect(p.tasksPerSecond).toBeGreaterThan(0);
       expect(p.walBytesPerTask).toBeGreaterThan(0);
+      // The test server runs on this host: /proc gives its processes' CPU (a number, not NaN).
+      expect(p.serverCpuMsPerTask).toBeGreaterThan(0);
     }
   });
 

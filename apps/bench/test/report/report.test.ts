@@ -33,6 +33,7 @@ function tp(system: string, setting: string, tasksPerSecond: number, statementsP
       statementsPerTask,
       serverMsPerTask: 0.1,
       walBytesPerTask: 700,
+      serverCpuMsPerTask: 0.15,
       workerCpuMsPerTask: 0.2,
       ...(roundTripsPerTask === undefined ? {} : { roundTripsPerTask }),
       topStatements: [{ query: 'update task set state = $1', calls: 1000, totalMs: 50, meanMs: 0.05 }],
@@ -209,8 +210,8 @@ describe('report', () => {
     expect(md).toContain('postpone tuned reaches **50 %** of it');
     expect(md).toContain('### Through a network: 0.5 ms each way');
     expect(md).toMatch(/\| postpone tuned \| 800 \(720–880\) \| 2\.00× \| 0\.300 \|/);
-    // The profile gives round trips per task from the network section.
-    expect(md).toMatch(/\| postpone tuned \| 1\u202f000 \| 4\.400 \| 0\.100 \| 700 \| 0\.200 \| 0\.300 \|/);
+    // The profile gives the server processes' CPU, and round trips per task from the network section.
+    expect(md).toMatch(/\| postpone tuned \| 1\u202f000 \| 4\.400 \| 0\.100 \| 0\.150 \| 700 \| 0\.200 \| 0\.300 \|/);
     expect(md).toContain('### Claim while pruning history');
     expect(md).toMatch(/\| during \| 300 \| 600 \| 0 \| 2\.00 \| 7\.00 \|/);
     const files = readdirSync(dir).sort();

@@ -13,6 +13,7 @@
  */
 import type pg from 'pg';
 import { withClient } from './admin.js';
+import { postmasterOf, serverCpuMs } from './server-cpu.js';
 
 export type StatementSource = 'pg_stat_statements' | 'pg_stat_database';
 
@@ -23,6 +24,12 @@ export interface StatementSnapshot {
   readonly execMs: number;
   /** WAL position of the whole server as bytes from `0/0` (`pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')`): two readings give the WAL written between them. */
   readonly walBytes: number;
+  /**
+   * CPU time of every PostgreSQL process of the server so far, ms (`/proc`, `server-cpu.ts`): two
+   * readings give all the server spent between them, not only statement execution. NaN when the
+   * server is not on this host.
+   */
+  readonly serverCpuMs: number;
   readonly atMs: number;
 }
 
@@ -86,6 +93,7 @@ export async function openStatementCounter(adminUrl: string): Promise<StatementC
       ? `select coalesce(sum(s.calls), 0)::bigint as n, coalesce(sum(s.total_exec_time), 0)::float8 as ms
            from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1`
       : `select coalesce(xact_commit + xact_rollback, 0)::bigint as n, 'NaN'::float8 as ms from pg_stat_database where datname = $1`;
+  const postmaster = await withClient(adminUrl, async (client) => postmasterOf((await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid ?? -1));
   return {
     source,
     async snapshot(database: string): Promise<StatementSnapshot> {
@@ -93,7 +101,13 @@ export async function openStatementCounter(adminUrl: string): Promise<StatementC
         if (source === 'pg_stat_database') await client.query('select pg_stat_clear_snapshot()');
         const { rows } = await client.query<{ n: string; ms: number }>(sql, [database]);
         const wal = await client.query<{ wal: number }>(`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal`);
-        return { count: Number(rows[0]?.n ?? 0), execMs: Number(rows[0]?.ms ?? Number.NaN), walBytes: Number(wal.rows[0]?.wal ?? Number.NaN), atMs: performance.now() };
+        return {
+          count: Number(rows[0]?.n ?? 0),
+          execMs: Number(rows[0]?.ms ?? Number.NaN),
+          walBytes: Number(wal.rows[0]?.wal ?? Number.NaN),
+          serverCpuMs: postmaster === undefined ? Number.NaN : serverCpuMs(postmaster),
+          atMs: performance.now(),
+        };
       });
     },
     async statements(database: string): Promise<StatementTotals> {
