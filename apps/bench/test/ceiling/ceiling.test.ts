@@ -32,8 +32,9 @@ describe('runSqlCeiling', () => {
       expect(statements).toBeGreaterThanOrEqual(2 * Math.ceil(tasks / p.batch) + processes);
       expect(p.tasksPerSecond).toBeGreaterThan(0);
       expect(p.walBytesPerTask).toBeGreaterThan(0);
-      // The test server runs on this host: /proc gives its processes' CPU (a number, not NaN).
-      expect(p.serverCpuMsPerTask).toBeGreaterThan(0);
+      // The embedded test server runs on this host, so /proc gives its processes' CPU; a server behind
+      // DATABASE_URL may be elsewhere (a container, another machine: NaN there), so it is not checked.
+      if (process.env.DATABASE_URL === undefined) expect(p.serverCpuMsPerTask).toBeGreaterThan(0);
     }
   });
 

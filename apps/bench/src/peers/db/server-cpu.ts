@@ -50,23 +50,32 @@ function procStat(pid: number): ProcStat | undefined {
 
 /**
  * The server's CPU time so far, ms, for the postmaster `postmasterPid`; NaN when it is not a process
- * of this host (or `/proc` is absent).
+ * of this host (or `/proc` is absent). A child reaped while the processes are read would be counted
+ * neither alive nor in the postmaster's cutime: the reading is taken again (at most 5 times) until
+ * the postmaster's reaped-children time is the same before and after the scan.
  */
 export function serverCpuMs(postmasterPid: number): number {
-  const postmaster = procStat(postmasterPid);
-  if (postmaster === undefined) return Number.NaN;
-  let ticks = postmaster.own + postmaster.children;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return Number.NaN;
-  }
-  for (const entry of entries) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === postmasterPid) continue;
-    const stat = procStat(pid);
-    if (stat?.ppid === postmasterPid) ticks += stat.own;
+  let ticks = Number.NaN;
+  for (let tryNo = 0; tryNo < 5; tryNo++) {
+    const before = procStat(postmasterPid);
+    if (before === undefined) return Number.NaN;
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return Number.NaN;
+    }
+    let live = 0;
+    for (const entry of entries) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid) || pid === postmasterPid) continue;
+      const stat = procStat(pid);
+      if (stat?.ppid === postmasterPid) live += stat.own;
+    }
+    const after = procStat(postmasterPid);
+    if (after === undefined) return Number.NaN;
+    ticks = after.own + after.children + live;
+    if (after.children === before.children) break;
   }
   return (ticks * 1000) / clockTicks();
 }
