@@ -2,8 +2,8 @@
  * packages/testkit/src/evidence.ts — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
  *
  * Each case writes `evidence/cases/<name>.txt` (one line) and then regenerates
- * `evidence/output.txt` from all case files, ordered as in docs/contract.md#evidence (unknown names last,
- * alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
+ * `evidence/output.txt` from all case files over the lines it already had (a partial run replaces only
+ * the cases it ran), ordered as in docs/contract.md#evidence (unknown names last, alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
  * never leave a half-written output file. The repository root is found by walking up to
  * `pnpm-workspace.yaml`, or taken from `POSTPONE_EVIDENCE_DIR`.
  */
@@ -120,20 +120,44 @@ function writeAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-/** Rebuilds `evidence/output.txt` from every `evidence/cases/*.txt`. */
+/** The case name of a `CASE <name> PASS|FAIL ...` line, or undefined for any other line. */
+function caseName(line: string): string | undefined {
+  return /^CASE ([a-z0-9_]+) (?:PASS|FAIL)\b/.exec(line)?.[1];
+}
+
+/**
+ * Rebuilds `evidence/output.txt`: every `evidence/cases/*.txt` of this checkout, over the lines the
+ * file already had. A run of some packages (a single test file, one fault case) replaces the lines of
+ * the cases it ran and keeps every other line, so the committed file never loses the cases that run
+ * did not reach. Of the lines already there, only those of cases named in {@link CASE_ORDER} are kept
+ * (a case taken out of the table leaves with the next rebuild), and any line that is not a
+ * `CASE <snake_case> PASS|FAIL` line is dropped.
+ * @returns the text written (empty, and nothing written, when there is no `cases/` folder).
+ */
 export function collectCases(dir = evidenceDir()): string {
   const casesDir = join(dir, 'cases');
   if (!existsSync(casesDir)) return '';
-  const names = readdirSync(casesDir)
-    .filter((f) => f.endsWith('.txt'))
-    .map((f) => f.slice(0, -4));
+  const lines = new Map<string, string>();
+  const outputPath = join(dir, 'output.txt');
+  if (existsSync(outputPath)) {
+    for (const line of readFileSync(outputPath, 'utf8').split('\n')) {
+      const name = caseName(line.trim());
+      if (name && CASE_ORDER.includes(name)) lines.set(name, line.trim());
+    }
+  }
+  for (const file of readdirSync(casesDir)) {
+    if (!file.endsWith('.txt')) continue;
+    const line = readFileSync(join(casesDir, file), 'utf8').trim();
+    const name = caseName(line);
+    if (name) lines.set(name, line);
+  }
   const rank = (n: string) => {
     const i = CASE_ORDER.indexOf(n);
     return i < 0 ? CASE_ORDER.length : i;
   };
-  names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  const text = `${names.map((n) => readFileSync(join(casesDir, `${n}.txt`), 'utf8').trim()).join('\n')}\n`;
-  writeAtomic(join(dir, 'output.txt'), text);
+  const names = [...lines.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const text = `${names.map((n) => lines.get(n)).join('\n')}\n`;
+  writeAtomic(outputPath, text);
   return text;
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -26,6 +26,32 @@ describe('evidence recorder', () => {
     recordCase('normal_three_workers', true, { completed: 300 });
     const lines = readFileSync(join(dir, 'output.txt'), 'utf8').trim().split('\n');
     expect(lines).toEqual(['CASE normal_three_workers PASS completed=300', 'CASE retry_exhausted_dead PASS attempts=3']);
+  });
+
+  it('keeps the lines of the cases a partial run did not record, and only those of known cases', () => {
+    // What a committed output.txt looks like before a run of one package (the file lost 65 of its 72
+    // lines twice when such a run's file was committed and the rebuild started from the cases folder).
+    writeFileSync(
+      join(dir, 'output.txt'),
+      [
+        'CASE backlog_million PASS tasks=1000000',
+        'CASE normal_three_workers FAIL completed=1',
+        'CASE retired_case PASS n=1',
+        'not a case line',
+        'CASE Bad_Name PASS',
+        'CASE priority_order PASS order=ok',
+        '',
+      ].join('\n'),
+    );
+    recordCase('normal_three_workers', true, { completed: 300 });
+    recordCase('zz_unknown_new', true, { n: 2 });
+    const lines = readFileSync(join(dir, 'output.txt'), 'utf8').trim().split('\n');
+    expect(lines).toEqual([
+      'CASE normal_three_workers PASS completed=300',
+      'CASE priority_order PASS order=ok',
+      'CASE backlog_million PASS tasks=1000000',
+      'CASE zz_unknown_new PASS n=2',
+    ]);
   });
 
   it('merges env entries', () => {
