@@ -108,7 +108,11 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     ['23505', false],
     ['42P01', false],
   ])('SQLSTATE %s raised by the server → StoreError transient %s', async (sqlState, transient) => {
-    const error = translateError(await RAW[driver](`do $$ begin raise exception 'raised' using errcode = '${sqlState}'; end $$`, []));
+    const raw = await RAW[driver](`do $$ begin raise exception 'raised' using errcode = '${sqlState}'; end $$`, []);
+    // Raised by a handler's own statement inside complete (`onCompleteTx`), the same code is the
+    // store's to retry exactly when it is transient: 55P03 (class 55) was once the handler's failure.
+    expect(isDriverLevelError(raw)).toBe(transient);
+    const error = translateError(raw);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe(sqlState);
     expect((error as StoreError).transient).toBe(transient);

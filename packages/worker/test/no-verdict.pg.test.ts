@@ -167,6 +167,55 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     expect(unhandled).toEqual([]);
   });
 
+  it('55P03 in the handler’s own onCompleteTx write (its row locked past lock_timeout): tried again, DONE at attempt 1 with failures 0, the write committed once', async () => {
+    await admin.query(`create table if not exists ${t('invoice')} (id int primary key, sent int not null default 0)`);
+    await admin.query(`insert into ${t('invoice')} values (1, 0) on conflict (id) do update set sent = 0`);
+    const store = storeWith({ lock_timeout: 200 }, driver);
+    const started = gate();
+    const worker = createWorker({
+      store,
+      id: 'no-verdict-work-lock',
+      leaseMs: 5_000,
+      pollIntervalMs: 20,
+      handlers: {
+        send: async (_task, ctx) => {
+          ctx.onCompleteTx(async (tx) => {
+            const text = `update ${t('invoice')} set sent = sent + 1 where id = 1`;
+            if (driver === 'pg') await tx.query(text);
+            else await (tx as unknown as { unsafe(text: string): Promise<unknown> }).unsafe(text);
+          });
+          started.open();
+          return 'sent';
+        },
+      },
+    });
+    workers.push(worker);
+    const seen = record(worker, EVENTS);
+    const holder = await admin.connect();
+    try {
+      // Another session holds the invoice row the handler's write updates.
+      await holder.query('begin');
+      await holder.query(`select id from ${t('invoice')} where id = 1 for update`);
+      const { id } = await store.schedule({ kind: 'send', maxAttempts: 1 });
+      worker.start();
+      await started.promise;
+      await until(() => storeErrors(seen, 'complete').length >= 3, 'three completes whose write met 55P03');
+      expect(await row(id)).toEqual({ state: 'CLAIMED', attempt: 1, failures: 0 });
+      await holder.query('commit');
+
+      await until(() => seen.some((e) => e.name === 'completed'), 'the completion');
+      expect(storeErrors(seen, 'complete').every((e) => e.sqlState === '55P03' && e.transient)).toBe(true);
+      expect(seen.filter((e) => e.name === 'completed').map((e) => (e.payload as WorkerEvents['completed']).outcome)).toEqual(['DONE']);
+      expect(seen.filter((e) => ['failed', 'leaseLost', 'reclaimed', 'rejectedStale'].includes(e.name))).toEqual([]);
+      expect(await row(id)).toEqual({ state: 'DONE', attempt: 1, failures: 0 });
+      expect((await admin.query(`select sent from ${t('invoice')} where id = 1`)).rows[0].sent).toBe(1);
+      expect(unhandled).toEqual([]);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  });
+
   it('57014: completions cut by statement_timeout for longer than two leases are retried, the lease renewed meanwhile; DONE at attempt 1, failures 0', async () => {
     const leaseMs = 1_500;
     const store = storeWith({ statement_timeout: 300 }, driver);

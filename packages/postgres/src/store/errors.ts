@@ -227,15 +227,21 @@ const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40
 
 /**
  * True when `error` (thrown by the caller's `work` inside complete) is a failure of the connection
- * or the driver rather than of the caller's own logic: a {@link PostponeError}, a connection
- * failure, or a server error of a `DRIVER_LEVEL_CLASSES` class.
+ * or the driver, or a cut the database made, rather than of the caller's own logic: a
+ * {@link PostponeError}, a connection failure, a server error of a `DRIVER_LEVEL_CLASSES` class, or
+ * any of {@link NO_VERDICT_SQLSTATES} (so a work's `lock_timeout`, 55P03 of class 55, is tried again
+ * like its `statement_timeout`, 57014, and never counted as the handler's failure).
  */
 export function isDriverLevelError(error: unknown): boolean {
   if (PostponeError.isInstance(error)) return true;
   if (isConnectionFailure(error) || isEnded(error) || connectFailureOf(error) !== undefined) return true;
   const sqlState = sqlStateOf(error);
   return (
-    sqlState !== undefined && (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) || sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT || isCachedPlanChanged(error))
+    sqlState !== undefined &&
+    (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) ||
+      NO_VERDICT_SQLSTATES.has(sqlState) ||
+      sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT ||
+      isCachedPlanChanged(error))
   );
 }
 
