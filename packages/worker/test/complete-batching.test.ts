@@ -194,15 +194,19 @@ describe.each([
 });
 
 describe('completion batching: a batch the store refuses as invalid', () => {
-  it('is sent again item by item, so a result over the store\'s size limit holds back only its own task', async () => {
+  it('is sent again item by item, so a result over the store\'s size limit fails only its own attempt, with the store\'s error', async () => {
     const store = createMemoryStore({ maxPayloadBytes: 100 });
     const counted = countCompletes(store);
     const worker = createWorker({ store: counted.store, concurrency: 3, pacing: new ManualPacing(), handlers: { sized: async (task: ClaimedTask<{ size: number }>) => 'x'.repeat(task.payload.size) } });
-    const ids = (await store.scheduleMany([10, 500, 20].map((size) => ({ kind: 'sized', payload: { size } })))).map((t) => t.id);
+    const ids = (await store.scheduleMany([10, 500, 20].map((size) => ({ kind: 'sized', payload: { size }, maxAttempts: 1 })))).map((t) => t.id);
     await worker.runOnce();
     await worker.idle();
     expect(counted.calls).toEqual({ complete: 3, completeMany: 1, batchSizes: [3] });
-    expect(await Promise.all(ids.map(async (id) => (await store.getTask(id))?.state))).toEqual([TaskState.DONE, TaskState.CLAIMED, TaskState.DONE]);
+    // The oversized result is a verdict on the handler's output: its attempt fails at once with the
+    // store's error (it used to stay CLAIMED until its lease ran out, then DEAD as "lease expired").
+    const tasks = await Promise.all(ids.map((id) => store.getTask(id)));
+    expect(tasks.map((t) => t?.state)).toEqual([TaskState.DONE, TaskState.DEAD, TaskState.DONE]);
+    expect(tasks[1]?.lastError).toMatch(/^ValidationError \[INVALID_RESULT\]: result: is 502 bytes of JSON, the limit is 100/);
     await worker.stop({ timeoutMs: 0 });
     await store.close();
   });

@@ -67,6 +67,23 @@ export function workerSuite<Tx>(makeHarness: () => Promise<Harness<Tx>>, default
       expect(w.inFlight).toBe(0);
     });
 
+    it('keeps a result with an own "__proto__" key as written (DONE, not refused by the store)', async () => {
+      // Found by a fresh user: such a result (an echoed HTTP body) lost the key, the store refused the
+      // copy as "not a plain object", and the task died as "lease expired".
+      const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 }, maxAttempts: 1 });
+      const w = worker({ handlers: { book: async () => JSON.parse('{"__proto__":{"saved":1},"ok":true}') } });
+      const completed = waitForEvent(w, 'completed');
+      await w.runOnce();
+      expect((await completed)[0]?.outcome).toBe('DONE');
+      const task = await h.store.getTask(id);
+      expect(task).toMatchObject({ state: TaskState.DONE, attempt: 1, failures: 0 });
+      // jsonb orders keys its own way: compare the members, not the text.
+      const result = task?.result as Record<string, unknown>;
+      expect(Object.keys(result).sort()).toEqual(['__proto__', 'ok']);
+      expect(JSON.stringify(Object.getOwnPropertyDescriptor(result, '__proto__')?.value)).toBe('{"saved":1}');
+      expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+    });
+
     it('stores undefined as a null result', async () => {
       const { id } = await h.store.schedule({ kind: 'book', payload: { n: 1 } });
       const w = worker({ handlers: { book: async () => undefined } });

@@ -368,7 +368,11 @@ function toJson(value: unknown, path: string, code: 'INVALID_PAYLOAD' | 'INVALID
         for (const [k, v] of Object.entries(value)) {
           if (v === undefined) continue; // JSON.stringify drops undefined properties; so do we.
           if (k.includes('\u0000') || hasLoneSurrogate(k)) throw new ValidationError(code, shortPath(`${path}.${k}`), 'key contains \\u0000 or a lone surrogate');
-          out[k] = toJson(v, `${path}.${k}`, code, seen);
+          const json = toJson(v, `${path}.${k}`, code, seen);
+          // An own "__proto__" key (JSON.parse makes one) must stay a key: assigning it would run the
+          // prototype setter, dropping the member and giving `out` a prototype no store accepts.
+          if (k === '__proto__') Object.defineProperty(out, k, { value: json, enumerable: true, writable: true, configurable: true });
+          else out[k] = json;
         }
         return out;
       } finally {

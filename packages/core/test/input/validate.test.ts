@@ -175,6 +175,20 @@ describe('INVALID_PAYLOAD and PAYLOAD_TOO_LARGE', () => {
     expectCode(() => validateJson('x'.repeat(200), 'result', 100, 'INVALID_RESULT'), 'INVALID_RESULT', 'result');
   });
 
+  it('keeps an own "__proto__" key (JSON.parse makes one) as a key, at any depth, and the copy a plain object', () => {
+    // Found by a fresh user: the copy assigned it, which ran the prototype setter and dropped it.
+    const input = JSON.parse('{"customer":{"__proto__":{"isAdmin":true},"name":"a"},"__proto__":"x","list":[{"__proto__":null}]}');
+    const { value, text } = validateJson(input);
+    expect(text).toBe('{"customer":{"__proto__":{"isAdmin":true},"name":"a"},"__proto__":"x","list":[{"__proto__":null}]}');
+    expect(JSON.stringify(value)).toBe(text);
+    const customer = (value as Record<string, Record<string, unknown>>).customer;
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(customer)).toBe(Object.prototype);
+    expect(Object.keys(customer as object)).toEqual(['__proto__', 'name']);
+    expect((customer as { isAdmin?: unknown }).isAdmin).toBeUndefined();
+    expect(validateJson(value).text).toBe(text);
+  });
+
   it('normalizes like JSON.stringify: toJSON, dropped undefined properties, surrogate pairs, null prototype', () => {
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { x: 1 });
     const input = { when: new Date(Date.UTC(2030, 0, 1)), skip: undefined, emoji: '😀', bare, shared: [bare, bare] };

@@ -2,7 +2,7 @@
  * Reports the end of an attempt to the store — complete, fail, release — fenced by the attempt, and
  * turns each answer into events and log lines. The store decides; the worker only reports what it said.
  */
-import { PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type SnoozeResult, type Store } from '@postpone/core';
+import { PostponeError, ValidationError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type SnoozeResult, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
 import { CompletionBatcher } from './completion-batcher.js';
 import type { AttemptEmitter } from './events.js';
@@ -18,7 +18,10 @@ import { callStore, type StoreCallDeps } from './store-call.js';
  */
 export type HoldsLease = () => boolean;
 
-/** What became of a complete whose completion writes threw: the attempt must be failed with that error. */
+/**
+ * What became of a complete whose completion writes threw, or whose result the store refused
+ * (`ValidationError` on `result`): nothing committed, and the attempt must be failed with that error.
+ */
 export interface WriteFailed {
   readonly writeError: unknown;
 }
@@ -54,7 +57,8 @@ export class AttemptReporter<Tx> {
    * while `holdsLease()`; it is never the handler's failure.
    * @param leaseUntil the lease's end as the lease keeper knows it (monotonic ms): bounds the batch wait
    * @param holdsLease whether the lease is still held (default: for `leaseMs` from now, nobody renewing)
-   * @returns the store's outcome; `{ writeError }` when a completion write threw (nothing committed);
+   * @returns the store's outcome; `{ writeError }` when a completion write threw or the store refused
+   *          the result (nothing committed);
    *          null when the store could not be reached (the lease will expire and the task be reclaimed)
    */
   async complete(
@@ -105,6 +109,11 @@ export class AttemptReporter<Tx> {
       // A write that failed because the store failed (connection lost, refused, driver error — the
       // store rethrows those as PostponeError) is not the handler's failure: the lease decides.
       if (failure.writeFailed && !PostponeError.isInstance(error)) return failure.writeFailed;
+      // The store refused the result itself (larger than its `maxPayloadBytes`, which may be below
+      // the worker's own check, or any other check of its own): a verdict on the handler's output,
+      // which no retry of the complete changes. The attempt fails with that error, as it does when
+      // the worker's check refuses the result, instead of waiting out its lease as "lease expired".
+      if (isResultRefused(error)) return { writeError: error };
       this.logger.error({ err: error, taskId: task.id, attempt: task.attempt }, 'complete failed; the lease will expire and the task be reclaimed');
       return null;
     }
@@ -207,4 +216,9 @@ export class AttemptReporter<Tx> {
     const until = pacing.now() + leaseMs;
     return { pacing, events: this.events, holdsLease: () => pacing.now() < until };
   }
+}
+
+/** True when `error` is the store's `ValidationError` about a complete's `result` (field `result…`). */
+function isResultRefused(error: unknown): boolean {
+  return ValidationError.isInstance(error) && /^result\b/.test(error.field);
 }
