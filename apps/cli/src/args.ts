@@ -38,6 +38,44 @@ export function parseDuration(text: string, field: string, unit: 'optional' | 'r
   return Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
 }
 
+/**
+ * RFC 3339 / ISO 8601: a date alone (`2030-01-01`, midnight UTC), or a date and time with its offset
+ * (`2030-01-01T12:00:00Z`, `2030-01-01 12:00+02:00`, seconds and a fraction optional).
+ */
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|([+-])(\d{2}):?(\d{2}))?)?$/;
+
+/**
+ * An absolute time given on the command line (`--run-at`, `--due-from`, `--before`, …) → Date.
+ * Only ISO 8601 as {@link ISO_TIME} describes: `new Date(text)` alone would take `5` as May 2001,
+ * `March 7` as a day of 2001 and `2030-02-30` as March 2nd, and a time without offset as the
+ * machine's local time; each of those is refused here, so a typo never becomes a due time.
+ * @throws UsageError INVALID_RUN_AT naming `field` for any other text, or a date or time that does
+ *         not exist (month 13, February 30th, hour 24, offset above 23:59)
+ */
+export function parseTime(text: string, field: string): Date {
+  const refuse = (why: string) =>
+    new UsageError('INVALID_RUN_AT', `${field}: expected an ISO 8601 time with its offset, such as 2030-01-01T12:00:00Z, or a date (midnight UTC)${why}, got ${JSON.stringify(text)}`);
+  const m = ISO_TIME.exec(text.trim());
+  if (m === null) throw refuse('');
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4] ?? '0', m[5] ?? '0', m[6] ?? '0'].map(Number) as [number, number, number, number, number, number];
+  if (m[4] !== undefined && m[8] === undefined) throw refuse(' (a time needs its offset: Z or +hh:mm)');
+  const daysInMonth = new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !isLeapYear(year) ? 1 : 0);
+  const offsetHours = Number(m[10] ?? 0);
+  const offsetMinutes = Number(m[11] ?? 0);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+    throw refuse(': no such date or time');
+  }
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number((m[7] ?? '').padEnd(3, '0').slice(0, 3)));
+  const sign = m[9] === '-' ? -1 : 1;
+  return new Date(date.getTime() - sign * (offsetHours * 60 + offsetMinutes) * 60_000);
+}
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
 /** @throws UsageError INVALID_OPTION when `text` is not a decimal integer */
 export function parseInteger(text: string, field: string): number {
   if (!/^-?\d+$/.test(text.trim())) throw new UsageError('INVALID_OPTION', `${field}: expected an integer, got ${JSON.stringify(text)}`);

@@ -10,7 +10,7 @@ import { BULK_STATES, type BulkFilter, type BulkOperation, type BulkResult, type
 import type { PostgresStore } from '@postpone/postgres';
 import type { PgTx } from '@postpone/postgres/pg';
 import { type Command, Option } from 'commander';
-import { OutcomeError, parseDuration, parseInteger, UsageError } from './args.js';
+import { OutcomeError, parseDuration, parseInteger, parseTime, UsageError } from './args.js';
 
 /** The options every bulk command takes (commander's camel-cased names). */
 export interface BulkCliOptions {
@@ -45,12 +45,6 @@ export function addBulkOptions(cmd: Command, op: BulkOperation): Command {
     .option('--yes', 'bulk: do it without asking (otherwise the count is printed and confirmation asked)');
 }
 
-function parseDate(text: string, field: string): Date {
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new UsageError('INVALID_RUN_AT', `${field}: expected an ISO 8601 time such as 2030-01-01T12:00:00Z, got ${JSON.stringify(text)}`);
-  return d;
-}
-
 /** True when some bulk filter option was given (then the command is a bulk one even with one id or none). */
 export function hasBulkFilter(o: BulkCliOptions): boolean {
   return [o.kind, o.queue, o.state, o.keyPrefix, o.dueFrom, o.dueBefore, o.finishedFrom, o.finishedBefore, o.all].some((v) => v !== undefined);
@@ -64,10 +58,10 @@ export function bulkFilterOf(ids: readonly string[], o: BulkCliOptions): BulkFil
     ...(o.queue !== undefined ? { queue: o.queue } : {}),
     ...(o.state !== undefined ? { states: o.state.map((s) => s.toUpperCase() as TaskState) } : {}),
     ...(o.keyPrefix !== undefined ? { keyPrefix: o.keyPrefix } : {}),
-    ...(o.dueFrom !== undefined ? { dueFrom: parseDate(o.dueFrom, '--due-from') } : {}),
-    ...(o.dueBefore !== undefined ? { dueBefore: parseDate(o.dueBefore, '--due-before') } : {}),
-    ...(o.finishedFrom !== undefined ? { finishedFrom: parseDate(o.finishedFrom, '--finished-from') } : {}),
-    ...(o.finishedBefore !== undefined ? { finishedBefore: parseDate(o.finishedBefore, '--finished-before') } : {}),
+    ...(o.dueFrom !== undefined ? { dueFrom: parseTime(o.dueFrom, '--due-from') } : {}),
+    ...(o.dueBefore !== undefined ? { dueBefore: parseTime(o.dueBefore, '--due-before') } : {}),
+    ...(o.finishedFrom !== undefined ? { finishedFrom: parseTime(o.finishedFrom, '--finished-from') } : {}),
+    ...(o.finishedBefore !== undefined ? { finishedBefore: parseTime(o.finishedBefore, '--finished-before') } : {}),
     ...(o.all === true ? { all: true as const } : {}),
   };
 }
@@ -77,7 +71,7 @@ export function dueOptions(op: BulkOperation, o: { delay?: string; runAt?: strin
   const at = op === 'reschedule' ? 'dueAt' : 'runAt';
   return {
     ...(o.delay !== undefined ? { delayMs: parseDuration(o.delay, '--delay') } : {}),
-    ...(o.runAt !== undefined ? { [at]: parseDate(o.runAt, '--run-at') } : {}),
+    ...(o.runAt !== undefined ? { [at]: parseTime(o.runAt, '--run-at') } : {}),
   };
 }
 

@@ -31,12 +31,12 @@ import { resolve } from 'node:path';
 import { DEFAULT_SCHEMA, type PostgresStore, type ShardedStore, SqlState } from '@postpone/postgres';
 import { createPgStore, type PgTx } from '@postpone/postgres/pg';
 import { Command, CommanderError, Option } from 'commander';
-import { OutcomeError, parseDuration, parseInteger, parseRetention, UsageError } from './args.js';
+import { OutcomeError, parseDuration, parseInteger, parseRetention, parseTime, UsageError } from './args.js';
 import { addBulkOptions, type BulkCliOptions, dueOptions, hasBulkFilter, runBulk } from './bulk.js';
 import { registerDashboard, serveDashboard } from './dashboard/command.js';
 import { pausedOrNone } from './dashboard/data.js';
 import { frontDashboardStore, oneSchemaOnly, parseGroups, withFront } from './groups.js';
-import { healthText, pausedText, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
+import { healthText, pausedText, printable, rateLimitsText, statsText, taskDetail, taskTable, unclaimedRow, unclaimedText } from './format.js';
 import { keyBacklogReport, keyBacklogText } from './key-backlog.js';
 
 interface GlobalOptions {
@@ -48,12 +48,6 @@ interface GlobalOptions {
 }
 
 export { parseDuration };
-
-function parseDate(text: string, field: string): Date {
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new UsageError('INVALID_RUN_AT', `${field}: expected an ISO 8601 time such as 2030-01-01T12:00:00Z, got ${JSON.stringify(text)}`);
-  return d;
-}
 
 /**
  * Parses the payload text. An integer beyond ±(2^53 − 1) is refused from the text itself
@@ -182,9 +176,13 @@ function cliVersion(): string {
   return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
-/** An error on stderr: `postpone: error <CODE>: <message>`, or with `--json` one line `{"error":{"code","message"}}`. */
+/**
+ * An error on stderr: `postpone: error <CODE>: <message>`, or with `--json` one line `{"error":{"code","message"}}`.
+ * The message may quote input (a payload's key, an option's value): its control characters are
+ * shown escaped, as in every other output, so input cannot drive the terminal or split the line.
+ */
 function errorLine(json: boolean, code: string, message: string): string {
-  return json ? `${JSON.stringify({ error: { code, message } })}\n` : `postpone: error ${code}: ${message}\n`;
+  return json ? `${JSON.stringify({ error: { code, message } })}\n` : `postpone: error ${code}: ${printable(message)}\n`;
 }
 
 /**
@@ -283,7 +281,7 @@ export function buildProgram(out: Out, json = false): Command {
           kind,
           payload: readPayload(opts),
           ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
-          ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
+          ...(opts.runAt !== undefined ? { runAt: parseTime(opts.runAt, '--run-at') } : {}),
           ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
           ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
           // Not a number: passed as given, so the store refuses it with INVALID_PRIORITY.
@@ -433,8 +431,8 @@ export function buildProgram(out: Out, json = false): Command {
           ...(opts.state !== undefined ? { states: opts.state.map((s) => s.toUpperCase() as TaskState) } : {}),
           ...(opts.kind !== undefined ? { kinds: opts.kind } : {}),
           ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
-          ...(opts.dueFrom !== undefined ? { dueFrom: parseDate(opts.dueFrom, '--due-from') } : {}),
-          ...(opts.dueBefore !== undefined ? { dueBefore: parseDate(opts.dueBefore, '--due-before') } : {}),
+          ...(opts.dueFrom !== undefined ? { dueFrom: parseTime(opts.dueFrom, '--due-from') } : {}),
+          ...(opts.dueBefore !== undefined ? { dueBefore: parseTime(opts.dueBefore, '--due-before') } : {}),
           ...(opts.hasError ? { hasError: true } : {}),
           order: opts.oldest ? ('oldest' as const) : ('newest' as const),
           limit: parseInteger(opts.limit, '--limit'),
@@ -645,7 +643,7 @@ export function buildProgram(out: Out, json = false): Command {
       const params = {
         id,
         ...(opts.delay !== undefined ? { delayMs: parseDuration(opts.delay, '--delay') } : {}),
-        ...(opts.runAt !== undefined ? { runAt: parseDate(opts.runAt, '--run-at') } : {}),
+        ...(opts.runAt !== undefined ? { runAt: parseTime(opts.runAt, '--run-at') } : {}),
         ...(opts.maxAttempts !== undefined ? { maxAttempts: parseInteger(opts.maxAttempts, '--max-attempts') } : {}),
       };
       const result = await withStore(g, (store) => store.retry(params));
@@ -670,7 +668,7 @@ export function buildProgram(out: Out, json = false): Command {
       }
       const params = {
         ...(opts.olderThan !== undefined ? { olderThanMs: parseDuration(opts.olderThan, '--older-than', 'required') } : {}),
-        ...(opts.before !== undefined ? { before: parseDate(opts.before, '--before') } : {}),
+        ...(opts.before !== undefined ? { before: parseTime(opts.before, '--before') } : {}),
         ...(opts.retention !== undefined ? { retention: parseRetention(opts.retention, '--retention') } : {}),
         batchSize: parseInteger(opts.batchSize, '--batch-size'),
       };

@@ -382,6 +382,11 @@ describe('postpone', () => {
       [['stats', '--database-url', 'mysql://me:secret@127.0.0.1/db'], 2, /^postpone: error INVALID_OPTION: .*expected a postgres:\/\/ or postgresql:\/\/ URL, got mysql:\/\/…\n$/],
       [['schedule', 'k', '--delay', '5x'], 2, /^postpone: error INVALID_OPTION: --delay: expected a duration/],
       [['schedule', 'k', '--max-attempts', '0'], 2, /^postpone: error INVALID_MAX_ATTEMPTS: --max-attempts: /],
+      // Not ISO 8601: `new Date` read "5" as May 2001 (due at once) and rolled 2030-02-30 over to March 2nd (found by a user).
+      // A payload key with control characters is quoted in the message: shown escaped, never raw (found by a user).
+      [['schedule', 'k', '--payload', '{"\\u001b[31mK\\u0000":9007199254740993}'], 2, /^postpone: error UNSAFE_INTEGER: --payload: payload\.\\u001b\[31mK\\u0000: is the integer 9007199254740993, [^\u0000-\u001f]*\n$/],
+      [['schedule', 'k', '--run-at', '5'], 2, /^postpone: error INVALID_RUN_AT: --run-at: expected an ISO 8601 time with its offset, .*, got "5"\n$/],
+      [['list', '--due-before', '2030-02-30'], 2, /^postpone: error INVALID_RUN_AT: --due-before: expected an ISO 8601 time .*: no such date or time, got "2030-02-30"\n$/],
       [['schedule', 'k', '--payload', '{'], 2, /^postpone: error INVALID_PAYLOAD: --payload: not JSON/],
       [['schedule', '', '--payload', '1'], 2, /^postpone: error INVALID_KIND: kind: must not be empty/],
       [['list', '--state', 'RUNNING'], 2, /^postpone: error INVALID_OPTION: --state\[0\]: must be one of/],
