@@ -1,13 +1,13 @@
 /**
  * packages/testkit/src/evidence.ts — records one `CASE <name> PASS|FAIL key=value ...` line per evidence case.
  *
- * Each case writes `evidence/cases/<name>.txt` (one line) and then regenerates
- * `evidence/output.txt` from all case files over the lines it already had (a partial run replaces only
- * the cases it ran), ordered as in docs/contract.md#evidence (unknown names last, alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
+ * Each case writes `evidence/cases/<name>.txt` (one line) and puts its line into
+ * `evidence/output.txt` in place of its earlier one, under a lock (a partial run replaces only the
+ * cases it ran), ordered as in docs/contract.md#evidence (unknown names last, alphabetically). Writes go through a temporary file and `rename`, so parallel test processes
  * never leave a half-written output file. The repository root is found by walking up to
  * `pnpm-workspace.yaml`, or taken from `POSTPONE_EVIDENCE_DIR`.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 /** The order of the table in docs/contract.md#evidence. */
@@ -125,44 +125,77 @@ function caseName(line: string): string | undefined {
   return /^CASE ([a-z0-9_]+) (?:PASS|FAIL)\b/.exec(line)?.[1];
 }
 
+const LOCK_WAIT_MS = 10_000;
+/** A lock folder older than this was left by a process that died holding it. */
+const LOCK_STALE_MS = 30_000;
+
 /**
- * Rebuilds `evidence/output.txt`: every `evidence/cases/*.txt` of this checkout, over the lines the
- * file already had. A run of some packages (a single test file, one fault case) replaces the lines of
- * the cases it ran and keeps every other line, so the committed file never loses the cases that run
- * did not reach. Of the lines already there, only those of cases named in {@link CASE_ORDER} are kept
- * (a case taken out of the table leaves with the next rebuild), and any line that is not a
- * `CASE <snake_case> PASS|FAIL` line is dropped.
- * @returns the text written (empty, and nothing written, when there is no `cases/` folder).
+ * Runs `fn` holding the folder lock `path` (made with `mkdir`, which one process wins): test
+ * processes record cases at the same time, and each rewrites `output.txt` from what it read, so
+ * without it one could write back an older line over another's new one. Waits at most
+ * {@link LOCK_WAIT_MS}, in 5 ms sleeps; a lock older than {@link LOCK_STALE_MS} is taken over.
+ * @throws Error when the lock stays held by a live holder for the whole wait
  */
-export function collectCases(dir = evidenceDir()): string {
-  const casesDir = join(dir, 'cases');
-  if (!existsSync(casesDir)) return '';
-  const lines = new Map<string, string>();
-  const outputPath = join(dir, 'output.txt');
-  if (existsSync(outputPath)) {
-    for (const line of readFileSync(outputPath, 'utf8').split('\n')) {
-      const name = caseName(line.trim());
-      if (name && CASE_ORDER.includes(name)) lines.set(name, line.trim());
+function withLock<T>(path: string, fn: () => T): T {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      mkdirSync(path);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      try {
+        if (Date.now() - statSync(path).mtimeMs > LOCK_STALE_MS) rmSync(path, { recursive: true, force: true });
+      } catch {
+        // gone meanwhile: try again
+      }
+      if (Date.now() > deadline) throw new Error(`evidence: ${path} held for more than ${LOCK_WAIT_MS} ms`);
+      Atomics.wait(pause, 0, 0, 5);
     }
   }
-  for (const file of readdirSync(casesDir)) {
-    if (!file.endsWith('.txt')) continue;
-    const line = readFileSync(join(casesDir, file), 'utf8').trim();
-    const name = caseName(line);
-    if (name) lines.set(name, line);
+  try {
+    return fn();
+  } finally {
+    rmSync(path, { recursive: true, force: true });
   }
-  const rank = (n: string) => {
-    const i = CASE_ORDER.indexOf(n);
-    return i < 0 ? CASE_ORDER.length : i;
-  };
-  const names = [...lines.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  const text = `${names.map((n) => lines.get(n)).join('\n')}\n`;
-  writeAtomic(outputPath, text);
-  return text;
 }
 
 /**
- * Records one evidence case and prints its line to stdout.
+ * Puts `line` (the case `name`'s) into `evidence/output.txt` in place of that case's earlier line,
+ * keeping every other line: a run of some packages (a single test file, one fault case) replaces the
+ * lines of the cases it ran and nothing else, so the committed file never loses the cases that run
+ * did not reach, and never takes lines from an earlier run left in this checkout. Of the lines
+ * already there, only those of cases named in {@link CASE_ORDER} are kept (a case taken out of the
+ * table leaves with the next record), ordered as that table (unknown names last, alphabetically).
+ * Under a lock, so records from parallel test processes never undo each other.
+ * @returns the text written
+ */
+export function mergeCaseLine(name: string, line: string, dir = evidenceDir()): string {
+  const outputPath = join(dir, 'output.txt');
+  return withLock(join(dir, 'output.lock'), () => {
+    const lines = new Map<string, string>();
+    if (existsSync(outputPath)) {
+      for (const old of readFileSync(outputPath, 'utf8').split('\n')) {
+        const oldName = caseName(old.trim());
+        if (oldName && CASE_ORDER.includes(oldName)) lines.set(oldName, old.trim());
+      }
+    }
+    lines.set(name, line);
+    const rank = (n: string) => {
+      const i = CASE_ORDER.indexOf(n);
+      return i < 0 ? CASE_ORDER.length : i;
+    };
+    const names = [...lines.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+    const text = `${names.map((n) => lines.get(n)).join('\n')}\n`;
+    writeAtomic(outputPath, text);
+    return text;
+  });
+}
+
+/**
+ * Records one evidence case: writes `evidence/cases/<name>.txt` (this checkout's last line of the
+ * case), puts the line into `evidence/output.txt` ({@link mergeCaseLine}) and prints it to stdout.
  * @returns the formatted line.
  */
 export function recordCase(name: string, pass: boolean, fields: Record<string, CaseValue> = {}): string {
@@ -171,7 +204,7 @@ export function recordCase(name: string, pass: boolean, fields: Record<string, C
   const dir = evidenceDir();
   mkdirSync(join(dir, 'cases'), { recursive: true });
   writeAtomic(join(dir, 'cases', `${name}.txt`), `${line}\n`);
-  collectCases(dir);
+  mergeCaseLine(name, line, dir);
   console.log(line);
   return line;
 }

@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatCase, recordCase, recordEnv } from '../src/evidence.js';
+import { CASE_ORDER, formatCase, recordCase, recordEnv } from '../src/evidence.js';
 
 describe('evidence recorder', () => {
   let dir: string;
@@ -52,6 +53,30 @@ describe('evidence recorder', () => {
       'CASE backlog_million PASS tasks=1000000',
       'CASE zz_unknown_new PASS n=2',
     ]);
+  });
+
+  it('never takes a line from an earlier run left in the cases folder (it is gitignored and never cleared)', () => {
+    writeFileSync(join(dir, 'output.txt'), 'CASE priority_order PASS order=committed\n');
+    mkdirSync(join(dir, 'cases'));
+    writeFileSync(join(dir, 'cases', 'priority_order.txt'), 'CASE priority_order FAIL order=last_month\n');
+    recordCase('pause_resume', true, { n: 1 });
+    expect(readFileSync(join(dir, 'output.txt'), 'utf8')).toBe('CASE priority_order PASS order=committed\nCASE pause_resume PASS n=1\n');
+  });
+
+  it('loses no line when processes record at the same time (4 processes × 15 cases)', { timeout: 60_000 }, async () => {
+    const names = CASE_ORDER.slice(0, 60);
+    const moduleUrl = new URL('../dist/evidence.js', import.meta.url).href;
+    const child = (part: readonly string[]) =>
+      new Promise<number | null>((resolve, reject) => {
+        const script = `import { recordCase } from ${JSON.stringify(moduleUrl)}; for (const n of ${JSON.stringify(part)}) recordCase(n, true, { by: process.pid });`;
+        const p = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, POSTPONE_EVIDENCE_DIR: dir }, stdio: ['ignore', 'ignore', 'inherit'] });
+        p.on('error', reject);
+        p.on('exit', resolve);
+      });
+    const codes = await Promise.all([0, 1, 2, 3].map((i) => child(names.slice(i * 15, i * 15 + 15))));
+    expect(codes).toEqual([0, 0, 0, 0]);
+    const lines = readFileSync(join(dir, 'output.txt'), 'utf8').trim().split('\n');
+    expect(lines.map((l) => l.split(' ')[1])).toEqual(names);
   });
 
   it('merges env entries', () => {
