@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { captureError } from '@postpone/conformance';
 import { NO_VERDICT_SQLSTATES, SqlState, sqlStateOf, translateError } from '../src/index.js';
-import { isCachedPlanChanged, isDriverLevelError, isNotifyQueueFull } from '../src/store/errors.js';
+import { isCachedPlanChanged, isDriverLevelError, isLockTimeout, isNotifyQueueFull } from '../src/store/errors.js';
 import { createPgStore } from '../src/drivers/pg.js';
 import { createPostgresJsStore } from '../src/drivers/postgres-js.js';
 import { blockStore, DRIVERS, makeKit, migratedSchema, waitFor } from './support/kits.js';
@@ -109,15 +109,39 @@ describe.each(DRIVERS)('translateError with real %s errors', (driver) => {
     ['42P01', false],
   ])('SQLSTATE %s raised by the server → StoreError transient %s', async (sqlState, transient) => {
     const raw = await RAW[driver](`do $$ begin raise exception 'raised' using errcode = '${sqlState}'; end $$`, []);
-    // Raised by a handler's own statement inside complete (`onCompleteTx`), the same code is the
-    // store's to retry exactly when it is transient: 55P03 (class 55) was once the handler's failure.
-    expect(isDriverLevelError(raw)).toBe(transient);
+    // Raised by a handler's own statement inside complete (`onCompleteTx`), these codes are the
+    // store's to retry when transient — all but 55P03, which is the store's only when `lock_timeout`
+    // raised it (the next test), not RAISE or a NOWAIT; the two refused ones are the handler's.
+    expect(isDriverLevelError(raw)).toBe(transient && sqlState !== '55P03');
     const error = translateError(raw);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).sqlState).toBe(sqlState);
     expect((error as StoreError).transient).toBe(transient);
     // 25006 is not a no-verdict code (the same connection would answer the same): transient because its connection is discarded.
     expect(NO_VERDICT_SQLSTATES.has(sqlState)).toBe(transient && sqlState !== '25006');
+  });
+
+  it('55P03 of lock_timeout is the store\'s to retry inside a handler\'s write; 55P03 of NOWAIT is the write\'s own answer', async () => {
+    const holder = new pg.Client({ connectionString: admin.url });
+    await holder.connect();
+    try {
+      await holder.query(`create table if not exists ${admin.t('lock_probe')} (id int primary key)`);
+      await holder.query(`insert into ${admin.t('lock_probe')} values (1) on conflict do nothing`);
+      await holder.query('begin');
+      await holder.query(`select id from ${admin.t('lock_probe')} where id = 1 for update`);
+      const timedOut = await RAW[driver](`do $$ begin perform set_config('lock_timeout', '50ms', true); perform 1 from ${admin.t('lock_probe')} where id = 1 for update; end $$`, []);
+      const nowait = await RAW[driver](`do $$ begin perform 1 from ${admin.t('lock_probe')} where id = 1 for update nowait; end $$`, []);
+      expect([sqlStateOf(timedOut), sqlStateOf(nowait)]).toEqual(['55P03', '55P03']);
+      expect(isLockTimeout(timedOut)).toBe(true);
+      expect(isDriverLevelError(timedOut)).toBe(true);
+      expect(isLockTimeout(nowait)).toBe(false);
+      expect(isDriverLevelError(nowait)).toBe(false);
+      // The store's own statements never use NOWAIT: there 55P03 is always a transient StoreError.
+      expect((translateError(nowait) as StoreError).transient).toBe(true);
+    } finally {
+      await holder.query('rollback');
+      await holder.end();
+    }
   });
 
   it('57P01 (backend terminated) → ConnectionLostError', async () => {

@@ -493,25 +493,29 @@ function validateJitter(jitter: unknown): Jitter {
 /** @throws ValidationError INVALID_OPTION naming `retryByKind[<kind>].<field>`, INVALID_KIND for a bad kind name */
 function resolveRetryByKind(map: unknown): Readonly<Record<string, RetryPolicy>> {
   if (typeof map !== 'object' || map === null || Array.isArray(map)) throw invalid('retryByKind', 'must be an object mapping kind to { maxAttempts?, baseMs?, capMs?, jitter? }');
-  const out: Record<string, RetryPolicy> = {};
-  for (const [kind, policy] of Object.entries(map)) {
-    const field = `retryByKind[${JSON.stringify(kind)}]`;
-    validateKind(kind, field);
-    out[kind] = Object.freeze(validateRetryPolicy(policy, field));
-  }
+  // fromEntries defines each kind as an own key: assigning would run the prototype setter for a kind
+  // named "__proto__" (a valid kind name) and drop its policy silently.
+  const out = Object.fromEntries(
+    Object.entries(map).map(([kind, policy]) => {
+      const field = `retryByKind[${JSON.stringify(kind)}]`;
+      validateKind(kind, field);
+      return [kind, Object.freeze(validateRetryPolicy(policy, field))];
+    }),
+  ) as Record<string, RetryPolicy>;
   return Object.freeze(out);
 }
 
 /** @throws ValidationError INVALID_OPTION naming `keepDoneByKind[<kind>]`, INVALID_KIND for a bad kind name */
 function resolveKeepDoneByKind(map: unknown): Readonly<Record<string, boolean>> {
   if (typeof map !== 'object' || map === null || Array.isArray(map)) throw invalid('keepDoneByKind', 'must be an object mapping kind to a boolean');
-  const out: Record<string, boolean> = {};
-  for (const [kind, keep] of Object.entries(map)) {
-    const field = `keepDoneByKind[${JSON.stringify(kind)}]`;
-    validateKind(kind, field);
-    if (typeof keep !== 'boolean') throw invalid(field, `must be a boolean, got ${typeof keep}`);
-    out[kind] = keep;
-  }
+  const out = Object.fromEntries(
+    Object.entries(map).map(([kind, keep]) => {
+      const field = `keepDoneByKind[${JSON.stringify(kind)}]`;
+      validateKind(kind, field);
+      if (typeof keep !== 'boolean') throw invalid(field, `must be a boolean, got ${typeof keep}`);
+      return [kind, keep];
+    }),
+  ) as Record<string, boolean>;
   return Object.freeze(out);
 }
 

@@ -194,6 +194,41 @@ describe.each([
 });
 
 describe('completion batching: a batch the store refuses as invalid', () => {
+  it('a write whose own store call is refused (a schedule in the completing transaction over the size limit) fails its attempt, alone or batched', async () => {
+    // Found in review: the refusal is a PostponeError, which counted as the store's failure, so the
+    // task stayed CLAIMED until its lease ran out and the handler ran again after each reclaim.
+    const store = createMemoryStore({ maxPayloadBytes: 100 });
+    for (const completeBatchSize of [1, 10]) {
+      let runs = 0;
+      const worker = createWorker({
+        store,
+        concurrency: 2,
+        completeBatchSize,
+        pacing: new ManualPacing(),
+        handlers: {
+          notify: async (task: ClaimedTask<{ size: number }>, ctx) => {
+            runs += 1;
+            ctx.onCompleteTx(async (tx) => {
+              await store.schedule({ kind: 'mail', payload: 'x'.repeat(task.payload.size) }, { tx });
+            });
+            return 'ok';
+          },
+        },
+      });
+      const [fits, tooBig] = (await store.scheduleMany([10, 500].map((size) => ({ kind: 'notify', payload: { size }, maxAttempts: 1 })))).map((t) => t.id);
+      await worker.runOnce();
+      await worker.idle();
+      const [a, b] = await Promise.all([store.getTask(fits as string), store.getTask(tooBig as string)]);
+      expect(a?.state, `completeBatchSize ${completeBatchSize}`).toBe(TaskState.DONE);
+      expect(b, `completeBatchSize ${completeBatchSize}`).toMatchObject({ state: TaskState.DEAD, failures: 1 });
+      expect(b?.lastError).toMatch(/^ValidationError \[PAYLOAD_TOO_LARGE\]: payload: is 502 bytes of JSON, the limit is 100/);
+      expect(runs).toBe(2);
+      expect((await store.countByState()).SCHEDULED).toBe(completeBatchSize === 1 ? 1 : 2); // the one mail that fit, each round
+      await worker.stop({ timeoutMs: 0 });
+    }
+    await store.close();
+  });
+
   it('is sent again item by item, so a result over the store\'s size limit fails only its own attempt, with the store\'s error', async () => {
     const store = createMemoryStore({ maxPayloadBytes: 100 });
     const counted = countCompletes(store);

@@ -216,6 +216,50 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     }
   });
 
+  it('55P03 of the write\'s own NOWAIT is the answer it asked for: the handler\'s failure, counted once, not retried', async () => {
+    await admin.query(`create table if not exists ${t('invoice')} (id int primary key, sent int not null default 0)`);
+    await admin.query(`insert into ${t('invoice')} values (1, 0) on conflict (id) do update set sent = 0`);
+    const store = storeWith({ lock_timeout: 200 }, driver);
+    const worker = createWorker({
+      store,
+      id: 'no-verdict-nowait',
+      leaseMs: 5_000,
+      pollIntervalMs: 20,
+      handlers: {
+        send: async (_task, ctx) => {
+          ctx.onCompleteTx(async (tx) => {
+            const text = `select id from ${t('invoice')} where id = 1 for update nowait`;
+            if (driver === 'pg') await tx.query(text);
+            else await (tx as unknown as { unsafe(text: string): Promise<unknown> }).unsafe(text);
+          });
+          return 'sent';
+        },
+      },
+    });
+    workers.push(worker);
+    const seen = record(worker, EVENTS);
+    const holder = await admin.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select id from ${t('invoice')} where id = 1 for update`);
+      const { id } = await store.schedule({ kind: 'send', maxAttempts: 1 });
+      worker.start();
+      await until(() => seen.some((e) => e.name === 'failed'), 'the failed attempt');
+      // Tried once: one error event, the driver's own error (no StoreError), and no second try.
+      const tries = seen.filter((e) => e.name === 'error' && (e.payload as WorkerEvents['error']).operation === 'complete');
+      expect(tries).toHaveLength(1);
+      expect(StoreErrorClass.isInstance((tries[0]?.payload as WorkerEvents['error']).error)).toBe(false);
+      const task = await storeWith({}).getTask(id);
+      expect(task).toMatchObject({ state: 'DEAD', attempt: 1, failures: 1 });
+      expect(task?.lastError).toMatch(/55P03/);
+      expect(task?.lastError).toMatch(/could not obtain lock/);
+      expect(unhandled).toEqual([]);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  });
+
   it('57014: completions cut by statement_timeout for longer than two leases are retried, the lease renewed meanwhile; DONE at attempt 1, failures 0', async () => {
     const leaseMs = 1_500;
     const store = storeWith({ statement_timeout: 300 }, driver);

@@ -162,6 +162,37 @@ function retrySuite<Tx>(makeHarness: () => Promise<Harness<Tx>>): void {
     expect(await task(far.id)).toMatchObject({ state: TaskState.SCHEDULED, dueAt, attempt: 1, failures: 0 });
   });
 
+  it('a Snooze the store refuses (due more than 100 years ahead) fails the attempt with the store\'s error, at once', async () => {
+    // Found in review: Snooze accepts years up to 9999, the store's snooze at most 100 years ahead;
+    // the refusal left the task CLAIMED until its lease ran out, then DEAD as "lease expired".
+    const w = worker({
+      handlers: {
+        later: async () => {
+          throw new Snooze({ dueAt: new Date(Date.UTC(2200, 0, 1)) });
+        },
+      },
+    });
+    const failed: WorkerEvents['failed'][] = [];
+    w.on('failed', (e) => failed.push(e));
+    const { id } = await h.store.schedule({ kind: 'later', maxAttempts: 1 });
+    expect(await step(w)).toBe(1);
+    const dead = await task(id);
+    expect(dead).toMatchObject({ state: TaskState.DEAD, attempt: 1, failures: 1, leaseOwner: null });
+    expect(dead.lastError).toMatch(/^ValidationError \[INVALID_RUN_AT\]: dueAt: /);
+    expect(failed.map((e) => e.result.outcome)).toEqual(['DEAD']);
+  });
+
+  it('a kind named "__proto__" (a valid kind) keeps its retryByKind policy (found in review: it was dropped)', async () => {
+    const byKind = JSON.parse('{"__proto__":{"maxAttempts":1}}') as Record<string, { maxAttempts: number }>;
+    const handlers = JSON.parse('{}') as Record<string, () => Promise<never>>;
+    Object.defineProperty(handlers, '__proto__', { value: async () => Promise.reject(new Error('boom')), enumerable: true });
+    const w = worker({ retryByKind: byKind, handlers } as never);
+    const { id } = await h.store.schedule({ kind: '__proto__' });
+    expect(await step(w)).toBe(1);
+    // The kind's policy (1 attempt) beats the row's default of 5 only when the worker kept it.
+    expect(await task(id)).toMatchObject({ state: TaskState.DEAD, attempt: 1, failures: 1, lastError: 'Error: boom' });
+  });
+
   it('refuses a bad retryByKind, jitter or random before starting', () => {
     const handlers = { k: async () => null };
     expect(() => createWorker({ store: h.store, handlers, retryByKind: { k: { jitter: 'half' } } } as never)).toThrow(expect.objectContaining({ field: 'retryByKind["k"].jitter' }));

@@ -323,3 +323,24 @@ export class TaskNotFoundError extends PostponeError {
     this.vanished = vanished;
   }
 }
+
+/** Codes of {@link isRefusal} beside every `ValidationError`. */
+const REFUSAL_CODES: ReadonlySet<string> = new Set(['DUPLICATE_KEY', 'NOT_FOUND', 'BATCH_NOT_FOUND', 'BATCH_SEALED', 'BATCHES_UNSUPPORTED']);
+
+/**
+ * True when `error` is Postpone's refusal of what a call asked — bad input (`ValidationError`, any
+ * code), a dedup key already held (`DUPLICATE_KEY`), no such task or batch, a sealed batch, batches
+ * unsupported: a verdict on the call, which the same call gets again, never a failure of the store
+ * or the network. The worker counts one raised inside a handler's `onCompleteTx` write (a
+ * `store.schedule(…, { tx })` with a payload over the limit, say) as the handler's failure, and one
+ * the store answers a complete or snooze with as that attempt's failure. Never throws (false for a
+ * revoked Proxy or a throwing getter).
+ */
+export function isRefusal(error: unknown): boolean {
+  if (ValidationError.isInstance(error)) return true;
+  try {
+    return PostponeError.isInstance(error) && REFUSAL_CODES.has(error.code);
+  } catch {
+    return false;
+  }
+}

@@ -2,7 +2,7 @@
  * One function, {@link translateError}, turns what `pg` or postgres.js throws into core's typed
  * errors (pg-boss style: SQLSTATE codes as named constants, one translation point).
  */
-import { ConnectionError, type ConnectionFailure, ConnectionLostError, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
+import { ConnectionError, type ConnectionFailure, ConnectionLostError, isRefusal, PostponeError, StoreClosedError, StoreError, ValidationError } from '@postpone/core';
 
 /** SQLSTATE codes the store tells apart (PostgreSQL 17 Appendix A). */
 export const SqlState = Object.freeze({
@@ -228,14 +228,17 @@ const DRIVER_LEVEL_CLASSES: ReadonlySet<string> = new Set(['08', '25', '26', '40
 /**
  * True when `error` (thrown by the caller's `work` inside complete) is a failure of the connection
  * or the driver, or a cut the database made, rather than of the caller's own logic: a
- * {@link PostponeError}, a connection failure, a server error of a `DRIVER_LEVEL_CLASSES` class, or
- * any of {@link NO_VERDICT_SQLSTATES} (so a work's `lock_timeout`, 55P03 of class 55, is tried again
- * like its `statement_timeout`, 57014, and never counted as the handler's failure).
+ * {@link PostponeError} other than a refusal of the work's own call (`isRefusal` of core: a
+ * `store.schedule(…, { tx })` with bad input is the work's failure), a connection failure, a server
+ * error of a `DRIVER_LEVEL_CLASSES` class, or any of {@link NO_VERDICT_SQLSTATES} — so a work's
+ * `lock_timeout` (55P03 of class 55) is tried again like its `statement_timeout` (57014). Not a
+ * 55P03 of the work's own `NOWAIT` ({@link isLockTimeout}): that is an answer the work asked for.
  */
 export function isDriverLevelError(error: unknown): boolean {
-  if (PostponeError.isInstance(error)) return true;
+  if (PostponeError.isInstance(error)) return !isRefusal(error);
   if (isConnectionFailure(error) || isEnded(error) || connectFailureOf(error) !== undefined) return true;
   const sqlState = sqlStateOf(error);
+  if (sqlState === SqlState.LOCK_NOT_AVAILABLE) return isLockTimeout(error);
   return (
     sqlState !== undefined &&
     (DRIVER_LEVEL_CLASSES.has(sqlState.slice(0, 2)) ||
@@ -243,6 +246,19 @@ export function isDriverLevelError(error: unknown): boolean {
       sqlState === SqlState.DUPLICATE_PREPARED_STATEMENT ||
       isCachedPlanChanged(error))
   );
+}
+
+/**
+ * True when `error` is 55P03 raised because `lock_timeout` ran out: PostgreSQL raises it from
+ * `ProcessInterrupts` ("canceling statement due to lock timeout", src/backend/tcop/postgres.c),
+ * while a `NOWAIT` lock that is not free raises the same code from the lock or heap code ("could not
+ * obtain lock on …"). Told apart by the error's `routine` field, which is never translated, else by
+ * the English message.
+ */
+export function isLockTimeout(error: unknown): boolean {
+  if (sqlStateOf(error) !== SqlState.LOCK_NOT_AVAILABLE) return false;
+  const routine = propertyOf(error, 'routine');
+  return routine === 'ProcessInterrupts' || messageIncludes(error, 'lock timeout');
 }
 
 /** postgres.js codes meaning "`sql.end()` was called" (the owner closed it). */

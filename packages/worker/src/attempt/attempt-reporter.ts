@@ -2,7 +2,7 @@
  * Reports the end of an attempt to the store — complete, fail, release — fenced by the attempt, and
  * turns each answer into events and log lines. The store decides; the worker only reports what it said.
  */
-import { PostponeError, ValidationError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type SnoozeResult, type Store } from '@postpone/core';
+import { isRefusal, PostponeError, type ClaimedTask, type CompleteOutcome, type FailResult, type Json, type ReleaseOutcome, type SnoozeResult, type Store } from '@postpone/core';
 import type { Logger } from 'pino';
 import { CompletionBatcher } from './completion-batcher.js';
 import type { AttemptEmitter } from './events.js';
@@ -19,8 +19,8 @@ import { callStore, type StoreCallDeps } from './store-call.js';
 export type HoldsLease = () => boolean;
 
 /**
- * What became of a complete whose completion writes threw, or whose result the store refused
- * (`ValidationError` on `result`): nothing committed, and the attempt must be failed with that error.
+ * What became of a complete whose completion writes threw, or a complete or snooze the store refused
+ * (core's `isRefusal`): nothing committed, and the attempt must be failed with that error.
  */
 export interface WriteFailed {
   readonly writeError: unknown;
@@ -107,13 +107,15 @@ export class AttemptReporter<Tx> {
           : await this.batcher.complete(task, result, leaseUntil, deps.holdsLease, keep, work === undefined ? undefined : { work, alone });
     } catch (error) {
       // A write that failed because the store failed (connection lost, refused, driver error — the
-      // store rethrows those as PostponeError) is not the handler's failure: the lease decides.
-      if (failure.writeFailed && !PostponeError.isInstance(error)) return failure.writeFailed;
-      // The store refused the result itself (larger than its `maxPayloadBytes`, which may be below
-      // the worker's own check, or any other check of its own): a verdict on the handler's output,
-      // which no retry of the complete changes. The attempt fails with that error, as it does when
-      // the worker's check refuses the result, instead of waiting out its lease as "lease expired".
-      if (isResultRefused(error)) return { writeError: error };
+      // store rethrows those as PostponeError) is not the handler's failure: the lease decides. A
+      // refusal of the write's own call (core's `isRefusal`: a `store.schedule(…, { tx })` with bad
+      // input, a key already held) is the handler's, like any error of its own.
+      if (failure.writeFailed && (!PostponeError.isInstance(error) || isRefusal(error))) return failure.writeFailed;
+      // The store refused the complete itself (its result larger than the store's `maxPayloadBytes`,
+      // which may be below the worker's own check; text the database's encoding cannot hold): a
+      // verdict on the handler's output, which no retry changes. The attempt fails with that error,
+      // as it does when the worker's check refuses the result, instead of waiting out its lease.
+      if (failure.writeFailed === null && isRefusal(error)) return { writeError: error };
       this.logger.error({ err: error, taskId: task.id, attempt: task.attempt }, 'complete failed; the lease will expire and the task be reclaimed');
       return null;
     }
@@ -166,14 +168,17 @@ export class AttemptReporter<Tx> {
   /**
    * Fenced snooze (the handler threw `Snooze`): SCHEDULED at `dueAt` or after `delayMs` without
    * counting a failure, or CANCELLED when cancel was requested.
-   * @returns the store's answer, or null when the store could not be reached (the lease decides)
+   * @returns the store's answer; `{ writeError }` when the store refused the snooze (core's
+   *          `isRefusal`: a due time past its limit of 100 years, say), which the attempt must then
+   *          fail with; null when the store could not be reached (the lease decides)
    */
-  async snooze(task: ClaimedTask, until: SnoozeUntil, holdsLease?: HoldsLease): Promise<SnoozeResult | null> {
+  async snooze(task: ClaimedTask, until: SnoozeUntil, holdsLease?: HoldsLease): Promise<SnoozeResult | WriteFailed | null> {
     const when = until.dueAt !== undefined ? { dueAt: until.dueAt } : { delayMs: until.delayMs as number };
     let result: SnoozeResult;
     try {
       result = await callStore(this.depsFor(holdsLease), 'snooze', task, () => this.store.snooze({ id: task.id, attempt: task.attempt, ...when }));
     } catch (err) {
+      if (isRefusal(err)) return { writeError: err };
       this.logger.error({ err, taskId: task.id, attempt: task.attempt }, 'snooze could not be recorded; the lease will expire and the task be reclaimed');
       return null;
     }
@@ -216,9 +221,4 @@ export class AttemptReporter<Tx> {
     const until = pacing.now() + leaseMs;
     return { pacing, events: this.events, holdsLease: () => pacing.now() < until };
   }
-}
-
-/** True when `error` is the store's `ValidationError` about a complete's `result` (field `result…`). */
-function isResultRefused(error: unknown): boolean {
-  return ValidationError.isInstance(error) && /^result\b/.test(error.field);
 }

@@ -227,7 +227,8 @@ export class TaskRun<Tx> {
   /** The handler threw `Snooze`: fenced snooze (no failure counted) and what the store answered. */
   private async snooze(until: SnoozeUntil): Promise<void> {
     const result = await this.deps.reporter.snooze(this.task, until, this.holdsLease);
-    this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome === 'SCHEDULED' ? 'SNOOZED' : result.outcome);
+    if (result !== null && 'writeError' in result) await this.fail(describeThrown(result.writeError));
+    else this.telemetry.finished(result === null ? 'UNKNOWN' : result.outcome === 'SCHEDULED' ? 'SNOOZED' : result.outcome);
   }
 
   private async completeWith(value: unknown): Promise<void> {
