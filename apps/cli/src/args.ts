@@ -40,9 +40,10 @@ export function parseDuration(text: string, field: string, unit: 'optional' | 'r
 
 /**
  * RFC 3339 / ISO 8601: a date alone (`2030-01-01`, midnight UTC), or a date and time with its offset
- * (`2030-01-01T12:00:00Z`, `2030-01-01 12:00+02:00`, seconds and a fraction optional).
+ * (`2030-01-01T12:00:00Z`, `2030-01-01 12:00+02:00`, `+0200` or `+02`; seconds and a fraction
+ * optional), which covers what psql prints for a timestamptz (`2030-01-01 12:00:00.123456+00`).
  */
-const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|([+-])(\d{2}):?(\d{2}))?)?$/;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
 
 /**
  * An absolute time given on the command line (`--run-at`, `--due-from`, `--before`, …) → Date.
@@ -50,7 +51,7 @@ const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\
  * `March 7` as a day of 2001 and `2030-02-30` as March 2nd, and a time without offset as the
  * machine's local time; each of those is refused here, so a typo never becomes a due time.
  * @throws UsageError INVALID_RUN_AT naming `field` for any other text, or a date or time that does
- *         not exist (month 13, February 30th, hour 24, offset above 23:59)
+ *         not exist (year 0000, month 13, February 30th, hour 24, offset above 23:59)
  */
 export function parseTime(text: string, field: string): Date {
   const refuse = (why: string) =>
@@ -62,7 +63,7 @@ export function parseTime(text: string, field: string): Date {
   const daysInMonth = new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !isLeapYear(year) ? 1 : 0);
   const offsetHours = Number(m[10] ?? 0);
   const offsetMinutes = Number(m[11] ?? 0);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
     throw refuse(': no such date or time');
   }
   const date = new Date(0);

@@ -210,7 +210,8 @@ export function buildProgram(out: Out, json = false): Command {
     .showHelpAfterError(json ? false : '(run with --help for usage)')
     // commander's own usage errors ("unknown option…") in the CLI's format, code USAGE; inherited by the commands.
     .configureOutput({
-      outputError: (text, write) => write(json ? errorLine(true, 'USAGE', text.replace(/^error: /, '').trimEnd()) : text.replace(/^error: /, 'postpone: error USAGE: ')),
+      outputError: (text, write) =>
+        write(json ? errorLine(true, 'USAGE', text.replace(/^error: /, '').trimEnd()) : text.replace(/^error: /, 'postpone: error USAGE: ').split('\n').map(printable).join('\n')),
     })
     .exitOverride();
   const globals = (cmd: Command): GlobalOptions => {

@@ -374,6 +374,8 @@ describe('postpone', () => {
     const cases: [string[], number, RegExp][] = [
       [['list', '--bogus'], 2, /^postpone: error USAGE: unknown option '--bogus'/],
       [['frobnicate'], 2, /^postpone: error USAGE: unknown command 'frobnicate'/],
+      // commander's own messages quote the input too: escaped, never raw (found in review).
+      [['sch\u001b[2Jedule'], 2, /^postpone: error USAGE: unknown command 'sch\\u001b\[2Jedule'\n/],
       [['schedule', 'k', '--delay', '--', '-5'], 2, /^postpone: error USAGE: too many arguments for 'schedule'/],
       [['schedule', 'k', '--payload-file', '/nonexistent/payload.json'], 2, /^postpone: error INVALID_OPTION: --payload-file: cannot read "\/nonexistent\/payload.json" \(ENOENT\)/],
       [['schedule', 'k', '--run-at', '2030-01-01T00:00:00Z', '--delay', '1s'], 2, /^postpone: error INVALID_DELAY: --delay: give --delay or --run-at, not both\n/],
