@@ -248,7 +248,8 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
       // Tried once: one error event, the driver's own error (no StoreError), and no second try.
       const tries = seen.filter((e) => e.name === 'error' && (e.payload as WorkerEvents['error']).operation === 'complete');
       expect(tries).toHaveLength(1);
-      expect(StoreErrorClass.isInstance((tries[0]?.payload as WorkerEvents['error']).error)).toBe(false);
+      const [only] = tries;
+      expect(only && StoreErrorClass.isInstance((only.payload as WorkerEvents['error']).error)).toBe(false);
       const task = await storeWith({}).getTask(id);
       expect(task).toMatchObject({ state: 'DEAD', attempt: 1, failures: 1 });
       expect(task?.lastError).toMatch(/55P03/);
