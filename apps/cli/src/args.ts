@@ -70,7 +70,11 @@ export function parseTime(text: string, field: string): Date {
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute, second, Number((m[7] ?? '').padEnd(3, '0').slice(0, 3)));
   const sign = m[9] === '-' ? -1 : 1;
-  return new Date(date.getTime() - sign * (offsetHours * 60 + offsetMinutes) * 60_000);
+  const time = new Date(date.getTime() - sign * (offsetHours * 60 + offsetMinutes) * 60_000);
+  // The offset may carry 0001-01-01 back into year 0 or 9999-12-31 into year 10000: outside what a
+  // due time may be (the store's years 1..9999), refused here with the option's name.
+  if (time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) throw refuse(': outside years 0001..9999');
+  return time;
 }
 
 function isLeapYear(year: number): boolean {

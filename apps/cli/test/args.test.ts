@@ -47,6 +47,10 @@ describe('parseTime', () => {
     },
   );
 
+  it.each(['0001-01-01T00:00+01', '9999-12-31T23:30-01'])('refuses %j: its offset carries it outside years 0001..9999', (text) => {
+    expect(refusal(text)).toMatch(/: outside years 0001\.\.9999, got /);
+  });
+
   it('refuses a time without its offset (it would be the machine’s local time)', () => {
     expect(refusal('2030-01-01T12:00:00')).toMatch(/ \(a time needs its offset: Z or \+hh:mm\), got "2030-01-01T12:00:00"$/);
   });

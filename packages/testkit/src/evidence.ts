@@ -125,9 +125,14 @@ function caseName(line: string): string | undefined {
   return /^CASE ([a-z0-9_]+) (?:PASS|FAIL)\b/.exec(line)?.[1];
 }
 
-const LOCK_WAIT_MS = 10_000;
-/** A lock folder older than this was left by a process that died holding it. */
-const LOCK_STALE_MS = 30_000;
+/** How long a record waits for the lock: longer than {@link LOCK_STALE_MS}, so a waiter outlives a lock left behind. */
+const LOCK_WAIT_MS = 20_000;
+/**
+ * A lock folder older than this was left by a process that died holding it (the section it guards
+ * takes milliseconds). Known limit: two waiters that judge the same left-behind lock stale at the
+ * same instant may both take it over; that needs a holder killed inside its few milliseconds.
+ */
+const LOCK_STALE_MS = 5_000;
 
 /**
  * Runs `fn` holding the folder lock `path` (made with `mkdir`, which one process wins): test
@@ -165,9 +170,9 @@ function withLock<T>(path: string, fn: () => T): T {
  * Puts `line` (the case `name`'s) into `evidence/output.txt` in place of that case's earlier line,
  * keeping every other line: a run of some packages (a single test file, one fault case) replaces the
  * lines of the cases it ran and nothing else, so the committed file never loses the cases that run
- * did not reach, and never takes lines from an earlier run left in this checkout. Of the lines
- * already there, only those of cases named in {@link CASE_ORDER} are kept (a case taken out of the
- * table leaves with the next record), ordered as that table (unknown names last, alphabetically).
+ * did not reach, and never takes lines from an earlier run left in this checkout. Every `CASE`
+ * line already there is kept (a case taken out of the code leaves the file by hand), ordered as
+ * {@link CASE_ORDER} (names not in it last, alphabetically); any other line is dropped.
  * Under a lock, so records from parallel test processes never undo each other.
  * @returns the text written
  */
@@ -178,7 +183,7 @@ export function mergeCaseLine(name: string, line: string, dir = evidenceDir()): 
     if (existsSync(outputPath)) {
       for (const old of readFileSync(outputPath, 'utf8').split('\n')) {
         const oldName = caseName(old.trim());
-        if (oldName && CASE_ORDER.includes(oldName)) lines.set(oldName, old.trim());
+        if (oldName) lines.set(oldName, old.trim());
       }
     }
     lines.set(name, line);

@@ -200,8 +200,9 @@ describe('completion batching: a batch the store refuses as invalid', () => {
     const store = createMemoryStore({ maxPayloadBytes: 100 });
     for (const completeBatchSize of [1, 10]) {
       let runs = 0;
+      const counted = countCompletes(store);
       const worker = createWorker({
-        store,
+        store: counted.store,
         concurrency: 2,
         completeBatchSize,
         pacing: new ManualPacing(),
@@ -223,6 +224,8 @@ describe('completion batching: a batch the store refuses as invalid', () => {
       expect(b, `completeBatchSize ${completeBatchSize}`).toMatchObject({ state: TaskState.DEAD, failures: 1 });
       expect(b?.lastError).toMatch(/^ValidationError \[PAYLOAD_TOO_LARGE\]: payload: is 502 bytes of JSON, the limit is 100/);
       expect(runs).toBe(2);
+      // Batched: one completeMany held both (it rolled back whole), then each was completed alone.
+      expect(counted.calls).toEqual(completeBatchSize === 1 ? { complete: 2, completeMany: 0, batchSizes: [] } : { complete: 2, completeMany: 1, batchSizes: [2] });
       expect((await store.countByState()).SCHEDULED).toBe(completeBatchSize === 1 ? 1 : 2); // the one mail that fit, each round
       await worker.stop({ timeoutMs: 0 });
     }

@@ -20,7 +20,7 @@
  * as invalid input (say a result above the store's own size limit), every item is sent alone with
  * `complete`, so one bad item never holds the others back.
  */
-import { type ClaimedTask, type CompleteManyItem, type CompleteOutcome, type Json, type Store, ValidationError } from '@postpone/core';
+import { type ClaimedTask, type CompleteManyItem, type CompleteOutcome, isRefusal, type Json, type Store } from '@postpone/core';
 import type { Pacing } from '@postpone/wheel';
 import type { AttemptEmitter } from './events.js';
 import { callStore } from './store-call.js';
@@ -136,7 +136,9 @@ export class CompletionBatcher<Tx> {
       const outcomes = await callStore(deps, 'complete', batch.length === 1 ? batch[0]?.task : undefined, () => store.completeMany(items));
       for (const [i, p] of batch.entries()) p.resolve(outcomes[i] as CompleteOutcome);
     } catch (error) {
-      if (!ValidationError.isInstance(error)) {
+      // A refusal (core's `isRefusal`: one item's result over the limit, say) is about some item, not
+      // the batch: each is sent alone, so only its own attempt fails with it.
+      if (!isRefusal(error)) {
         for (const p of batch) p.reject(error);
         return;
       }
