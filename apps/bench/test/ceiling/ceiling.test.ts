@@ -32,9 +32,11 @@ describe('runSqlCeiling', () => {
       expect(statements).toBeGreaterThanOrEqual(2 * Math.ceil(tasks / p.batch) + processes);
       expect(p.tasksPerSecond).toBeGreaterThan(0);
       expect(p.walBytesPerTask).toBeGreaterThan(0);
-      // The embedded test server runs on this host, so /proc gives its processes' CPU; a server behind
-      // DATABASE_URL may be elsewhere (a container, another machine: NaN there), so it is not checked.
-      if (process.env.DATABASE_URL === undefined) expect(p.serverCpuMsPerTask).toBeGreaterThan(0);
+      // The embedded test server runs on this host, so /proc gives its processes' CPU (a server behind
+      // DATABASE_URL may be elsewhere: NaN there, not checked). Only that it was read: /proc counts in
+      // 10 ms ticks, and the dozen statements of batch 50 may all fall inside one (0 in a .ci/run
+      // preview's Node.js 24 pass). That the reading grows with work: test/peers/server-cpu.test.ts.
+      if (process.env.DATABASE_URL === undefined) expect(p.serverCpuMsPerTask).toBeGreaterThanOrEqual(0);
     }
   });
 
