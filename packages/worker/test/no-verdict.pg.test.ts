@@ -167,22 +167,26 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     expect(unhandled).toEqual([]);
   });
 
-  it('55P03 in the handler’s own onCompleteTx write (its row locked past lock_timeout): tried again, DONE at attempt 1 with failures 0, the write committed once', async () => {
+  /**
+   * A `send` task (maxAttempts 1) whose handler succeeds and writes `statement` to the invoice row in
+   * its completing transaction, on a store of `driver` with `lock_timeout` 200 ms, while another
+   * session holds that row (`holder`, in an open transaction): scheduled, and the worker started.
+   */
+  async function startInvoiceWrite(statement: string, workerId: string) {
     await admin.query(`create table if not exists ${t('invoice')} (id int primary key, sent int not null default 0)`);
     await admin.query(`insert into ${t('invoice')} values (1, 0) on conflict (id) do update set sent = 0`);
     const store = storeWith({ lock_timeout: 200 }, driver);
     const started = gate();
     const worker = createWorker({
       store,
-      id: 'no-verdict-work-lock',
+      id: workerId,
       leaseMs: 5_000,
       pollIntervalMs: 20,
       handlers: {
         send: async (_task, ctx) => {
           ctx.onCompleteTx(async (tx) => {
-            const text = `update ${t('invoice')} set sent = sent + 1 where id = 1`;
-            if (driver === 'pg') await tx.query(text);
-            else await (tx as unknown as { unsafe(text: string): Promise<unknown> }).unsafe(text);
+            if (driver === 'pg') await tx.query(statement);
+            else await (tx as unknown as { unsafe(text: string): Promise<unknown> }).unsafe(statement);
           });
           started.open();
           return 'sent';
@@ -192,12 +196,16 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
     workers.push(worker);
     const seen = record(worker, EVENTS);
     const holder = await admin.connect();
+    await holder.query('begin');
+    await holder.query(`select id from ${t('invoice')} where id = 1 for update`);
+    const { id } = await store.schedule({ kind: 'send', maxAttempts: 1 });
+    worker.start();
+    return { seen, id, started, holder };
+  }
+
+  it('55P03 in the handler’s own onCompleteTx write (its row locked past lock_timeout): tried again, DONE at attempt 1 with failures 0, the write committed once', async () => {
+    const { seen, id, started, holder } = await startInvoiceWrite(`update ${t('invoice')} set sent = sent + 1 where id = 1`, 'no-verdict-work-lock');
     try {
-      // Another session holds the invoice row the handler's write updates.
-      await holder.query('begin');
-      await holder.query(`select id from ${t('invoice')} where id = 1 for update`);
-      const { id } = await store.schedule({ kind: 'send', maxAttempts: 1 });
-      worker.start();
       await started.promise;
       await until(() => storeErrors(seen, 'complete').length >= 3, 'three completes whose write met 55P03');
       expect(await row(id)).toEqual({ state: 'CLAIMED', attempt: 1, failures: 0 });
@@ -217,33 +225,8 @@ describe.each(['pg', 'postgres-js'] as const)('writes with no verdict are tried 
   });
 
   it('55P03 of the write\'s own NOWAIT is the answer it asked for: the handler\'s failure, counted once, not retried', async () => {
-    await admin.query(`create table if not exists ${t('invoice')} (id int primary key, sent int not null default 0)`);
-    await admin.query(`insert into ${t('invoice')} values (1, 0) on conflict (id) do update set sent = 0`);
-    const store = storeWith({ lock_timeout: 200 }, driver);
-    const worker = createWorker({
-      store,
-      id: 'no-verdict-nowait',
-      leaseMs: 5_000,
-      pollIntervalMs: 20,
-      handlers: {
-        send: async (_task, ctx) => {
-          ctx.onCompleteTx(async (tx) => {
-            const text = `select id from ${t('invoice')} where id = 1 for update nowait`;
-            if (driver === 'pg') await tx.query(text);
-            else await (tx as unknown as { unsafe(text: string): Promise<unknown> }).unsafe(text);
-          });
-          return 'sent';
-        },
-      },
-    });
-    workers.push(worker);
-    const seen = record(worker, EVENTS);
-    const holder = await admin.connect();
+    const { seen, id, holder } = await startInvoiceWrite(`select id from ${t('invoice')} where id = 1 for update nowait`, 'no-verdict-nowait');
     try {
-      await holder.query('begin');
-      await holder.query(`select id from ${t('invoice')} where id = 1 for update`);
-      const { id } = await store.schedule({ kind: 'send', maxAttempts: 1 });
-      worker.start();
       await until(() => seen.some((e) => e.name === 'failed'), 'the failed attempt');
       // Tried once: one error event, the driver's own error (no StoreError), and no second try.
       const tries = seen.filter((e) => e.name === 'error' && (e.payload as WorkerEvents['error']).operation === 'complete');
