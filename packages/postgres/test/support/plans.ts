@@ -7,6 +7,8 @@ export type PlanNode = {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Index Cond'?: string;
+  'Recheck Cond'?: string;
+  Filter?: string;
   'Rows Removed by Filter'?: number;
   'Rows Removed by Index Recheck'?: number;
   'Shared Hit Blocks'?: number;
