@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminStatements } from '../src/sql/admin-sql.js';
 import { Admin, makeKit } from './support/kits.js';
-import { type PlanNode, planNodes } from './support/plans.js';
+import type { PlanNode, } from './support/plans.js';
 
 const ROWS = 1_000_000;
 const admin = Admin.create('admin_plans');
@@ -47,23 +47,6 @@ function indexesUsed(nodes: PlanNode[]): string[] {
 /** pages_per_range of a BRIN index left at its default (PostgreSQL 17 §64.5.1): one range is the most a lossy bitmap reads beyond the matching pages. */
 const BRIN_RANGE_PAGES = 128;
 const BATCH = 1_000;
-
-/**
- * EXPLAIN (ANALYZE, BUFFERS) of one prune batch as the store sends it, in a transaction rolled back
- * (ANALYZE runs the delete): every node, and the shared buffers of the whole statement.
- */
-async function explainPruneBatch(cut: string, limit: number): Promise<{ nodes: PlanNode[]; buffers: number }> {
-  const client = await admin.pool.connect();
-  try {
-    await client.query('begin');
-    const { rows } = await client.query(`explain (analyze, buffers, format json) ${sql.pruneBatch}`, [cut, limit]);
-    const root = (rows[0]['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-    return { nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
-}
 
 /**
  * Per history partition, the heap pages and the BRIN block ranges ({@link BRIN_RANGE_PAGES} pages
@@ -206,7 +189,7 @@ describe(`store operations at ${ROWS} rows`, () => {
 
   it('prune reads only the history pages below the cut (BRIN on finished_at, migration 14)', async () => {
     const cut = new Date(Date.now() - 23 * 3_600_000).toISOString(); // the first hour of history: ~72 000 rows
-    const { nodes, buffers } = await explainPruneBatch(cut, BATCH);
+    const { nodes, buffers } = await admin.explainRolledBack(sql.pruneBatch, [cut, BATCH]);
     const below = await beforeCut(cut);
     // The promise is what a batch reads, not which node reads it. A BRIN bitmap is lossy: it reads
     // each block range that holds a row before the cut whole, plus the partition's last range,

@@ -8,7 +8,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bulkStatements } from '../src/sql/bulk-sql.js';
 import { Admin, makeKit } from './support/kits.js';
-import { type PlanNode, planNodes } from './support/plans.js';
 
 const BACKLOG = 100_000;
 const OTHERS = 100_000;
@@ -68,22 +67,13 @@ describe(`cancelMany by kind over ${BACKLOG} SCHEDULED tasks of one kind`, () =>
     // The live table's indexes are being trimmed to what the claim needs (issue 24): without the
     // (state, kind, id) indexes of migration 4 the pick reads the kind's range of task_claim_idx.
     // Dropped inside a transaction rolled back at the end, so the other tests keep the schema's indexes.
-    const client = await admin.pool.connect();
-    try {
-      await client.query('begin');
+    const pick = sql.pick('live', ['SCHEDULED'], { ...noFilter, kinds: ['bulk'] }, '0', '9223372036854775807', 1_000);
+    const { nodes, buffers } = await admin.explainRolledBack(pick.text, pick.values, async (client) => {
       for (const index of ['task_state_kind_id_idx', 'task_state_id_idx', 'task_scheduled_kind_idx']) await client.query(`drop index if exists ${admin.t(index)}`);
-      const pick = sql.pick('live', ['SCHEDULED'], { ...noFilter, kinds: ['bulk'] }, '0', '9223372036854775807', 1_000);
-      const [row] = (await client.query(`explain (analyze, buffers, format json) ${pick.text}`, [...pick.values])).rows as { 'QUERY PLAN': [{ Plan: PlanNode }] }[];
-      const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-      const nodes = planNodes(root);
-      const buffers = (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0);
-      console.log(`bulk pick plan, hot-path indexes only: ${nodes.map((n) => `${n['Node Type']}${n['Index Name'] ? ` ${n['Index Name']}` : ''}`).join(' > ')}; ${buffers} buffers`);
-      expect(nodes.filter((n) => /Seq Scan/.test(n['Node Type']))).toEqual([]);
-      expect(nodes.some((n) => n['Relation Name'] === 'task' && /Index|Bitmap Heap/.test(n['Node Type']))).toBe(true);
-    } finally {
-      await client.query('rollback');
-      client.release();
-    }
+    });
+    console.log(`bulk pick plan, hot-path indexes only: ${nodes.map((n) => `${n['Node Type']}${n['Index Name'] ? ` ${n['Index Name']}` : ''}`).join(' > ')}; ${buffers} buffers`);
+    expect(nodes.filter((n) => /Seq Scan/.test(n['Node Type']))).toEqual([]);
+    expect(nodes.some((n) => n['Relation Name'] === 'task' && /Index|Bitmap Heap/.test(n['Node Type']))).toBe(true);
   });
 
   it('cancels exactly the backlog of the kind, in batches, leaving the other kinds', async () => {

@@ -94,6 +94,16 @@ export function makeKit(driver: DriverName, url = testDatabaseUrl()): Kit<any> {
 
 export const DRIVERS: readonly DriverName[] = ['pg', 'postgres'];
 
+type ExplainRow = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+
+/** What a plan test reads of one EXPLAIN: the root node, every node ({@link planNodes}), and the shared buffers touched (hit + read; 0 without `buffers`). */
+export type ExplainedPlan = { root: PlanNode; nodes: PlanNode[]; buffers: number };
+
+function readPlan(row: ExplainRow): ExplainedPlan {
+  const root = row['QUERY PLAN'][0].Plan;
+  return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
+}
+
 /**
  * Raw access for assertions: a pg pool of its own (so checks never go through the code under test's
  * adapter), plus the schema of the test file.
@@ -125,10 +135,27 @@ export class Admin {
    * `EXPLAIN (options, FORMAT JSON)` of `text` (PostgreSQL 17 §14.1): the plan's root, every node
    * ({@link planNodes}) and the shared buffers it touched (hit + read; 0 without `buffers`).
    */
-  async explainPlan(text: string, params: readonly unknown[], options = 'analyze, buffers'): Promise<{ root: PlanNode; nodes: PlanNode[]; buffers: number }> {
-    const [row] = await this.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (${options}, format json) ${text}`, [...params]);
-    const root = (row!['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
-    return { root, nodes: planNodes(root), buffers: (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0) };
+  async explainPlan(text: string, params: readonly unknown[], options = 'analyze, buffers'): Promise<ExplainedPlan> {
+    const [row] = await this.query<ExplainRow>(`explain (${options}, format json) ${text}`, [...params]);
+    return readPlan(row!);
+  }
+
+  /**
+   * `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of `text` on one connection, in a transaction rolled
+   * back at the end: ANALYZE runs the statement, so a write leaves nothing behind, and `setup` (run
+   * first, in the same transaction) may change the schema for this plan only (e.g. drop an index).
+   */
+  async explainRolledBack(text: string, params: readonly unknown[], setup?: (client: pg.PoolClient) => Promise<void>): Promise<ExplainedPlan> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      await setup?.(client);
+      const { rows } = await client.query<ExplainRow>(`explain (analyze, buffers, format json) ${text}`, [...params]);
+      return readPlan(rows[0]!);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
   }
 
   /** `VACUUM ANALYZE` of one table of the schema, then its size in pages (`pg_class.relpages`). */
